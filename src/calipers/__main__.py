@@ -1,0 +1,5 @@
+import sys
+
+from calipers.cli import main
+
+sys.exit(main())

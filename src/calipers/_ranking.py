@@ -1,0 +1,539 @@
+"""Binary threshold-free metrics: ROC and PR curves, ROC AUC, average precision.
+
+All of them stand on one sort of the scores (:func:`_sorted_stats`): ascending
+order, tie groups from :func:`calipers._backend.group_bounds`, and prefix sums
+of positive and negative weight.  A tie group is one threshold, so every
+metric here is independent of the order of tied rows.
+
+Counts are accumulated in integers when there are no weights or the weights
+are integers (bootstrap counts), else in the widest float the backend gives
+(handed case H15: float32 running counts stop at 2**24).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _backend as B
+
+__all__ = [
+    "roc_curve",
+    "precision_recall_curve",
+    "roc_auc_score",
+    "average_precision_score",
+    "precision_recall_auc",
+    "precision_at_k",
+    "recall_at_k",
+]
+
+
+# --------------------------------------------------------------------------
+# input handling shared by every function of the family
+# --------------------------------------------------------------------------
+
+class _Binary(NamedTuple):
+    xp: object
+    y: object          # int 0/1
+    s: object          # scores
+    w: object          # weights or None
+    invalid: object    # scalar bool: under jit, input broke a rule -> NaN
+    out: object        # output float dtype
+
+
+def _prepare(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
+    xp, (y_true, y_score, sample_weight) = B.as_arrays(y_true, y_score, sample_weight)
+    B.check_1d("y_true", y_true)
+    B.check_1d(score_name, y_score)
+    if sample_weight is not None:
+        B.check_1d("sample_weight", sample_weight)
+    B.check_same_length(y_true=y_true, **{score_name: y_score}, sample_weight=sample_weight)
+    B.check_nonempty("y_true", y_true)
+    B.check_numeric(score_name, y_score, xp)
+    if xp.isdtype(y_score.dtype, "bool"):
+        raise ValueError(f"{score_name} must be numeric scores, not booleans")
+    B.check_finite(score_name, y_score, xp)
+    y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
+    if sample_weight is not None:
+        B.check_weights("sample_weight", sample_weight, xp)
+    if B.is_traced(y_score):
+        invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
+            y_score.dtype, "real floating") else invalid
+    if sample_weight is not None and B.is_traced(sample_weight):
+        invalid = invalid | ~xp.all(sample_weight >= 0)
+    return _Binary(xp, y, y_score, sample_weight, invalid, B.out_float(xp, y_score))
+
+
+def _count_dtype(xp, w):
+    if w is None or xp.isdtype(w.dtype, "integral"):
+        return B.acc_int(xp)
+    return B.acc_float(xp)
+
+
+class _Stats(NamedTuple):
+    s: object    # scores, ascending
+    wp: object   # positive weight per sorted row
+    Cp: object   # prefix sums (length n + 1) of positive weight
+    Cn: object   # ... of negative weight
+    lo: object   # first index of each row's tie group
+    hi: object   # last index of each row's tie group
+    P: object    # total positive weight (accumulation float)
+    N: object    # total negative weight
+
+
+class Presorted(NamedTuple):
+    """One model's scores sorted once: reused by every bootstrap replicate."""
+
+    order: object  # argsort of the scores, ascending
+    s: object      # sorted scores
+    y: object      # labels (0/1 ints) in sorted order
+    lo: object
+    hi: object
+
+
+def presort(y01, y_score, xp) -> Presorted:
+    """The one sort every metric of this family stands on."""
+    order = xp.argsort(y_score, stable=False)
+    s = xp.take(y_score, order)
+    lo, hi = B.group_bounds(s, xp)
+    return Presorted(order, s, xp.take(y01, order), lo, hi)
+
+
+def stats_from_presorted(ps: Presorted, w_sorted, xp) -> _Stats:
+    """Prefix sums of positive/negative weight over a presorted order: O(n).
+
+    ``w_sorted`` are the row weights already in sorted order, or ``None``.
+    """
+    cdt = _count_dtype(xp, w_sorted)
+    if w_sorted is None:
+        wp = xp.astype(ps.y, cdt)
+        wn = 1 - wp
+    else:
+        w = xp.astype(w_sorted, cdt)
+        wp = w * xp.astype(ps.y, cdt)
+        wn = w - wp
+    Cp = B.prefix_sum(wp, xp, cdt)
+    Cn = B.prefix_sum(wn, xp, cdt)
+    f = B.acc_float(xp)
+    n = ps.s.shape[0]
+    return _Stats(ps.s, wp, Cp, Cn, ps.lo, ps.hi, xp.astype(Cp[n], f), xp.astype(Cn[n], f))
+
+
+def _sorted_stats(d: _Binary) -> _Stats:
+    xp = d.xp
+    ps = presort(d.y, d.s, xp)
+    w = None if d.w is None else xp.take(d.w, ps.order)
+    return stats_from_presorted(ps, w, xp)
+
+
+def auc_from_stats(st: _Stats, xp):
+    """Mann-Whitney AUC (ties 1/2) from sorted stats; NaN when one class is absent."""
+    below = _f(xp.take(st.Cn, st.lo), xp)       # negative weight strictly below
+    upto = _f(xp.take(st.Cn, st.hi + 1), xp)    # ... at or below (same tie group)
+    num = xp.sum(_f(st.wp, xp) * (below + upto))
+    undefined = (st.P == 0) | (st.N == 0)
+    den = 2 * st.P * st.N
+    return B.nan_if(undefined, num / xp.where(undefined, 1.0, den), xp), undefined
+
+
+def ap_from_stats(st: _Stats, xp):
+    """Step-sum average precision from sorted stats; NaN without positives."""
+    tp = st.P - _f(xp.take(st.Cp, st.lo), xp)   # positive weight with score >= s
+    fp = st.N - _f(xp.take(st.Cn, st.lo), xp)
+    den = tp + fp
+    prec = tp / xp.where(den > 0, den, 1.0)
+    wp = _f(st.wp, xp)
+    undefined = st.P == 0
+    value = xp.sum(xp.where(wp > 0, wp * prec, 0.0)) / xp.where(undefined, 1.0, st.P)
+    return B.nan_if(undefined, value, xp), undefined
+
+
+def _f(x, xp):
+    return xp.astype(x, B.acc_float(xp))
+
+
+def _result(value, d: _Binary, undefined, what: str):
+    """Cast, turn invalid input into NaN, warn (eagerly) when undefined."""
+    xp = d.xp
+    value = B.nan_if(d.invalid | undefined, value, xp)
+    value = xp.astype(value, d.out)
+    if not B.is_traced(value) and bool(undefined) and not bool(d.invalid):
+        B.warn_undefined(what, stacklevel=4)
+    return B.finalize(value, xp)
+
+
+# --------------------------------------------------------------------------
+# ROC AUC
+# --------------------------------------------------------------------------
+
+def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_label=None):
+    """Area under the ROC curve of a binary problem, ties counted exactly.
+
+    AUC is the Mann-Whitney statistic: the share of (positive, negative) pairs
+    ranked correctly, a tied pair counting 1/2 (Hanley & McNeil 1982). It equals
+    the trapezoidal area under :func:`roc_curve`. With ``sample_weight`` each
+    pair counts ``w_pos * w_neg``.
+
+    Parameters
+    ----------
+    y_true : array of shape (n,)
+        Labels in {0, 1} (or bool); other labels need ``pos_label``.
+    y_score : array of shape (n,)
+        Real scores, higher means more likely positive. Finite.
+    sample_weight : array of shape (n,), optional
+        Non-negative weights. Integer weights (bootstrap counts) are
+        accumulated exactly in integers.
+    max_fpr : float in (0, 1], optional
+        Return the McClish-standardised partial AUC over FPR in [0, max_fpr]:
+        ``0.5 * (1 + (A - max_fpr**2/2) / (max_fpr - max_fpr**2/2))``, the ROC
+        curve interpolated linearly at ``max_fpr`` (scikit-learn's definition).
+    pos_label : scalar, optional
+        The label of the positive class when labels are not {0, 1}.
+
+    Returns
+    -------
+    0-d array (NumPy scalar on NumPy) of the scores' float dtype (float64 for
+    integer scores). NaN when undefined: only one class present (also
+    for all-zero weight of a class), with an :class:`UndefinedMetricWarning`
+    in eager mode. scikit-learn raises ``ValueError`` there instead.
+
+    Raises
+    ------
+    ValueError
+        Shapes not 1-D or of different length, empty input, NaN/inf scores,
+        labels outside {0, 1} without ``pos_label``, negative or non-finite
+        weights, ``max_fpr`` outside (0, 1]. Under ``jit`` the value checks
+        cannot raise: such input gives NaN.
+
+    Notes
+    -----
+    One sort of the scores (O(n log n)); counts in integers when unweighted.
+    On NumPy without weights the two classes are sorted apart (keys only) and
+    pairs counted by binary search, which is faster than an argsort.
+    """
+    if max_fpr is not None and not (0 < max_fpr <= 1):
+        raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
+    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    if max_fpr is None or max_fpr == 1:
+        if B.is_numpy(xp) and d.w is None:
+            value, undefined = _auc_numpy_unweighted(d)
+        else:
+            value, undefined = _auc_kernel(d, xp)
+        return _result(value, d, undefined,
+                       "ROC AUC is undefined when y_true has only one class; returning NaN")
+    st = _sorted_stats(d)
+    area = _partial_area(st, max_fpr, xp)
+    min_area = 0.5 * max_fpr**2
+    value = 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
+    undefined = (st.P == 0) | (st.N == 0)
+    return _result(value, d, undefined,
+                   "ROC AUC is undefined when y_true has only one class; returning NaN")
+
+
+def _auc_kernel(d, xp):
+    return auc_from_stats(_sorted_stats(d), xp)
+
+
+def _auc_numpy_unweighted(d):
+    # Keys-only sorts of each class and binary search: no argsort, no gathers.
+    pos = np.sort(d.s[d.y == 1])
+    neg = np.sort(d.s[d.y == 0])
+    P, N = pos.shape[0], neg.shape[0]
+    if P == 0 or N == 0:
+        return np.float64(math.nan), True
+    left = np.searchsorted(neg, pos, side="left")
+    right = np.searchsorted(neg, pos, side="right")
+    num = int(left.sum(dtype=np.int64)) + int(right.sum(dtype=np.int64))
+    return np.float64(num / (2.0 * P * N)), False
+
+
+def _partial_area(st: _Stats, max_fpr, xp):
+    """Area under the ROC curve for FPR in [0, max_fpr], interpolating linearly."""
+    n = st.s.shape[0]
+    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
+    rep = st.hi == idx                                   # one row per tie group
+    f1 = (st.N - _f(xp.take(st.Cn, st.lo), xp)) / st.N   # FPR at this threshold
+    t1 = (st.P - _f(xp.take(st.Cp, st.lo), xp)) / st.P
+    f0 = (st.N - _f(xp.take(st.Cn, st.hi + 1), xp)) / st.N  # at the next higher threshold
+    t0 = (st.P - _f(xp.take(st.Cp, st.hi + 1), xp)) / st.P
+    width = f1 - f0
+    m = max_fpr
+    full = width * (t0 + t1) / 2
+    safe = xp.where(width > 0, width, 1.0)
+    alpha = (m - f0) / safe
+    tm = t0 + alpha * (t1 - t0)
+    part = (m - f0) * (t0 + tm) / 2
+    seg = xp.where(f1 <= m, full, xp.where(f0 >= m, 0.0, part))
+    return xp.sum(xp.where(rep, seg, 0.0))
+
+
+# --------------------------------------------------------------------------
+# average precision and the trapezoidal PR area
+# --------------------------------------------------------------------------
+
+def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None):
+    """Average precision, the non-interpolated step sum over distinct thresholds.
+
+    ``AP = sum_j (R_j - R_{j-1}) * P_j`` over the distinct score thresholds in
+    decreasing order, tied scores entering together (scikit-learn's definition;
+    Manning, Raghavan & Schütze 2008, ch. 8). Equivalently the mean, over
+    positives, of the precision at the threshold equal to that positive's score.
+    No interpolation: constant scores give the prevalence (handed case H04).
+    The trapezoidal area is :func:`precision_recall_auc`.
+
+    Parameters and dtypes as :func:`roc_auc_score`.
+
+    Returns
+    -------
+    0-d float. NaN with an :class:`UndefinedMetricWarning` when there is no
+    positive weight (scikit-learn returns 0.0 there; calipers does not report a
+    number for an undefined quantity).
+
+    Raises
+    ------
+    ValueError
+        As :func:`roc_auc_score`. Under ``jit`` invalid input gives NaN.
+    """
+    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    if B.is_numpy(xp) and d.w is None:
+        pos = np.sort(d.s[d.y == 1])
+        neg = np.sort(d.s[d.y == 0])
+        P = pos.shape[0]
+        if P == 0:
+            value, undefined = np.float64(math.nan), True
+        else:
+            tp = P - np.searchsorted(pos, pos, side="left")
+            fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
+            value, undefined = np.float64(np.sum(tp / (tp + fp)) / P), False
+    else:
+        value, undefined = ap_from_stats(_sorted_stats(d), xp)
+    return _result(value, d, undefined,
+                   "average precision is undefined when y_true has no positive; returning NaN")
+
+
+def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None):
+    """Trapezoidal area under the precision-recall curve (not average precision).
+
+    The area by the trapezoidal rule over the points of
+    :func:`precision_recall_curve`, starting at (recall 0, precision 1), as
+    ``sklearn.metrics.auc(recall, precision)`` gives. Linear interpolation of
+    precision is optimistic (Davis & Goadrich 2006); prefer
+    :func:`average_precision_score` unless this exact quantity is wanted.
+    Labels (1, 0, 1) with scores (0.9, 0.8, 0.7) give 19/24, AP 5/6.
+
+    Returns NaN (with an :class:`UndefinedMetricWarning`) when there is no
+    positive weight. Parameters, errors and jit behaviour as
+    :func:`roc_auc_score`.
+    """
+    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    st = _sorted_stats(d)
+    n = st.s.shape[0]
+    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
+    rep = st.hi == idx
+    t1 = st.P - _f(xp.take(st.Cp, st.lo), xp)
+    f1 = st.N - _f(xp.take(st.Cn, st.lo), xp)
+    t0 = st.P - _f(xp.take(st.Cp, st.hi + 1), xp)
+    f0 = st.N - _f(xp.take(st.Cn, st.hi + 1), xp)
+    p1 = t1 / xp.where(t1 + f1 > 0, t1 + f1, 1.0)
+    p0 = xp.where(t0 + f0 > 0, t0 / xp.where(t0 + f0 > 0, t0 + f0, 1.0), 1.0)
+    area = xp.sum(xp.where(rep, (t1 - t0) * (p0 + p1) / 2, 0.0)) / st.P
+    return _result(area, d, st.P == 0,
+                   "PR AUC is undefined when y_true has no positive; returning NaN")
+
+
+# --------------------------------------------------------------------------
+# curves
+# --------------------------------------------------------------------------
+
+def _curve_points(d: _Binary):
+    """Per tie group, in decreasing threshold order: (fps, tps, thresholds, keep).
+
+    Eagerly (where the backend allows data-dependent shapes) only one point
+    per group is returned; under ``jit`` every row carries its group's point
+    (static length n) and ``keep`` marks the group representatives.
+    """
+    xp = d.xp
+    st = _sorted_stats(d)
+    n = st.s.shape[0]
+    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
+    rep = st.hi == idx
+    tps = st.P - _f(xp.take(st.Cp, st.lo), xp)
+    fps = st.N - _f(xp.take(st.Cn, st.lo), xp)
+    thr = st.s
+    compact = not B.is_traced(d.s, d.y, d.w) and B.supports_data_dependent_shapes(xp)
+    if compact:
+        tps, fps, thr = tps[rep], fps[rep], thr[rep]
+    # decreasing thresholds
+    return xp.flip(fps), xp.flip(tps), xp.flip(thr), st, compact
+
+
+def _collinear_keep(x, y, xp):
+    """Mask of points that are endpoints or where the curve changes direction."""
+    m = x.shape[0]
+    if m <= 2:
+        return xp.ones(m, dtype=xp.bool, device=B.device(x))
+    dx0, dy0 = x[1:-1] - x[:-2], y[1:-1] - y[:-2]
+    dx1, dy1 = x[2:] - x[1:-1], y[2:] - y[1:-1]
+    turn = (dx0 * dy1 - dy0 * dx1) != 0
+    t = xp.ones(1, dtype=xp.bool, device=B.device(x))
+    return xp.concat([t, turn, t])
+
+
+def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_intermediate=True):
+    """Receiver operating characteristic curve (scikit-learn compatible).
+
+    Returns ``(fpr, tpr, thresholds)``: thresholds in decreasing order, the first
+    ``+inf`` (the point (0, 0)); a row is predicted positive iff
+    ``score >= threshold``; one point per distinct score (a tie group moves the
+    curve diagonally).
+
+    ``drop_intermediate=True`` keeps the endpoints and every vertex where the
+    curve changes direction, and drops collinear points (exact test on the
+    weighted counts). This is the minimal curve; it differs from scikit-learn
+    1.9, which keeps some collinear points (handed case H02). The area is the
+    same either way.
+
+    Shapes: eagerly the arrays have one element per distinct score plus one.
+    Under ``jit`` (and on backends without data-dependent shapes) they have the
+    static length n + 1, every row of a tie group repeating its group's point,
+    and ``drop_intermediate`` is not applied (it needs data-dependent shapes);
+    repeated points leave areas unchanged.
+
+    ``fpr`` is NaN when there is no negative weight and ``tpr`` NaN when there is
+    no positive weight (scikit-learn also returns NaN, with a warning); both
+    warn with :class:`UndefinedMetricWarning` eagerly.
+
+    Raises ``ValueError`` as :func:`roc_auc_score`; under ``jit`` invalid input
+    turns every value into NaN.
+    """
+    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    fps, tps, thr, st, compact = _curve_points(d)
+    zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
+    fps = xp.concat([zero, fps])
+    tps = xp.concat([zero, tps])
+    thr = xp.concat([xp.full(1, math.inf, dtype=d.out, device=B.device(fps)),
+                     xp.astype(thr, d.out)])
+    if compact and drop_intermediate:
+        keep = _collinear_keep(fps, tps, xp)
+        fps, tps, thr = fps[keep], tps[keep], thr[keep]
+    fpr = B.nan_if(d.invalid | (st.N == 0), fps / st.N, xp)
+    tpr = B.nan_if(d.invalid | (st.P == 0), tps / st.P, xp)
+    _warn_curve(d, st)
+    return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
+
+
+def _warn_curve(d, st):
+    if B.is_traced(st.P) or bool(d.invalid):
+        return
+    if bool(st.N == 0):
+        B.warn_undefined("no negative samples in y_true: false positive rate is NaN", 4)
+    if bool(st.P == 0):
+        B.warn_undefined("no positive samples in y_true: true positive rate/recall is NaN", 4)
+
+
+def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=None,
+                           drop_intermediate=False):
+    """Precision-recall pairs for each distinct threshold (scikit-learn compatible).
+
+    Returns ``(precision, recall, thresholds)`` with thresholds increasing (one
+    per distinct score); ``precision`` and ``recall`` have one more element, the
+    final point (precision 1, recall 0). Predicted positive iff
+    ``score >= threshold``.
+
+    ``drop_intermediate=True`` drops thresholds at which the true-positive count
+    does not change next to a change (scikit-learn's rule); it applies eagerly
+    only, as in :func:`roc_curve`. Under ``jit`` the arrays have the static
+    length n (+1), every row of a tie group repeating its group's point.
+
+    Zero division: precision at a threshold is always defined (at least one row
+    is predicted positive). Recall is NaN when there is no positive weight,
+    with an :class:`UndefinedMetricWarning` (scikit-learn sets it to 1).
+
+    Raises ``ValueError`` as :func:`roc_auc_score`.
+    """
+    d = _prepare(y_true, y_score, sample_weight, pos_label, score_name="y_score")
+    xp = d.xp
+    fps, tps, thr, st, compact = _curve_points(d)
+    if compact and drop_intermediate and tps.shape[0] > 2:
+        ch = tps[1:] != tps[:-1]
+        t = xp.ones(1, dtype=xp.bool, device=B.device(tps))
+        keep = xp.concat([t, ch[:-1] | ch[1:], t])
+        fps, tps, thr = fps[keep], tps[keep], thr[keep]
+    den = tps + fps
+    precision = tps / xp.where(den > 0, den, 1.0)
+    recall = tps / st.P
+    one = xp.ones(1, dtype=precision.dtype, device=B.device(precision))
+    precision = B.nan_if(d.invalid, xp.concat([xp.flip(precision), one]), xp)
+    recall = B.nan_if(d.invalid | (st.P == 0), xp.concat([xp.flip(recall), 0 * one]), xp)
+    _warn_curve(d, st)
+    return xp.astype(precision, d.out), xp.astype(recall, d.out), xp.astype(xp.flip(thr), d.out)
+
+
+# --------------------------------------------------------------------------
+# precision and recall at k
+# --------------------------------------------------------------------------
+
+def _at_k(y_true, y_score, k, sample_weight, pos_label):
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    n = d.s.shape[0]
+    if k > n:
+        raise ValueError(f"k={k} is larger than the number of samples n={n}")
+    f = B.acc_float(xp)
+    kth = xp.sort(d.s, descending=True)[k - 1]
+    above = d.s > kth
+    tied = d.s == kth
+    w = xp.ones(n, dtype=f, device=B.device(d.s)) if d.w is None else xp.astype(d.w, f)
+    yf = xp.astype(d.y, f)
+    n_above = xp.sum(xp.astype(above, f))
+    n_tied = xp.sum(xp.astype(tied, f))
+    share = (k - n_above) / n_tied          # expected share of the tie group in the top k
+    tp = xp.sum(xp.where(above, w * yf, 0.0)) + share * xp.sum(xp.where(tied, w * yf, 0.0))
+    wk = xp.sum(xp.where(above, w, 0.0)) + share * xp.sum(xp.where(tied, w, 0.0))
+    P = xp.sum(w * yf)
+    return d, tp, wk, P
+
+
+def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
+    """Precision among the k highest scores; ties at the k-th score by expectation.
+
+    If the k-th highest score is shared by a tie group of which only part fits
+    in the top k, every row of the group is counted with weight
+    ``(k - n_above) / n_tied``: the expected value over all orderings of the
+    ties (no dependence on row order, unlike ``argsort``-based top-k). With
+    ``sample_weight``, precision is E[positive weight in top k] / E[weight in
+    top k].
+
+    Returns a 0-d float; NaN (with warning) only if the top k has zero weight.
+    Raises ``ValueError`` for ``k`` not a positive integer or ``k > n`` (static,
+    raised under ``jit`` too) and for the input errors of :func:`roc_auc_score`.
+    """
+    d, tp, wk, _ = _at_k(y_true, y_score, k, sample_weight, pos_label)
+    xp = d.xp
+    undefined = wk == 0
+    return _result(tp / xp.where(undefined, 1.0, wk), d, undefined,
+                   "precision@k is undefined: the top k have zero weight; returning NaN")
+
+
+def recall_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
+    """Share of the positive weight found among the k highest scores.
+
+    Ties at the k-th score by expectation, as :func:`precision_at_k`. NaN
+    (with :class:`UndefinedMetricWarning`) when there is no positive weight.
+    Errors as :func:`precision_at_k`.
+    """
+    d, tp, _, P = _at_k(y_true, y_score, k, sample_weight, pos_label)
+    xp = d.xp
+    undefined = P == 0
+    return _result(tp / xp.where(undefined, 1.0, P), d, undefined,
+                   "recall@k is undefined when y_true has no positive; returning NaN")
