@@ -43,6 +43,9 @@ def main(argv=None) -> int:
     except InputError as exc:
         print(f"calipers {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,102 @@
+"""Reading per-example prediction tables (CSV or Parquet) into NumPy columns.
+
+pyarrow does the parsing; this module only checks what the metrics need and
+turns every problem into an :class:`InputError` naming the file, column and
+row (data rows counted from 1; for CSV the line number is given too, the
+header being line 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._errors import InputError
+
+
+def _read_table(path: Path, columns: list[str]):
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - cli extra missing
+        raise InputError("reading files needs pyarrow: pip install 'calipers[cli]'") from exc
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            table = pq.read_table(path)
+            kind = "parquet"
+        else:
+            # Read every column as text so that a bad value is reported by row, not
+            # swallowed by type inference.
+            head = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=1 << 16))
+            types = {name: pa.string() for name in head.column_names}
+            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+                column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False))
+            kind = "csv"
+    except (pa.ArrowInvalid, OSError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(f"{path}: cannot be read as {'Parquet' if suffix in ('.parquet', '.pq') else 'CSV'}: {first}") from exc
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise InputError(f"{path}: column {missing[0]!r} not found; columns are "
+                         f"{', '.join(table.column_names)}")
+    return table, kind
+
+
+def _where(path, kind, column, i):
+    row = i + 1
+    line = f" (line {row + 1})" if kind == "csv" else ""
+    return f"{path}: column {column!r}, row {row}{line}"
+
+
+def _to_float(path, kind, column, arr) -> np.ndarray:
+    """One column to float64; a non-numeric, missing, NaN or inf value is an error."""
+    import pyarrow as pa
+
+    values = arr.to_pylist() if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) \
+        else None
+    if values is not None:
+        out = np.empty(len(values))
+        for i, v in enumerate(values):
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError):
+                shown = v if v != "" else "an empty value"
+                raise InputError(f"{_where(path, kind, column, i)}: {shown!r} is not a number"
+                                 if v != "" else
+                                 f"{_where(path, kind, column, i)}: empty value") from None
+    else:
+        if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+                or pa.types.is_boolean(arr.type)):
+            raise InputError(f"{path}: column {column!r} has type {arr.type}, not numeric")
+        if arr.null_count:
+            i = int(np.flatnonzero(np.asarray(arr.is_null()))[0])
+            raise InputError(f"{_where(path, kind, column, i)}: missing value")
+        out = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{_where(path, kind, column, i)}: {out[i]} is not a finite number")
+    return out
+
+
+def read_predictions(path, label: str, scores: list[str]):
+    """Return ``(y, {score_column: scores})`` as float64/int NumPy arrays.
+
+    Labels must be 0 or 1; scores must be finite numbers.
+    """
+    path = Path(path)
+    table, kind = _read_table(path, [label, *scores])
+    if table.num_rows == 0:
+        raise InputError(f"{path}: no data rows")
+    y = _to_float(path, kind, label, table.column(label).combine_chunks())
+    bad = (y != 0) & (y != 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{_where(path, kind, label, i)}: label {y[i]:g} is not 0 or 1")
+    cols = {s: _to_float(path, kind, s, table.column(s).combine_chunks()) for s in scores}
+    return y.astype(np.int64), cols
