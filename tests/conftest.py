@@ -65,28 +65,45 @@ class Backend:
         return jnp.asarray(x)
 
     def call(self, fn, *arrays, **options):
-        arrays = [None if a is None else (a if _is_backend_array(a) else self.asarray(a))
+        """Run ``fn`` on this backend.
+
+        Positional arguments are arrays (lists and NumPy arrays are converted).
+        Keyword options that are NumPy arrays (``sample_weight=w``) are
+        converted too and, under jit, traced like the positional arrays; other
+        options (lists, numbers, strings) stay static.
+        """
+        arrays = [None if a is None else (a if self._mine(a) else self.asarray(a))
                   for a in arrays]
+        kw_arrays = {k: (v if self._mine(v) and not isinstance(v, np.ndarray) else self.asarray(v))
+                     for k, v in options.items() if isinstance(v, np.ndarray) or
+                     (self._mine(v) and not isinstance(v, (list, tuple)))}
+        static = {k: v for k, v in options.items() if k not in kw_arrays}
         if not self.jit:
-            return fn(*arrays, **options)
+            return fn(*arrays, **kw_arrays, **static)
         idx = [i for i, a in enumerate(arrays) if a is not None]
+        names = list(kw_arrays)
 
         def wrapped(*present):
             full = list(arrays)
             for i, a in zip(idx, present):
                 full[i] = a
-            return fn(*full, **options)
+            kws = dict(zip(names, present[len(idx):]))
+            return fn(*full, **kws, **static)
 
-        return jax.jit(wrapped)(*[arrays[i] for i in idx])
+        return jax.jit(wrapped)(*[arrays[i] for i in idx], *[kw_arrays[k] for k in names])
+
+    def _mine(self, a):
+        """True for an array already of this backend (not converted again)."""
+        import array_api_compat
+        if not array_api_compat.is_array_api_obj(a):
+            return False
+        return array_api_compat.array_namespace(a) is \
+            array_api_compat.array_namespace(self.asarray(np.zeros(1)))
 
     def rtol(self):
         return 1e-5 if not self.x64 else 1e-12
 
 
-def _is_backend_array(a):
-    import array_api_compat
-    return array_api_compat.is_array_api_obj(a) and not isinstance(a, np.ndarray) \
-        or isinstance(a, np.ndarray)
 
 
 BACKENDS = ["numpy", "array_api_strict", "jax_eager", "jax_jit", "jax_jit_x32"]

@@ -365,10 +365,10 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     ``jit`` the returned ``invalid`` flag is True instead, and callers turn the
     result into NaN.
     """
-    check_numeric(name, y_true, xp)
-    if pos_label is not None:
+    if pos_label is not None:  # any comparable labels (NumPy strings too)
         y = xp.astype(y_true == pos_label, acc_int(xp))
         return y, xp.asarray(False, device=device(y_true))
+    check_numeric(name, y_true, xp)
     if xp.isdtype(y_true.dtype, "bool"):
         return xp.astype(y_true, acc_int(xp)), xp.asarray(False, device=device(y_true))
     bad = (y_true != 0) & (y_true != 1)

@@ -154,6 +154,11 @@ def _f(x, xp):
     return xp.astype(x, B.acc_float(xp))
 
 
+def _div(a, b, xp):
+    """``a / b`` without a 0/0 warning; callers mark ``b == 0`` as undefined (NaN)."""
+    return a / xp.where(b == 0, 1.0, b)
+
+
 def _result(value, d: _Binary, undefined, what: str):
     """Cast, turn invalid input into NaN, warn (eagerly) when undefined."""
     xp = d.xp
@@ -255,10 +260,10 @@ def _partial_area(st: _Stats, max_fpr, xp):
     n = st.s.shape[0]
     idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
     rep = st.hi == idx                                   # one row per tie group
-    f1 = (st.N - _f(xp.take(st.Cn, st.lo), xp)) / st.N   # FPR at this threshold
-    t1 = (st.P - _f(xp.take(st.Cp, st.lo), xp)) / st.P
-    f0 = (st.N - _f(xp.take(st.Cn, st.hi + 1), xp)) / st.N  # at the next higher threshold
-    t0 = (st.P - _f(xp.take(st.Cp, st.hi + 1), xp)) / st.P
+    f1 = _div(st.N - _f(xp.take(st.Cn, st.lo), xp), st.N, xp)   # FPR at this threshold
+    t1 = _div(st.P - _f(xp.take(st.Cp, st.lo), xp), st.P, xp)
+    f0 = _div(st.N - _f(xp.take(st.Cn, st.hi + 1), xp), st.N, xp)  # at the next higher one
+    t0 = _div(st.P - _f(xp.take(st.Cp, st.hi + 1), xp), st.P, xp)
     width = f1 - f0
     m = max_fpr
     full = width * (t0 + t1) / 2
@@ -341,7 +346,7 @@ def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None)
     f0 = st.N - _f(xp.take(st.Cn, st.hi + 1), xp)
     p1 = t1 / xp.where(t1 + f1 > 0, t1 + f1, 1.0)
     p0 = xp.where(t0 + f0 > 0, t0 / xp.where(t0 + f0 > 0, t0 + f0, 1.0), 1.0)
-    area = xp.sum(xp.where(rep, (t1 - t0) * (p0 + p1) / 2, 0.0)) / st.P
+    area = _div(xp.sum(xp.where(rep, (t1 - t0) * (p0 + p1) / 2, 0.0)), st.P, xp)
     return _result(area, d, st.P == 0,
                    "PR AUC is undefined when y_true has no positive; returning NaN")
 
@@ -365,7 +370,10 @@ def _curve_points(d: _Binary):
     tps = st.P - _f(xp.take(st.Cp, st.lo), xp)
     fps = st.N - _f(xp.take(st.Cn, st.lo), xp)
     thr = st.s
-    compact = not B.is_traced(d.s, d.y, d.w) and B.supports_data_dependent_shapes(xp)
+    # JAX arrays that are concrete (eager) can be compacted although the
+    # namespace reports no data-dependent shapes (that flag is about jit).
+    compact = not B.is_traced(d.s, d.y, d.w) and (
+        B.is_jax(xp) or B.supports_data_dependent_shapes(xp))
     if compact:
         tps, fps, thr = tps[rep], fps[rep], thr[rep]
     # decreasing thresholds
@@ -422,8 +430,8 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
     if compact and drop_intermediate:
         keep = _collinear_keep(fps, tps, xp)
         fps, tps, thr = fps[keep], tps[keep], thr[keep]
-    fpr = B.nan_if(d.invalid | (st.N == 0), fps / st.N, xp)
-    tpr = B.nan_if(d.invalid | (st.P == 0), tps / st.P, xp)
+    fpr = B.nan_if(d.invalid | (st.N == 0), _div(fps, st.N, xp), xp)
+    tpr = B.nan_if(d.invalid | (st.P == 0), _div(tps, st.P, xp), xp)
     _warn_curve(d, st)
     return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
 
@@ -467,7 +475,7 @@ def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=Non
         fps, tps, thr = fps[keep], tps[keep], thr[keep]
     den = tps + fps
     precision = tps / xp.where(den > 0, den, 1.0)
-    recall = tps / st.P
+    recall = _div(tps, st.P, xp)
     one = xp.ones(1, dtype=precision.dtype, device=B.device(precision))
     precision = B.nan_if(d.invalid, xp.concat([xp.flip(precision), one]), xp)
     recall = B.nan_if(d.invalid | (st.P == 0), xp.concat([xp.flip(recall), 0 * one]), xp)
