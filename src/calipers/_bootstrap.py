@@ -1,32 +1,45 @@
 """Paired bootstrap of the difference between two models on the same examples.
 
-A replicate is a vector of multinomial counts per example (how often each
-example is drawn), the same vector for model A and model B: that is what
-makes the comparison paired. The metric is evaluated with the counts as
-integer sample weights, which equals evaluating it on the resampled rows
-(exactly: counts are accumulated in integers).
+Design: **sort once, resample by counts.**
 
-For the metrics calipers knows (ROC AUC, AP, log loss, Brier) each model's
-scores are sorted once and every replicate costs O(n): weighted prefix sums
-over the one sorted order. Any other metric that accepts ``sample_weight`` is
-called once per replicate. On JAX the replicates run as ``jit``-compiled,
-``vmap``-ped chunks of ``batch`` replicates, so memory is bounded whatever
-``n_resamples`` is; on NumPy they run one at a time, each vectorised over n.
+* A replicate is a vector of resampling counts per example (how often each
+  example is drawn), the same vector for model A and model B: that is what
+  makes the comparison paired. The metric is evaluated with the counts as
+  integer weights, which equals evaluating it on the resampled rows exactly
+  (counts are accumulated in integers).
+* The rows are put once into a *layout* order; for the sorted metrics (ROC
+  AUC, AP) the layout is model A's score order, so A's replicate needs no
+  gather and B's needs one. Because multinomial counts are exchangeable, the
+  counts are drawn directly in layout order.
+* Counts come from a NumPy ``Generator`` (one replicate at a time, O(n) memory)
+  or, on JAX, from ``fold_in(key, replicate_index)`` inside a ``jit``-compiled,
+  ``vmap``-ped chunk of ``batch`` replicates. Replicate ``i`` therefore depends
+  only on the key and ``i``: the answer does not depend on ``batch`` or on how
+  the chunks are sharded over devices, and peak memory is O(batch * n) whatever
+  ``n_resamples`` is. No n x B index matrix is ever built.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from statistics import NormalDist
+from typing import Any, Callable
 
 import numpy as np
 
 from . import _backend as B
 from . import _probability as _prob
 from . import _ranking as _rank
+from ._exceptions import UndefinedMetricWarning
 
-__all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap"]
+__all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap",
+           "paired_bootstrap_replicates"]
+
+_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -46,21 +59,36 @@ class BootstrapResult:
     difference : float
         ``estimate_a - estimate_b``.
     confidence_interval : ConfidenceInterval
-        Interval for the difference at ``confidence_level``.
+        Interval for the difference at ``confidence_level`` by ``method``
+        (one-sided intervals have an infinite end, as scipy's).
     interval_a, interval_b : ConfidenceInterval
-        Percentile intervals for each model's metric, from the same replicates.
-    bootstrap_distribution : ndarray (n_resamples,)
+        Intervals for each model's metric, same method, same replicates.
+    bootstrap_distribution : ndarray (n_resamples,), float64
         Replicated differences; NaN where the replicate was undefined.
-    distribution_a, distribution_b : ndarray (n_resamples,)
-        Replicated values of each model.
+    distribution_a, distribution_b : ndarray (n_resamples,), float64
+        Replicated values of each model (NaN where undefined).
     standard_error : float
         Standard deviation (ddof=1) of the defined replicated differences.
     n_undefined : int
         Replicates where the metric of A or B was undefined (for example a
         resample with one class has no AUC). They are left out of every
-        interval and share, never scored as 0 or 0.5.
+        interval, share and p-value, never scored as 0 or 0.5.
+    n_resamples : int
     prob_a_greater : float
         Share of defined replicates in which A's metric exceeds B's.
+    confidence_level : float
+    method : str
+        ``"percentile"``, ``"basic"`` or ``"bca"``.
+    alternative : str
+    pvalue : float
+        Bootstrap p-value for "no difference" by inverting the percentile
+        interval: ``greater``: share of defined replicated differences <= 0;
+        ``less``: share >= 0; two-sided: ``min(1, 2 * min(both))``.
+    design : str
+        Resampling unit: ``"rows"``, ``"stratified rows"``, ``"clusters"`` or
+        ``"moving blocks"``; with ``resampling`` below.
+    resampling : str
+        ``"multinomial"`` (exact bootstrap) or ``"poisson"``.
     """
 
     estimate_a: float
@@ -78,59 +106,227 @@ class BootstrapResult:
     prob_a_greater: float
     confidence_level: float
     method: str
+    alternative: str = "two-sided"
+    pvalue: float = math.nan
+    design: str = "rows"
+    resampling: str = "multinomial"
 
 
 # --------------------------------------------------------------------------
-# resamplable kernels: prepare once per model, evaluate per replicate in O(n)
+# kernels: prepare once per model (in layout order), evaluate per replicate
 # --------------------------------------------------------------------------
+# A kernel is a small frozen (hashable) object holding only static facts, so
+# compiled JAX programs are cached across calls; its state is a tuple of
+# arrays (a pytree) passed to the compiled program as an argument.
 
-class _SortedKernel:
-    """AUC / AP: sort once, then weighted prefix sums per replicate."""
-
-    def __init__(self, from_stats):
-        self.from_stats = from_stats
-
-    def prepare(self, y01, s, xp):
-        return _rank.presort(y01, s, xp)
-
-    def evaluate(self, ps, counts, xp):
-        st = _rank.stats_from_presorted(ps, xp.take(counts, ps.order), xp)
-        return self.from_stats(st, xp)[0]
+def _f(x, xp):
+    return xp.astype(x, B.acc_float(xp))
 
 
+def _weights(counts, w, xp):
+    """Replicate weights: integer counts, or counts * sample_weight (float)."""
+    if w is None:
+        return counts
+    return _f(counts, xp) * _f(w, xp)
+
+
+@dataclass(frozen=True)
+class _AUCKernel:
+    """ROC AUC over one presorted order: O(n) per replicate (Mann-Whitney, ties 1/2)."""
+
+    ties: bool = True
+    sorted_layout: bool = True
+
+    def prepare(self, y01, s, w, xp, identity):
+        perm = None if identity else xp.argsort(s, stable=False)
+        ss = s if identity else xp.take(s, perm)
+        y = y01 if identity else xp.take(y01, perm)
+        lo, hi = B.group_bounds(ss, xp)
+        ww = None if w is None else (w if identity else xp.take(w, perm))
+        return (perm, y, lo, hi, ww)
+
+    def evaluate(self, state, counts, xp):
+        perm, y, lo, hi, w = state
+        c = counts if perm is None else xp.take(counts, perm)
+        c = _weights(c, w, xp)
+        cy = c * xp.astype(y, c.dtype)
+        cn = c - cy
+        cdt = c.dtype
+        Cn = xp.cumulative_sum(cn, dtype=cdt)           # negative weight at or below
+        P = _f(xp.sum(cy, dtype=cdt), xp)
+        N = _f(xp.sum(cn, dtype=cdt), xp)
+        if self.ties:
+            Cn0 = xp.concat([xp.zeros(1, dtype=cdt, device=B.device(c)), Cn])
+            num = xp.sum(_f(cy, xp) * _f(xp.take(Cn0, lo) + xp.take(Cn0, hi + 1), xp))
+            den = 2 * P * N
+        else:
+            # No ties: a positive beats exactly the negative weight at or below it.
+            num = xp.sum(_f(cy, xp) * _f(Cn, xp))
+            den = P * N
+        undefined = (P == 0) | (N == 0)
+        return B.nan_if(undefined, num / xp.where(undefined, 1.0, den), xp)
+
+    def loo(self, state, xp):
+        """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n)."""
+        perm, y, lo, hi, w = state
+        n = y.shape[0]
+        f = B.acc_float(xp)
+        ww = xp.ones(n, dtype=f, device=B.device(y)) if w is None else _f(w, xp)
+        yf = _f(y, xp)
+        wp, wn = ww * yf, ww * (1 - yf)
+        Cp0, Cn0 = B.prefix_sum(wp, xp), B.prefix_sum(wn, xp)
+        P, N = Cp0[n], Cn0[n]
+        below, upto = xp.take(Cn0, lo), xp.take(Cn0, hi + 1)
+        num2 = xp.sum(wp * (below + upto))
+        above_p = P - xp.take(Cp0, hi + 1)
+        tied_p = xp.take(Cp0, hi + 1) - xp.take(Cp0, lo)
+        rm = xp.where(y == 1, wp * (below + upto), wn * (2 * above_p + tied_p))
+        P1 = xp.where(y == 1, P - ww, P)
+        N1 = xp.where(y == 1, N, N - ww)
+        bad = (P1 <= 0) | (N1 <= 0)
+        val = B.nan_if(bad, (num2 - rm) / xp.where(bad, 1.0, 2 * P1 * N1), xp)
+        return _unpermute(val, perm, xp)
+
+
+@dataclass(frozen=True)
+class _APKernel:
+    """Average precision (step sum, ties together) over one presorted order."""
+
+    sorted_layout: bool = True
+
+    def prepare(self, y01, s, w, xp, identity):
+        return _AUCKernel.prepare(self, y01, s, w, xp, identity)
+
+    def evaluate(self, state, counts, xp):
+        perm, y, lo, hi, w = state
+        c = counts if perm is None else xp.take(counts, perm)
+        ps = _rank.Presorted(None, y, y, lo, hi)
+        st = _rank.stats_from_presorted(ps, _weights(c, w, xp), xp)
+        return _rank.ap_from_stats(st, xp)[0]
+
+    def loo(self, state, xp):
+        """Leave-one-out AP per row, unweighted only (else None: grouped jackknife)."""
+        perm, y, lo, hi, w = state
+        if w is not None:
+            return None
+        n = y.shape[0]
+        yf = _f(y, xp)
+        Cp0, Cn0 = B.prefix_sum(yf, xp), B.prefix_sum(1 - yf, xp)
+        P, N = Cp0[n], Cn0[n]
+        tp = P - xp.take(Cp0, lo)
+        fp = N - xp.take(Cn0, lo)
+
+        def sdiv(a, b):
+            return xp.where(b > 0, a / xp.where(b > 0, b, 1.0), 0.0)
+
+        prec = yf * sdiv(tp, tp + fp)
+        g = yf * sdiv(tp, tp + fp - 1)          # a negative at or above removed
+        h = yf * sdiv(tp - 1, tp + fp - 1)      # another positive at or above removed
+        Cprec, Cg, Ch = B.prefix_sum(prec, xp), B.prefix_sum(g, xp), B.prefix_sum(h, xp)
+        tot = Cprec[n]
+        k = hi + 1
+        head = tot - xp.take(Cprec, k)
+        neg = (head + xp.take(Cg, k)) / xp.where(P > 0, P, 1.0)
+        pos = (head + xp.take(Ch, k) - h) / xp.where(P > 1, P - 1, 1.0)
+        bad = xp.where(y == 1, P <= 1, P <= 0)
+        val = B.nan_if(bad, xp.where(y == 1, pos, neg), xp)
+        return _unpermute(val, perm, xp)
+
+
+@dataclass(frozen=True)
 class _MeanKernel:
     """Log loss / Brier: per-row losses once, then a weighted mean per replicate."""
 
-    def __init__(self, per_row):
-        self.per_row = per_row
+    name: str
+    sorted_layout: bool = False
 
-    def prepare(self, y01, s, xp):
-        return self.per_row(y01, s, xp)
+    def prepare(self, y01, p, w, xp, identity):
+        rows = _log_loss_rows(y01, p, xp) if self.name == "log_loss" else _brier_rows(y01, p, xp)
+        return (rows, w)
 
-    def evaluate(self, loss, counts, xp):
-        c = xp.astype(counts, loss.dtype)
-        return xp.sum(loss * c) / xp.sum(c)
+    def evaluate(self, state, counts, xp):
+        loss, w = state
+        c = _f(_weights(counts, w, xp), xp)
+        tot = xp.sum(c)
+        return B.nan_if(tot == 0, xp.sum(loss * c) / xp.where(tot == 0, 1.0, tot), xp)
+
+    def loo(self, state, xp):
+        loss, w = state
+        ww = xp.ones_like(loss) if w is None else _f(w, xp)
+        S, W = xp.sum(ww * loss), xp.sum(ww)
+        bad = (W - ww) <= 0
+        return B.nan_if(bad, (S - ww * loss) / xp.where(bad, 1.0, W - ww), xp)
 
 
 def _log_loss_rows(y01, p, xp):
     f = B.acc_float(xp)
-    p = xp.astype(p, f)
-    eps = float(xp.finfo(p.dtype).eps)
-    p = xp.clip(p, eps, 1 - eps)
+    eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
+    p = xp.clip(xp.astype(p, f), eps, 1 - eps)
     y = xp.astype(y01, f)
     return -(y * xp.log(p) + (1 - y) * xp.log1p(-p))
 
 
 def _brier_rows(y01, p, xp):
-    d = xp.astype(p, B.acc_float(xp)) - xp.astype(y01, B.acc_float(xp))
+    d = _f(p, xp) - _f(y01, xp)
     return d * d
 
 
-_KERNELS = {
-    _rank.roc_auc_score: _SortedKernel(_rank.auc_from_stats),
-    _rank.average_precision_score: _SortedKernel(_rank.ap_from_stats),
-    _prob.log_loss: _MeanKernel(_log_loss_rows),
-    _prob.brier_score_loss: _MeanKernel(_brier_rows),
+@dataclass(frozen=True)
+class _WeightKernel:
+    """Any ``metric(y_true, y_score, *, sample_weight=...)``: one call per replicate.
+
+    On JAX the call is traced once and ``vmap``-ped, so any JAX-traceable
+    metric (calipers' weighted kernels among them) runs compiled.
+    """
+
+    metric: Callable
+    sorted_layout: bool = False
+
+    def prepare(self, y, s, w, xp, identity):
+        return (y, s, w)
+
+    def evaluate(self, state, counts, xp):
+        y, s, w = state
+        return xp.asarray(self.metric(y, s, sample_weight=_weights(counts, w, xp)))
+
+    def loo(self, state, xp):
+        return None
+
+
+@dataclass(frozen=True)
+class _IndexKernel:
+    """Any ``metric(y_true, y_score)``: the rows are resampled explicitly (eager only)."""
+
+    metric: Callable
+    sorted_layout: bool = False
+
+    def prepare(self, y, s, w, xp, identity):
+        return (y, s)
+
+    def evaluate(self, state, counts, xp):
+        y, s = state
+        c = B.to_numpy(counts).astype(np.int64)
+        idx = np.repeat(np.arange(c.shape[0]), c)
+        idx = idx if B.is_numpy(xp) else xp.asarray(idx)
+        return xp.asarray(self.metric(xp.take(y, idx), xp.take(s, idx)))
+
+    def loo(self, state, xp):
+        return None
+
+
+def _unpermute(val_sorted, perm, xp):
+    """Values in a model's sorted order back to layout order."""
+    if perm is None:
+        return val_sorted
+    inv = xp.argsort(perm)
+    return xp.take(val_sorted, inv)
+
+
+_FAST = {
+    _rank.roc_auc_score: "roc_auc",
+    _rank.average_precision_score: "average_precision",
+    _prob.log_loss: "log_loss",
+    _prob.brier_score_loss: "brier",
 }
 
 _NAMES = {
@@ -141,46 +337,676 @@ _NAMES = {
 }
 
 
-class _CallKernel:
-    """Any metric ``f(y_true, y_score, *, sample_weight)``: one call per replicate."""
+def _resolve_metric(metric, resample_by):
+    if isinstance(metric, str):
+        if metric not in _NAMES:
+            raise ValueError(f"metric must be a callable or one of {sorted(_NAMES)}, got {metric!r}")
+        metric = _NAMES[metric]
+    if not callable(metric):
+        raise ValueError(f"metric must be callable or a metric name, got {metric!r}")
+    if resample_by not in ("auto", "weights", "indices"):
+        raise ValueError(f"resample_by must be 'auto', 'weights' or 'indices', got {resample_by!r}")
+    name = _FAST.get(metric)
+    if resample_by == "indices":
+        return metric, "indices", None
+    if name is not None:
+        return metric, "fast", name
+    if resample_by == "weights" or _accepts_sample_weight(metric):
+        return metric, "weights", None
+    return metric, "indices", None
 
-    def __init__(self, metric):
-        self.metric = metric
 
-    def prepare(self, y01, s, xp):
-        return (y01, s)
-
-    def evaluate(self, state, counts, xp):
-        y, s = state
-        return xp.asarray(self.metric(y, s, sample_weight=counts))
+def _accepts_sample_weight(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "sample_weight" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 # --------------------------------------------------------------------------
-# drawing counts
+# resampling designs: draw counts per row, in layout order
 # --------------------------------------------------------------------------
 
-def _counts_numpy(rng, n, strata):
-    if strata is None:
+@dataclass(frozen=True)
+class _Design:
+    """Static facts of the resampling design (hashable: part of the compile cache key).
+
+    Arrays live in ``data`` (a tuple, passed to compiled code as an argument):
+    ``stratified``: (slot_low, slot_high, slot_pos) - slot k draws a layout
+    position uniformly among the rows of its class; ``cluster``: (unit,) the
+    cluster code of each layout row; ``block``: (time,) the time index of each
+    layout row, or () when the layout is the time order.
+    """
+
+    kind: str          # "plain" | "stratified" | "cluster" | "block"
+    poisson: bool
+    n: int
+    n_units: int = 0   # clusters
+    block_length: int = 0
+
+    @property
+    def label(self):
+        return {"plain": "rows", "stratified": "stratified rows", "cluster": "clusters",
+                "block": "moving blocks"}[self.kind]
+
+
+def _poisson_cdf(dtype_eps: float):
+    """CDF of Poisson(1) up to where the tail is below the uniform's resolution."""
+    cdf, term, k = [], math.exp(-1.0), 0
+    acc = 0.0
+    while True:
+        acc += term
+        cdf.append(acc)
+        k += 1
+        term /= k
+        if 1.0 - acc < dtype_eps / 4 or k > 40:
+            break
+    return cdf
+
+
+def _draw_numpy(design: _Design, data, rng):
+    n = design.n
+    if design.kind == "plain":
+        if design.poisson:
+            return rng.poisson(1.0, n)
         return np.bincount(rng.integers(0, n, n), minlength=n)
-    counts = np.zeros(n, dtype=np.int64)
-    for idx in strata:
-        counts += np.bincount(idx[rng.integers(0, idx.shape[0], idx.shape[0])], minlength=n)
-    return counts
+    if design.kind == "stratified":
+        pos_by_class = data
+        t = np.concatenate([p[rng.integers(0, p.shape[0], p.shape[0])] for p in pos_by_class])
+        return np.bincount(t, minlength=n)
+    if design.kind == "cluster":
+        (unit,) = data
+        G = design.n_units
+        m = rng.poisson(1.0, G) if design.poisson else np.bincount(rng.integers(0, G, G), minlength=G)
+        return m[unit]
+    # moving blocks over the time order, then into layout order
+    L = design.block_length
+    k = -(-n // L)
+    starts = rng.integers(0, n - L + 1, k)
+    lens = np.full(k, L)
+    lens[-1] = n - (k - 1) * L
+    d = np.bincount(starts, minlength=n + 1) - np.bincount(starts + lens, minlength=n + 1)
+    counts = np.cumsum(d[:n])
+    (time,) = data if data else (None,)
+    return counts if time is None else counts[time]
 
 
-def _counts_jax(key, n, strata):
+def _draw_jax(design: _Design, data, key, idtype):
     import jax
     import jax.numpy as jnp
 
-    if strata is None:
-        draw = jax.random.randint(key, (n,), 0, n)
-        return jnp.bincount(draw, length=n)
-    keys = jax.random.split(key, len(strata))
-    counts = jnp.zeros(n, dtype=jnp.int32)
-    for k, idx in zip(keys, strata):
-        pick = idx[jax.random.randint(k, (idx.shape[0],), 0, idx.shape[0])]
-        counts = counts + jnp.bincount(pick, length=n)
-    return counts
+    n = design.n
+    if design.kind == "plain":
+        if design.poisson:
+            return _poisson_jax(key, (n,), idtype)
+        return jnp.bincount(jax.random.randint(key, (n,), 0, n, dtype=idtype), length=n)
+    if design.kind == "stratified":
+        low, high, pos = data
+        slot = jax.random.randint(key, (n,), low, high, dtype=idtype)
+        return jnp.bincount(jnp.take(pos, slot), length=n)
+    if design.kind == "cluster":
+        (unit,) = data
+        G = design.n_units
+        if design.poisson:
+            m = _poisson_jax(key, (G,), idtype)
+        else:
+            m = jnp.bincount(jax.random.randint(key, (G,), 0, G, dtype=idtype), length=G)
+        return jnp.take(m, unit)
+    L = design.block_length
+    k = -(-n // L)
+    starts = jax.random.randint(key, (k,), 0, n - L + 1, dtype=idtype)
+    lens = jnp.full((k,), L, dtype=idtype).at[-1].set(n - (k - 1) * L)
+    d = jnp.zeros(n + 1, dtype=idtype).at[starts].add(1).at[starts + lens].add(-1)
+    counts = jnp.cumsum(d[:n])
+    return jnp.take(counts, data[0]) if data else counts
+
+
+def _poisson_jax(key, shape, idtype):
+    import jax
+    import jax.numpy as jnp
+
+    f = jnp.float64 if jnp.dtype(idtype) == jnp.int64 else jnp.float32
+    cdf = _poisson_cdf(float(jnp.finfo(f).eps))
+    u = jax.random.uniform(key, shape, dtype=f)
+    # inverse CDF: count of CDF steps below u; a static, fused comparison chain
+    out = jnp.zeros(shape, dtype=idtype)
+    for c in cdf[:-1]:
+        out = out + (u >= c).astype(idtype)
+    return out
+
+
+def _build_design(xp, n, layout, y_layout_codes, *, stratify, groups_codes, n_groups,
+                  block_length, poisson, traced):
+    """Design (static) and its data arrays, in layout order.
+
+    ``layout`` maps layout position -> original row (None: identity).
+    ``y_layout_codes`` are class codes in layout order (stratify only).
+    """
+    if stratify:
+        d = _Design("stratified", False, n)
+        if B.is_jax(xp):
+            import jax.numpy as jnp
+
+            codes = jnp.asarray(y_layout_codes)
+            pos = jnp.argsort(codes, stable=True)           # layout positions by class
+            cs = jnp.take(codes, pos)
+            lo, hi = B.group_bounds(cs, xp)
+            idt = B.acc_int(xp)
+            return d, (lo.astype(idt), (hi + 1).astype(idt), pos.astype(idt))
+        codes = np.asarray(B.to_numpy(y_layout_codes))
+        return d, tuple(np.flatnonzero(codes == c) for c in np.unique(codes))
+    if groups_codes is not None:
+        d = _Design("cluster", poisson, n, n_units=int(n_groups))
+        return d, (groups_codes,)
+    if block_length is not None:
+        d = _Design("block", False, n, block_length=int(block_length))
+        return d, (() if layout is None else (layout,))
+    return _Design("plain", poisson, n), ()
+
+
+# --------------------------------------------------------------------------
+# engines
+# --------------------------------------------------------------------------
+
+def _default_batch(n):
+    # About 2**19 elements per chunk: each intermediate array stays a few MB
+    # (cache-sized); larger chunks measured slower on CPU (memory-bound gathers).
+    return max(1, min(4096, (1 << 19) // max(n, 1)))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_chunk(kernel_a, kernel_b, design, idtype_name):
+    import jax
+    import jax.numpy as jnp
+
+    xp = _jax_xp()
+    idtype = jnp.dtype(idtype_name)
+
+    def one(i, key, sa, sb, dd):
+        c = _draw_jax(design, dd, jax.random.fold_in(key, i), idtype)
+        return kernel_a.evaluate(sa, c, xp), kernel_b.evaluate(sb, c, xp)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None)))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_masked(kernel_a, kernel_b, idtype_name):
+    """Grouped jackknife on JAX: evaluate with group g deleted, vmapped over g."""
+    import jax
+    import jax.numpy as jnp
+
+    xp = _jax_xp()
+    idtype = jnp.dtype(idtype_name)
+
+    def one(g, grp, sa, sb):
+        c = (grp != g).astype(idtype)
+        return kernel_a.evaluate(sa, c, xp), kernel_b.evaluate(sb, c, xp)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_draw(design, idtype_name):
+    import jax
+    import jax.numpy as jnp
+
+    idtype = jnp.dtype(idtype_name)
+    return jax.jit(lambda i, key, dd: _draw_jax(design, dd, jax.random.fold_in(key, i), idtype))
+
+
+def _jax_xp():
+    import array_api_compat
+    import jax.numpy as jnp
+
+    return array_api_compat.array_namespace(jnp.zeros(1))
+
+
+def _mesh_sharding(devices):
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(devices), ("replicates",))
+    return (NamedSharding(mesh, PartitionSpec("replicates")),
+            NamedSharding(mesh, PartitionSpec()))
+
+
+def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, key, n_resamples, batch,
+                    devices, progress):
+    import jax
+    import jax.numpy as jnp
+
+    idtype = B.acc_int(_jax_xp())
+    fn = _compiled_chunk(kernel_a, kernel_b, design, jnp.dtype(idtype).name)
+    shard = None
+    if devices is not None and len(devices) > 1:
+        batch = -(-batch // len(devices)) * len(devices)
+        shard, repl = _mesh_sharding(devices)
+        sa, sb, dd, key = jax.device_put((sa, sb, dd, key), repl)
+    out_a, out_b = [], []
+    for start in range(0, n_resamples, batch):
+        m = min(batch, n_resamples - start)
+        # A whole chunk of indices even for the last one: one compiled shape;
+        # replicate i depends only on (key, i), so the extra ones are discarded.
+        idx = jnp.arange(start, start + batch, dtype=idtype)
+        if shard is not None:
+            idx = jax.device_put(idx, shard)
+        ra, rb = fn(idx, key, sa, sb, dd)
+        out_a.append(np.asarray(ra, dtype=np.float64)[:m])
+        out_b.append(np.asarray(rb, dtype=np.float64)[:m])
+        if progress is not None:
+            progress(m)
+    return np.concatenate(out_a), np.concatenate(out_b)
+
+
+def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress):
+    """One replicate at a time (NumPy, array-api-strict, Python metrics): O(n) memory."""
+    da = np.empty(n_resamples)
+    db = np.empty(n_resamples)
+    done = 0
+    with warnings.catch_warnings():
+        # Undefined replicates are counted and reported once, not warned per replicate.
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for r in range(n_resamples):
+            c = draw(r)
+            da[r] = float(kernel_a.evaluate(sa, c, xp))
+            db[r] = float(kernel_b.evaluate(sb, c, xp))
+            if progress is not None and (r + 1 - done >= 64 or r + 1 == n_resamples):
+                progress(r + 1 - done)
+                done = r + 1
+    return da, db
+
+
+# --------------------------------------------------------------------------
+# problem set-up shared by paired_bootstrap and paired_bootstrap_replicates
+# --------------------------------------------------------------------------
+
+@dataclass
+class _Setup:
+    xp: Any
+    n: int
+    kernel_a: Any
+    kernel_b: Any
+    state_a: Any
+    state_b: Any
+    design: _Design
+    design_data: Any
+    layout: Any
+    kind: str
+
+
+def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
+            or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer))
+                              or batch < 1):
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    if resampling not in ("multinomial", "poisson"):
+        raise ValueError(f"resampling must be 'multinomial' or 'poisson', got {resampling!r}")
+    designs = [name for name, on in (("stratify=True", bool(stratify)),
+                                     ("groups", groups is not None),
+                                     ("block_length", block_length is not None)) if on]
+    if len(designs) > 1:
+        raise ValueError(f"choose one resampling design; got {' and '.join(designs)}")
+    if block_length is not None and (isinstance(block_length, bool) or not isinstance(
+            block_length, (int, np.integer)) or block_length < 1):
+        raise ValueError(f"block_length must be a positive integer, got {block_length!r}")
+    if resampling == "poisson" and (stratify or block_length is not None):
+        raise ValueError("resampling='poisson' draws each row (or cluster) independently; it "
+                         "cannot keep class sizes (stratify=True) or blocks (block_length)")
+
+
+def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_groups,
+           block_length, poisson, traced):
+    n = y_true.shape[0]
+    if block_length is not None and block_length > n:
+        raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
+    if kind == "fast":
+        y01, _ = B.binary_labels(y_true, xp)
+        if name in ("roc_auc", "average_precision"):
+            layout = xp.argsort(a, stable=False)
+            a_l = xp.take(a, layout)
+            if traced:
+                ties_a = ties_b = True
+            else:
+                ties_a = bool(xp.any(a_l[1:] == a_l[:-1])) if n > 1 else False
+                sb_ = xp.sort(b)
+                ties_b = bool(xp.any(sb_[1:] == sb_[:-1])) if n > 1 else False
+            if name == "roc_auc":
+                ka, kb = _AUCKernel(ties_a), _AUCKernel(ties_b)
+            else:
+                ka = kb = _APKernel()
+        else:
+            layout = None
+            ka = kb = _MeanKernel(name)
+        y_sel = y01
+    else:
+        layout = None
+        ka = kb = (_WeightKernel(metric) if kind == "weights" else _IndexKernel(metric))
+        y_sel = y_true
+
+    def lay(x):
+        return x if (x is None or layout is None) else xp.take(x, layout)
+
+    y_l, a_l, b_l, w_l = lay(y_sel), lay(a), lay(b), lay(sw)
+    state_a = ka.prepare(y_l, a_l, w_l, xp, True)
+    state_b = kb.prepare(y_l, b_l, w_l, xp, False)
+
+    codes = None
+    if groups is not None:
+        if traced or num_groups is not None:
+            if num_groups is None:
+                raise ValueError("under jit, groups must be integer codes 0..num_groups-1 with "
+                                 "a static num_groups")
+            codes = lay(xp.astype(groups, B.acc_int(xp)) if not B.is_numpy(xp) else
+                        np.asarray(groups, dtype=np.int64))
+            if not traced:
+                cn = B.to_numpy(codes)
+                if cn.min() < 0 or cn.max() >= num_groups:
+                    raise ValueError(f"groups must be integer codes in [0, num_groups={num_groups})")
+        else:
+            _, inv = np.unique(B.to_numpy(groups), return_inverse=True)
+            num_groups = int(inv.max()) + 1
+            codes = inv.reshape(-1).astype(np.int64)
+            if layout is not None:
+                codes = codes[B.to_numpy(layout)]
+            if B.is_jax(xp):
+                codes = xp.asarray(codes)
+    y_codes = None
+    if stratify:
+        if traced:
+            y_codes = B.binary_labels(y_true, xp)[0]
+            y_codes = lay(y_codes)
+        else:
+            _, inv = np.unique(B.to_numpy(y_true), return_inverse=True)
+            inv = inv.reshape(-1)
+            if layout is not None:
+                inv = inv[B.to_numpy(layout)]
+            y_codes = inv
+    lay_np = layout
+    if block_length is not None and layout is not None and not B.is_jax(xp):
+        lay_np = B.to_numpy(layout)
+    design, dd = _build_design(xp, n, lay_np, y_codes, stratify=stratify, groups_codes=codes,
+                               n_groups=num_groups, block_length=block_length,
+                               poisson=poisson, traced=traced)
+    return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
+
+
+def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups):
+    xp, (y_true, a, b, sw) = B.as_arrays(y_true, y_score_a, y_score_b, sample_weight)
+    B.check_1d("y_true", y_true)
+    B.check_1d("y_score_a", a)
+    B.check_1d("y_score_b", b)
+    if sw is not None:
+        B.check_1d("sample_weight", sw)
+        B.check_weights("sample_weight", sw, xp)
+    if groups is not None and not B.is_traced(groups):
+        g = np.asarray(B.to_numpy(groups)) if not hasattr(groups, "shape") else groups
+        if len(g.shape) != 1:
+            raise ValueError(f"groups must be 1-D, got an array of shape {tuple(g.shape)}")
+        if g.shape[0] != y_true.shape[0]:
+            raise ValueError(f"groups has {g.shape[0]} elements but y_true has "
+                             f"{y_true.shape[0]}; they must match")
+        groups = g
+    B.check_same_length(y_true=y_true, y_score_a=a, y_score_b=b, sample_weight=sw)
+    B.check_nonempty("y_true", y_true)
+    return xp, y_true, a, b, sw, groups
+
+
+def _key_for(seed, xp):
+    import jax
+
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(seed, (int, np.integer)):
+        return jax.random.key(int(seed))
+    if isinstance(seed, np.random.Generator):
+        return jax.random.key(int(seed.integers(0, 2**31 - 1)))
+    return seed
+
+
+def _resolve_devices(devices):
+    if devices is None:
+        return None
+    import jax
+
+    if devices == "all":
+        return list(jax.devices())
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        avail = jax.devices()
+        if not 1 <= devices <= len(avail):
+            raise ValueError(f"devices={devices} but {len(avail)} JAX devices are available")
+        return list(avail[:devices])
+    return list(devices)
+
+
+# --------------------------------------------------------------------------
+# replicates only (jit-able on JAX)
+# --------------------------------------------------------------------------
+
+def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,
+                                n_resamples: int = 1000, stratify: bool = False, groups=None,
+                                num_groups: int | None = None, block_length: int | None = None,
+                                resampling: str = "multinomial", resample_by: str = "auto",
+                                batch: int | None = None, seed=None):
+    """Replicated values of ``metric`` for models A and B on shared resamples.
+
+    The engine of :func:`paired_bootstrap` without the intervals: returns
+    ``(dist_a, dist_b)``, two arrays of shape ``(n_resamples,)`` of the input
+    backend (float64 NumPy arrays on NumPy and array-api-strict), NaN where a
+    replicate is undefined. Arguments as :func:`paired_bootstrap`.
+
+    Under ``jax.jit`` (arrays traced) the whole bootstrap is one compiled
+    program: ``lax.map`` over chunks of ``batch`` ``vmap``-ped replicates
+    (memory O(batch * n)); ``seed`` must then be a JAX key or an int, the
+    metric a calipers fast metric or a JAX-traceable
+    ``metric(y_true, y_score, *, sample_weight)``, ``groups`` integer codes
+    ``0 .. num_groups - 1`` with a static ``num_groups``, and ``stratify``
+    needs binary ``y_true``. Invalid values cannot raise there: they give NaN.
+    Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so jit, eager and any
+    ``batch`` give the same replicates for the same key.
+    """
+    metric, kind, name = _resolve_metric(metric, resample_by)
+    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
+    xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
+                                                   sample_weight, groups)
+    traced = B.is_traced(y_true, a, b, sw, groups)
+    if not traced:
+        # validate through the metric's own messages (labels, scores, probabilities)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            _full_estimate(metric, kind, y_true, a, sw)
+            _full_estimate(metric, kind, y_true, b, sw)
+    if traced and kind == "indices":
+        raise ValueError("under jit the metric must accept sample_weight (resample by weights); "
+                         "index resampling of an arbitrary Python metric is eager only")
+    s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
+               num_groups=num_groups, block_length=block_length,
+               poisson=resampling == "poisson", traced=traced)
+    if traced:
+        return _traced_replicates(s, seed, n_resamples, batch)
+    da, db = _replicates(s, seed, n_resamples, batch, None, None)
+    if B.is_numpy(xp):
+        return da, db
+    return xp.asarray(da), xp.asarray(db)
+
+
+def _traced_replicates(s: _Setup, seed, n_resamples, batch):
+    import jax
+    import jax.numpy as jnp
+
+    xp = s.xp
+    key = _key_for(seed, xp)
+    batch = batch or min(n_resamples, _default_batch(s.n))
+    n_chunks = -(-n_resamples // batch)
+    idtype = B.acc_int(xp)
+
+    def one(i):
+        c = _draw_jax(s.design, s.design_data, jax.random.fold_in(key, i), idtype)
+        return s.kernel_a.evaluate(s.state_a, c, xp), s.kernel_b.evaluate(s.state_b, c, xp)
+
+    idx = jnp.arange(n_chunks * batch, dtype=idtype).reshape(n_chunks, batch)
+    ra, rb = jax.lax.map(jax.vmap(one), idx)
+    return ra.reshape(-1)[:n_resamples], rb.reshape(-1)[:n_resamples]
+
+
+def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress):
+    """Eager engine choice; returns float64 NumPy arrays."""
+    xp = s.xp
+    if B.is_jax(xp):
+        import jax.numpy as jnp
+
+        key = _key_for(seed, xp)
+        if s.kind != "indices":
+            try:
+                return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
+                                       s.design_data, key, n_resamples,
+                                       batch or _default_batch(s.n), devices, progress)
+            except Exception as exc:  # metric not traceable: evaluate eagerly below
+                if s.kind != "weights" or not _is_trace_error(exc):
+                    raise
+        idt = B.acc_int(xp)
+        draw_c = _compiled_draw(s.design, jnp.dtype(idt).name)
+
+        def draw(r):
+            return draw_c(jnp.asarray(r, dtype=idt), key, s.design_data)
+
+        return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
+                         n_resamples, progress)
+    rng = B.make_rng(seed, np) if not isinstance(seed, np.random.Generator) else seed
+    dd = tuple(B.to_numpy(x) for x in s.design_data) if s.design.kind != "stratified" \
+        else s.design_data
+    if B.is_numpy(xp):
+        def draw(r):
+            return _draw_numpy(s.design, dd, rng)
+    else:
+        def draw(r):
+            return xp.asarray(_draw_numpy(s.design, dd, rng))
+    return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
+                     progress)
+
+
+def _is_trace_error(exc) -> bool:
+    import jax
+
+    trace_errors = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                    jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+    return isinstance(exc, trace_errors + (TypeError,))
+
+
+def _full_estimate(metric, kind, y_true, s, sw):
+    if sw is not None:
+        if kind == "indices":
+            raise ValueError("sample_weight needs a metric that accepts sample_weight; "
+                             "index resampling cannot apply weights")
+        return metric(y_true, s, sample_weight=sw)
+    return metric(y_true, s)
+
+
+# --------------------------------------------------------------------------
+# intervals
+# --------------------------------------------------------------------------
+
+def _quantiles(x, probs):
+    return [float(v) for v in np.quantile(x, probs)]
+
+
+def _bca_probs(d, theta, jack, alpha_lo, alpha_hi):
+    """BCa quantile levels (Efron & Tibshirani 1993, 14.3; scipy's formulas)."""
+    pct = (np.count_nonzero(d < theta) + np.count_nonzero(d <= theta)) / (2.0 * d.size)
+    jack = jack[np.isfinite(jack)]
+    if not (0 < pct < 1) or jack.size < 2:
+        return None
+    z0 = _NORMAL.inv_cdf(pct)
+    u = (jack.size - 1) * (jack.mean() - jack)
+    den = np.sum(u**2)
+    a = 0.0 if den == 0 else float(np.sum(u**3) / (6.0 * den**1.5))
+    out = []
+    for al in (alpha_lo, alpha_hi):
+        z = z0 + _NORMAL.inv_cdf(al)
+        q = 1 - a * z
+        out.append(_NORMAL.cdf(z0 + z / q) if q > 0 else math.nan)
+    if not all(np.isfinite(out)):
+        return None
+    return out
+
+
+def _interval(d, theta, method, confidence_level, alternative, jack):
+    """Interval of the defined replicates ``d`` around the estimate ``theta``."""
+    if d.size == 0 or not np.isfinite(theta):
+        return ConfidenceInterval(math.nan, math.nan)
+    alpha = (1 - confidence_level) / 2 if alternative == "two-sided" else 1 - confidence_level
+    probs = [alpha, 1 - alpha]
+    if method == "bca":
+        probs = _bca_probs(d, theta, jack, alpha, 1 - alpha)
+        if probs is None:
+            B.warn_undefined("the BCa interval is undefined here (all replicates on one side "
+                             "of the estimate, or no usable jackknife values); returning NaN", 4)
+            return ConfidenceInterval(math.nan, math.nan)
+    lo, hi = _quantiles(d, probs)
+    if method == "basic":
+        lo, hi = 2 * theta - hi, 2 * theta - lo
+    if alternative == "less":
+        lo = -math.inf
+    elif alternative == "greater":
+        hi = math.inf
+    return ConfidenceInterval(lo, hi)
+
+
+def _jackknife(s: _Setup, jackknife_groups):
+    """Jackknife values of (metric A, metric B) for BCa's acceleration, no O(n^2) work.
+
+    Plain or stratified rows with a kernel that has exact leave-one-out values
+    (AUC, unweighted AP, log loss, Brier): those, from the sorted order, O(n).
+    Otherwise a grouped jackknife: the resampling units (rows, clusters or
+    blocks) in at most ``jackknife_groups`` groups (unit % G), each group
+    deleted in turn: G evaluations of O(n).
+    """
+    xp = s.xp
+    if s.design.kind in ("plain", "stratified"):
+        la = s.kernel_a.loo(s.state_a, xp)
+        lb = s.kernel_b.loo(s.state_b, xp)
+        if la is not None and lb is not None:
+            return (np.asarray(B.to_numpy(la), dtype=np.float64),
+                    np.asarray(B.to_numpy(lb), dtype=np.float64))
+    n = s.n
+    if s.design.kind == "cluster":
+        unit = np.asarray(B.to_numpy(s.design_data[0]))
+        n_units = s.design.n_units
+    elif s.design.kind == "block":
+        time = np.arange(n) if not s.design_data else np.asarray(B.to_numpy(s.design_data[0]))
+        unit = time // s.design.block_length
+        n_units = int(unit.max()) + 1
+    else:
+        unit = np.arange(n)
+        n_units = n
+    G = min(n_units, jackknife_groups)
+    grp = unit % G
+    ja, jb = np.empty(G), np.empty(G)
+    idt = np.int64 if not B.is_jax(xp) else np.dtype(B.acc_int(xp))
+    if B.is_jax(xp) and s.kind != "indices":
+        import jax.numpy as jnp
+
+        fn = _compiled_masked(s.kernel_a, s.kernel_b, idt.name)
+        step = _default_batch(n)
+        grp_j = jnp.asarray(grp.astype(idt))
+        for g0 in range(0, G, step):
+            gs = jnp.arange(g0, g0 + step, dtype=idt)
+            ra, rb = fn(gs, grp_j, s.state_a, s.state_b)
+            m = min(step, G - g0)
+            ja[g0:g0 + m] = np.asarray(ra, dtype=np.float64)[:m]
+            jb[g0:g0 + m] = np.asarray(rb, dtype=np.float64)[:m]
+        return ja, jb
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for g in range(G):
+            c = (grp != g).astype(idt)
+            c = c if B.is_numpy(xp) else xp.asarray(c)
+            ja[g] = float(s.kernel_a.evaluate(s.state_a, c, xp))
+            jb[g] = float(s.kernel_b.evaluate(s.state_b, c, xp))
+    return ja, jb
 
 
 # --------------------------------------------------------------------------
@@ -189,175 +1015,181 @@ def _counts_jax(key, n, strata):
 
 def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,
                      n_resamples: int = 1000, confidence_level: float = 0.95,
-                     method: str = "percentile", stratify: bool = False,
-                     batch: int | None = None, seed=None,
+                     method: str = "percentile", alternative: str = "two-sided",
+                     stratify: bool = False, groups=None, block_length: int | None = None,
+                     resampling: str = "multinomial", resample_by: str = "auto",
+                     batch: int | None = None, seed=None, devices=None,
+                     jackknife_groups: int = 100,
                      progress: Callable[[int], None] | None = None) -> BootstrapResult:
     """Paired bootstrap interval for ``metric(A) - metric(B)`` on the same examples.
 
-    Each replicate draws n examples with replacement (the same draw for both
-    models), evaluates the metric of A and of B on it, and records the
+    Each replicate resamples the examples with replacement (the same resample
+    for both models), evaluates the metric of A and of B on it and records the
     difference (Efron & Tibshirani 1993, ch. 13; Koehn 2004 for paired
-    comparisons of systems).
+    comparisons of systems). A replicate is a vector of counts per example
+    used as integer weights: identical to evaluating on the resampled rows.
 
     Parameters
     ----------
     metric : callable or str
+        Fast path, one sort per model and O(n) per replicate:
         ``calipers.roc_auc_score``, ``average_precision_score``, ``log_loss``,
-        ``brier_score_loss`` (or their names ``"roc_auc"``,
-        ``"average_precision"``, ``"log_loss"``, ``"brier"``) take the fast
-        path: one sort per model, O(n) per replicate. Any other callable
-        ``metric(y_true, y_score, *, sample_weight=...)`` is called per replicate
-        with the replicate's counts as weights.
+        ``brier_score_loss`` (or ``"roc_auc"``, ``"average_precision"``,
+        ``"log_loss"``, ``"brier"``). Any other callable accepting
+        ``sample_weight`` is called as ``metric(y_true, y_score,
+        sample_weight=counts)`` (traced once and ``vmap``-ped on JAX when it is
+        JAX-traceable, for example one written with calipers' weighted
+        kernels). A callable without ``sample_weight`` (or
+        ``resample_by="indices"``) gets the resampled rows
+        ``metric(y_true[idx], y_score[idx])``, one eager call per replicate.
+        Replicates must return a scalar; NaN means undefined.
     y_true : array (n,)
-        Binary labels in {0, 1}.
+        Labels: in {0, 1} (or bool) for the fast metrics; passed unchanged to
+        other metrics.
     y_score_a, y_score_b : arrays (n,)
         Scores (or probabilities) of the two models for the same examples.
     sample_weight : array (n,), optional
-        Not supported yet: raises ``ValueError`` (resampling weighted rows needs
-        a stated design; the bootstrap issue adds it).
+        Non-negative row weights; a replicate's weights are counts * weights.
     n_resamples : int
         Number of replicates B (>= 1).
     confidence_level : float in (0, 1)
-    method : {"percentile", "basic"}
-        Percentile interval of the replicated differences, or the basic
-        (reverse percentile) interval ``2 * d - q``.
+    method : {"percentile", "basic", "bca"}
+        Percentile interval, the basic (reverse percentile) interval
+        ``2 * d - q``, or BCa (bias-corrected and accelerated; Efron 1987).
+        BCa's acceleration comes from jackknife values computed without
+        O(n^2) work: exact leave-one-out values from the sorted order for
+        AUC, unweighted AP, log loss and Brier under row resampling, else a
+        grouped jackknife over at most ``jackknife_groups`` groups of
+        resampling units. Formulas as ``scipy.stats.bootstrap``; "BCa" is
+        accepted too.
+    alternative : {"two-sided", "less", "greater"}
+        One-sided intervals put all of ``1 - confidence_level`` on one side,
+        with ``-inf`` / ``+inf`` as the other end (scipy's convention).
     stratify : bool
-        Resample positives and negatives separately (fixed class counts), so no
-        replicate lacks a class.
+        Resampling unit: rows within each class of ``y_true`` (class sizes
+        fixed), so no replicate lacks a class.
+    groups : array (n,), optional
+        Cluster bootstrap: resample whole groups (users, patients, queries)
+        with replacement, keeping all their rows.
+    block_length : int, optional
+        Moving-block bootstrap for series (Kunsch 1989): ceil(n / L) blocks of
+        L consecutive rows (in input order) with uniformly drawn starts,
+        concatenated and cut to n rows.
+    resampling : {"multinomial", "poisson"}
+        ``"multinomial"``: the exact bootstrap (n draws with replacement).
+        ``"poisson"``: independent Poisson(1) counts per row (or per cluster),
+        the streaming/distributed approximation (Hanley & MacGibbon 2006;
+        Chamandy et al. 2012): the resample size varies around n. Not with
+        ``stratify`` or ``block_length``. On JAX drawn by inverse CDF,
+        truncated where the tail is below the uniform's resolution.
+    resample_by : {"auto", "weights", "indices"}
+        Force weight or index resampling for a user metric.
     batch : int, optional
-        Replicates per compiled chunk on JAX (default 256); memory is
-        O(batch * n) whatever ``n_resamples`` is. Ignored on NumPy.
-    seed : None, int, numpy Generator or JAX key
-        The same seed gives the same replicates on the same backend.
+        Replicates per compiled chunk on JAX (default: about 2**22 / n); peak
+        memory O(batch * n) whatever ``n_resamples`` is. The replicates do not
+        depend on it. NumPy and array-api-strict run one replicate at a time
+        (memory O(n)).
+    seed : None, int, NumPy Generator or JAX key
+        The same seed gives the same replicates on the same backend (NumPy
+        and JAX draw differently).
+    devices : None, int, "all" or a list of JAX devices
+        Shard each chunk's replicates over these devices
+        (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates
+        are identical to the single-device ones for the same key.
+    jackknife_groups : int
+        Most groups of the grouped jackknife (BCa only).
     progress : callable, optional
-        Called with the number of replicates just finished (for progress bars).
+        Called with the number of replicates just finished; calls sum to B.
 
     Returns
     -------
     BootstrapResult
         Estimates, difference, intervals, the replicated distributions, the
-        standard error, ``n_undefined`` and ``prob_a_greater``. Undefined
-        replicates (NaN metric for A or B) are counted and left out.
+        standard error, ``n_undefined``, ``prob_a_greater`` and ``pvalue``.
+
+    Undefined replicates
+        A replicate in which the metric of A or of B is undefined (NaN, for
+        example AUC of a resample with one class) is counted in
+        ``n_undefined``, kept as NaN in the distributions and left out of the
+        intervals, share and p-value; an :class:`UndefinedMetricWarning` says
+        how many. Stratified resampling avoids it for AUC/AP.
 
     Raises
     ------
     ValueError
-        Bad ``n_resamples``, ``confidence_level``, ``method`` or ``batch``, and
-        every input error of the metric itself (shapes, labels, scores).
+        Bad options (each message names the option), more than one design,
+        Poisson with stratify or blocks, ``block_length > n``, groups of the
+        wrong length, and every input error of the metric itself (shapes,
+        labels, scores). Traced (jit) input: use
+        :func:`paired_bootstrap_replicates`, which compiles the whole
+        bootstrap.
+
+    Notes
+    -----
+    Differences from ``scipy.stats.bootstrap(paired=True)``: designs beyond
+    row resampling, O(n) replicates by counts, undefined replicates counted
+    and left out (scipy propagates NaN), intervals for each model too.
     """
-    if isinstance(metric, str):
-        if metric not in _NAMES:
-            raise ValueError(f"metric must be a callable or one of {sorted(_NAMES)}, got {metric!r}")
-        metric = _NAMES[metric]
-    if not callable(metric):
-        raise ValueError("metric must be callable or a metric name")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if not (0 < confidence_level < 1):
+    metric, kind, name = _resolve_metric(metric, resample_by)
+    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
+    if not isinstance(confidence_level, (int, float, np.floating)) or isinstance(
+            confidence_level, bool) or not (0 < confidence_level < 1):
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    if method not in ("percentile", "basic"):
-        raise ValueError(f"method must be 'percentile' or 'basic', got {method!r}")
-    if batch is not None and (not isinstance(batch, (int, np.integer)) or batch < 1):
-        raise ValueError(f"batch must be a positive integer, got {batch!r}")
-    if sample_weight is not None:
-        raise ValueError("sample_weight is not supported by paired_bootstrap yet")
+    method_l = method.lower() if isinstance(method, str) else method
+    if method_l not in ("percentile", "basic", "bca"):
+        raise ValueError(f"method must be 'percentile', 'basic' or 'bca', got {method!r}")
+    if alternative not in ("two-sided", "less", "greater"):
+        raise ValueError(f"alternative must be 'two-sided', 'less' or 'greater', "
+                         f"got {alternative!r}")
+    if isinstance(jackknife_groups, bool) or not isinstance(jackknife_groups, (int, np.integer)) \
+            or jackknife_groups < 2:
+        raise ValueError(f"jackknife_groups must be an integer >= 2, got {jackknife_groups!r}")
+    xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
+                                                   sample_weight, groups)
+    if B.is_traced(y_true, a, b, sw, groups):
+        raise ValueError("paired_bootstrap returns Python floats and cannot run on traced "
+                         "arrays; under jax.jit use paired_bootstrap_replicates")
+    if devices is not None and not B.is_jax(xp):
+        raise ValueError("devices applies to JAX arrays only")
+    devs = _resolve_devices(devices)
 
     # Full-data estimates, which also validate every input with the metric's own messages.
-    est_a = float(metric(y_true, y_score_a))
-    est_b = float(metric(y_true, y_score_b))
+    est_a = float(_full_estimate(metric, kind, y_true, a, sw))
+    est_b = float(_full_estimate(metric, kind, y_true, b, sw))
 
-    xp, (y_true, a, b) = B.as_arrays(y_true, y_score_a, y_score_b)
-    B.check_same_length(y_true=y_true, y_score_a=a, y_score_b=b)
-    y01, _ = B.binary_labels(y_true, xp)
-    n = y01.shape[0]
-    kernel = _KERNELS.get(metric) or _CallKernel(metric)
-
-    strata = None
-    if stratify:
-        yn = B.to_numpy(y01)
-        strata = [np.flatnonzero(yn == c) for c in (0, 1) if np.any(yn == c)]
-
-    if B.is_jax(xp):
-        da, db = _run_jax(kernel, xp, y01, a, b, n, strata, n_resamples, batch or 256,
-                          seed, progress)
-    else:
-        da, db = _run_numpy(kernel, xp, y01, a, b, n, strata, n_resamples, seed, progress)
+    s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
+               num_groups=None, block_length=block_length,
+               poisson=resampling == "poisson", traced=False)
+    da, db = _replicates(s, seed, n_resamples, batch, devs, progress)
 
     diff = da - db
     ok = np.isfinite(diff)
     n_undefined = int(n_resamples - ok.sum())
+    if n_undefined:
+        B.warn_undefined(f"{n_undefined} of {n_resamples} bootstrap replicates are undefined "
+                         f"(metric NaN for model A or B); they are left out", 2)
     d_ok = diff[ok]
-    alpha = 1 - confidence_level
     difference = est_a - est_b
+    ja = jb = jd = None
+    if method_l == "bca":
+        ja, jb = _jackknife(s, jackknife_groups)
+        jd = ja - jb
+    ci = _interval(d_ok, difference, method_l, confidence_level, alternative, jd)
+    ia = _interval(da[np.isfinite(da)], est_a, method_l, confidence_level, alternative, ja)
+    ib = _interval(db[np.isfinite(db)], est_b, method_l, confidence_level, alternative, jb)
     if d_ok.size == 0:
-        ci = ConfidenceInterval(math.nan, math.nan)
-        se = math.nan
-        share = math.nan
+        se = share = pvalue = math.nan
     else:
-        lo_q, hi_q = np.quantile(d_ok, [alpha / 2, 1 - alpha / 2])
-        if method == "basic":
-            lo_q, hi_q = 2 * difference - hi_q, 2 * difference - lo_q
-        ci = ConfidenceInterval(float(lo_q), float(hi_q))
         se = float(np.std(d_ok, ddof=1)) if d_ok.size > 1 else math.nan
         share = float(np.mean(da[ok] > db[ok]))
+        p_le = float(np.mean(d_ok <= 0))
+        p_ge = float(np.mean(d_ok >= 0))
+        pvalue = {"greater": p_le, "less": p_ge,
+                  "two-sided": min(1.0, 2 * min(p_le, p_ge))}[alternative]
     return BootstrapResult(
         estimate_a=est_a, estimate_b=est_b, difference=difference,
-        confidence_interval=ci,
-        interval_a=_percentile(da, alpha), interval_b=_percentile(db, alpha),
+        confidence_interval=ci, interval_a=ia, interval_b=ib,
         bootstrap_distribution=diff, distribution_a=da, distribution_b=db,
         standard_error=se, n_undefined=n_undefined, n_resamples=int(n_resamples),
-        prob_a_greater=share, confidence_level=confidence_level, method=method)
-
-
-def _percentile(x, alpha):
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return ConfidenceInterval(math.nan, math.nan)
-    lo, hi = np.quantile(x, [alpha / 2, 1 - alpha / 2])
-    return ConfidenceInterval(float(lo), float(hi))
-
-
-def _run_numpy(kernel, xp, y01, a, b, n, strata, n_resamples, seed, progress):
-    rng = B.make_rng(seed, xp)
-    state_a = kernel.prepare(y01, a, xp)
-    state_b = kernel.prepare(y01, b, xp)
-    da = np.empty(n_resamples)
-    db = np.empty(n_resamples)
-    for r in range(n_resamples):
-        c = _counts_numpy(rng, n, strata)
-        c = c if B.is_numpy(xp) else xp.asarray(c)
-        da[r] = float(kernel.evaluate(state_a, c, xp))
-        db[r] = float(kernel.evaluate(state_b, c, xp))
-        if progress is not None:
-            progress(1)
-    return da, db
-
-
-def _run_jax(kernel, xp, y01, a, b, n, strata, n_resamples, batch, seed, progress):
-    import jax
-    import jax.numpy as jnp
-
-    key = B.make_rng(seed, xp)
-    state_a = kernel.prepare(y01, a, xp)
-    state_b = kernel.prepare(y01, b, xp)
-    jstrata = None if strata is None else [jnp.asarray(s) for s in strata]
-
-    def one(k, sa, sb):
-        c = _counts_jax(k, n, jstrata)
-        return kernel.evaluate(sa, c, xp), kernel.evaluate(sb, c, xp)
-
-    chunk = jax.jit(jax.vmap(one, in_axes=(0, None, None)))
-    keys = jax.random.split(key, n_resamples)
-    outs_a, outs_b = [], []
-    for start in range(0, n_resamples, batch):
-        ks = keys[start:start + batch]
-        m = ks.shape[0]
-        if m < batch:  # pad the last chunk so the compiled shape is reused
-            ks = jnp.concatenate([ks, jnp.broadcast_to(ks[:1], (batch - m,) + ks.shape[1:])])
-        ra, rb = chunk(ks, state_a, state_b)
-        outs_a.append(np.asarray(ra)[:m])
-        outs_b.append(np.asarray(rb)[:m])
-        if progress is not None:
-            progress(m)
-    return (np.concatenate(outs_a).astype(np.float64),
-            np.concatenate(outs_b).astype(np.float64))
+        prob_a_greater=share, confidence_level=float(confidence_level), method=method_l,
+        alternative=alternative, pvalue=pvalue, design=s.design.label, resampling=resampling)

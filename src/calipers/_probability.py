@@ -1,6 +1,14 @@
-"""Probability quality of binary forecasts: log loss and the Brier score."""
+"""Probability quality: log loss and the Brier score, binary and multiclass.
+
+1-D ``y_prob`` is P(positive) of a binary problem (``labels[1]`` when
+``labels`` is given); 2-D ``y_prob`` of shape (n, K) holds class probabilities,
+column j for class j (or for the j-th of the sorted ``labels``, scikit-learn's
+column order).
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -50,6 +58,68 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
     return xp, y, p, sample_weight, invalid, f
 
 
+def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
+    """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out."""
+    from ._calibration import _check_class_index
+
+    xp, (y_true, y_prob, sample_weight) = B.as_arrays(y_true, y_prob, sample_weight)
+    B.check_1d("y_true", y_true)
+    if sample_weight is not None:
+        B.check_1d("sample_weight", sample_weight)
+    B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+    B.check_nonempty("y_true", y_true)
+    B.check_numeric("y_prob", y_prob, xp)
+    B.check_numeric("y_true", y_true, xp)
+    K = y_prob.shape[1]
+    if K < 2:
+        raise ValueError(f"2-D y_prob needs at least 2 columns (classes), got {K}")
+    f = B.out_float(xp, y_prob)
+    p = xp.astype(y_prob, f)
+    acc = B.acc_float(xp)
+    if labels is not None:
+        labels = sorted(np.asarray(labels).tolist())
+        if len(set(labels)) != len(labels) or len(labels) != K:
+            raise ValueError(f"labels must list {K} distinct classes, one per column of y_prob, "
+                             f"got {labels}")
+        match = xp.zeros(y_true.shape, dtype=xp.bool)
+        idx = xp.zeros(y_true.shape, dtype=B.acc_int(xp))
+        for j, lab in enumerate(labels):
+            hit = y_true == lab
+            match = match | hit
+            idx = xp.where(hit, j, idx)
+        if not B.is_traced(y_true):
+            if not bool(xp.all(match)):
+                i = B._first_index(~match, xp)
+                raise ValueError(f"y_true element {i} is {B.to_numpy(y_true)[i]!r}, "
+                                 f"which is not in labels={labels}")
+            invalid = xp.asarray(False)
+        else:
+            invalid = ~xp.all(match)
+    else:
+        idx, invalid = _check_class_index("y_true", y_true, K, xp)
+    cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
+    onehot = xp.astype(cols == xp.reshape(idx, (-1, 1)), f)
+    bad = ~((p >= 0) & (p <= 1))
+    tol = math.sqrt(float(xp.finfo(f).eps))
+    row_bad = xp.abs(xp.sum(xp.astype(p, acc), axis=1) - 1) > tol
+    if not B.is_traced(p):
+        if bool(xp.any(bad)):
+            i = B._first_index(xp.reshape(bad, (-1,)), xp)
+            raise ValueError(f"y_prob must be probabilities in [0, 1]; flat element {i} is "
+                             f"{float(B.to_numpy(xp.reshape(p, (-1,)))[i])}")
+        if bool(xp.any(row_bad)):
+            i = B._first_index(row_bad, xp)
+            raise ValueError(f"each row of 2-D y_prob must sum to 1 (within {tol:.1e}); row {i} "
+                             f"sums to {float(B.to_numpy(xp.sum(p, axis=1))[i])!r}")
+    else:
+        invalid = invalid | xp.any(bad) | xp.any(row_bad)
+    if sample_weight is not None:
+        B.check_weights("sample_weight", sample_weight, xp)
+        if B.is_traced(sample_weight):
+            invalid = invalid | ~xp.all(sample_weight >= 0)
+    return xp, onehot, p, sample_weight, invalid, f
+
+
 def _weighted_mean(values, w, xp, normalize=True):
     acc = B.acc_float(xp)
     v = xp.astype(values, acc)
@@ -63,9 +133,11 @@ def _weighted_mean(values, w, xp, normalize=True):
 
 
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
-    """Binary cross-entropy (natural log) of P(positive) forecasts.
+    """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
-    ``-mean(y ln p + (1 - y) ln(1 - p))``, weighted by ``sample_weight``.
+    Binary (1-D ``y_prob``): ``-mean(y ln p + (1 - y) ln(1 - p))``; multiclass
+    (2-D ``y_prob``, shape (n, K)): ``-mean(ln p[i, y_i])``; weighted by
+    ``sample_weight``.
     Probabilities are clipped to ``[eps, 1 - eps]`` with ``eps`` the machine
     epsilon of the probabilities' float dtype (as scikit-learn >= 1.5), so a
     forecast of exactly 0 or 1 on the wrong side gives a large finite loss
@@ -76,22 +148,39 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     ----------
     y_true : array (n,)
         Labels in {0, 1}, or the two classes named by ``labels``.
-    y_prob : array (n,)
-        Probability of the positive class (``labels[1]``), in [0, 1].
+    y_prob : array (n,) or (n, K)
+        1-D: probability of the positive class (``labels[1]``), in [0, 1].
+        2-D: class probabilities, each row summing to 1 (within
+        ``sqrt(eps)``), column j for class j, or for the j-th of the sorted
+        ``labels``.
     normalize : bool
         Mean (True) or sum (False) of the per-row losses.
-    labels : sequence of two labels, optional
-        ``[negative, positive]``. Not needed for 0/1 labels even when only one
-        class is present (scikit-learn requires it then; handed case H10).
+    labels : sequence, optional
+        1-D ``y_prob``: two labels ``[negative, positive]``. Not needed for
+        0/1 labels even when only one class is present (scikit-learn requires
+        it then; handed case H10). 2-D: the K class labels (sorted to give the
+        column order, as scikit-learn). Without ``labels``, 2-D ``y_prob``
+        takes ``y_true`` as column indices ``0 .. K-1``; scikit-learn instead
+        infers the classes from the values present in ``y_true`` (a data-
+        dependent shape calipers avoids so that it runs under ``jit``).
 
     Returns a 0-d float in nats. Under ``jit`` invalid input gives NaN.
 
     Raises
     ------
     ValueError
-        Shapes, empty input, probabilities outside [0, 1] or NaN, labels
-        outside {0, 1} / ``labels``, negative weights.
+        Shapes, empty input, probabilities outside [0, 1] or NaN, rows of a
+        2-D ``y_prob`` not summing to 1 (scikit-learn only warns), labels
+        outside {0, 1} / ``labels`` / ``0 .. K-1``, negative weights.
     """
+    if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
+        xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
+        eps = float(xp.finfo(p.dtype).eps)
+        p = xp.clip(p, eps, 1 - eps)
+        loss = -xp.sum(onehot * xp.log(p), axis=1)
+        value, _ = _weighted_mean(loss, w, xp, normalize)
+        value = xp.astype(B.nan_if(invalid, value, xp), f)
+        return B.finalize(value, xp)
     xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, labels=labels)
     eps = float(xp.finfo(p.dtype).eps)
     p = xp.clip(p, eps, 1 - eps)
@@ -102,17 +191,43 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
-def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
-    """Brier score: mean squared difference between P(positive) and the outcome.
+def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
+                     scale_by_half="auto"):
+    """Brier score: mean squared difference between forecast probabilities and outcomes.
 
-    ``mean((p - y)**2)`` weighted by ``sample_weight``; in [0, 1], lower is
-    better (Brier 1950). ``y_prob`` must lie in [0, 1] (nothing is clipped).
+    Binary (1-D ``y_prob`` = P(positive)): ``mean((p - y)**2)``, in [0, 1].
+    Multiclass (2-D, (n, K)): ``mean(sum_k (p_k - 1[y = k])**2)``, in [0, 2]
+    (Brier 1950). Weighted by ``sample_weight``; lower is better. ``y_prob``
+    must lie in [0, 1] (nothing is clipped); 2-D rows must sum to 1.
+
+    ``scale_by_half`` as scikit-learn >= 1.7: ``"auto"`` halves the
+    sum-over-classes form when there are fewer than 3 classes, so 1-D binary
+    input gives ``mean((p - y)**2)`` and 2-column input the same number;
+    ``True``/``False`` force it (``False`` on 1-D input gives
+    ``2 * mean((p - y)**2)``). ``labels`` and the 2-D column order as
+    :func:`log_loss`; ``pos_label`` names the positive class of 1-D input.
 
     Returns a 0-d float. Raises ``ValueError`` as :func:`log_loss`; under
-    ``jit`` invalid input gives NaN.
+    ``jit`` invalid input gives NaN. See :func:`calipers.brier_decomposition`
+    for the Murphy decomposition.
     """
-    xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label)
+    if scale_by_half not in ("auto", True, False):
+        raise ValueError(f"scale_by_half must be 'auto', True or False, got {scale_by_half!r}")
+    if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
+        if pos_label is not None:
+            raise ValueError("pos_label applies to 1-D y_prob only; use labels for 2-D")
+        xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
+        diff = p - onehot
+        value, _ = _weighted_mean(xp.sum(diff * diff, axis=1), w, xp)
+        half = p.shape[1] < 3 if scale_by_half == "auto" else scale_by_half
+        value = value * (0.5 if half else 1.0)
+        value = xp.astype(B.nan_if(invalid, value, xp), f)
+        return B.finalize(value, xp)
+    xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
+                                            labels=labels)
     diff = p - xp.astype(y, f)
     value, _ = _weighted_mean(diff * diff, w, xp)
+    if scale_by_half is False:
+        value = 2 * value
     value = xp.astype(B.nan_if(invalid, value, xp), f)
     return B.finalize(value, xp)
