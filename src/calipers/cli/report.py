@@ -81,14 +81,15 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
         "models": {k: {} for k in names},
         "comparisons": [],
     }
-    base = names[0]
-    others = names[1:] or [base]
     for key, _title, fn, higher, needs_prob in METRICS:
-        if needs_prob and not probs[base]:
+        eligible = [k for k in names if probs[k] or not needs_prob]
+        for k in names:
+            if k not in eligible:
+                out["models"][k][key] = None  # not probabilities: no log loss / Brier
+        if not eligible:
             continue
-        for other in others:
-            if needs_prob and not probs[other]:
-                continue
+        base = eligible[0]
+        for other in eligible[1:] or [base]:
             with np.errstate(all="ignore"):
                 res = _run(fn, y, scores[other], scores[base], n_resamples,
                            confidence_level, seed, stratify, progress)
@@ -97,19 +98,16 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                                   (base, res.estimate_b, res.interval_b)):
                 out["models"][name].setdefault(key, {
                     "estimate": _num(est), "ci_low": _num(ci.low), "ci_high": _num(ci.high)})
-            if other != base:
+            if other != base and base == names[0]:
                 cmp = _comparison(out, other, base)
                 cmp["metrics"][key] = {
                     "difference": _num(res.difference),
                     "ci_low": _num(res.confidence_interval.low),
                     "ci_high": _num(res.confidence_interval.high),
                     "higher_is_better": higher,
-                    "share_a_better": _num(res.prob_a_greater if higher else 1 - res.prob_a_greater),
+                    "share_a_better": _share_better(res, higher),
                     "n_undefined": res.n_undefined,
                 }
-        for k in names:
-            if needs_prob and not probs[k]:
-                out["models"][k].setdefault(key, None)
     return out
 
 
@@ -124,6 +122,16 @@ def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, progress):
         return _bootstrap.paired_bootstrap(
             fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
             seed=seed, stratify=stratify, progress=progress)
+
+
+def _share_better(res, higher):
+    """Share of defined replicates where A is strictly better (ties count for neither)."""
+    da, db = res.distribution_a, res.distribution_b
+    ok = np.isfinite(da) & np.isfinite(db)
+    if not ok.any():
+        return None
+    better = da[ok] > db[ok] if higher else da[ok] < db[ok]
+    return float(np.mean(better))
 
 
 def _comparison(out, a, b):
@@ -219,7 +227,7 @@ def run(args) -> int:
     if y.min() == y.max():
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
-    n_runs = sum(1 for key, *_r, needs in METRICS) * max(1, len(scores) - 1)
+    n_runs = len(METRICS) * max(1, len(scores) - 1)  # an upper bound for the bar
     bar = None
     progress = None
     if not args.no_progress:
