@@ -172,6 +172,12 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
         Shapes, empty input, probabilities outside [0, 1] or NaN, rows of a
         2-D ``y_prob`` not summing to 1 (scikit-learn only warns), labels
         outside {0, 1} / ``labels`` / ``0 .. K-1``, negative weights.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(round(calipers.log_loss([1], [0.001]), 4))
+    6.9078
     """
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
@@ -210,6 +216,12 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     Returns a 0-d float. Raises ``ValueError`` as :func:`log_loss`; under
     ``jit`` invalid input gives NaN. See :func:`calipers.brier_decomposition`
     for the Murphy decomposition.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(round(calipers.brier_score_loss([1, 0], [0.8, 0.4]), 4))
+    0.1
     """
     if scale_by_half not in ("auto", True, False):
         raise ValueError(f"scale_by_half must be 'auto', True or False, got {scale_by_half!r}")

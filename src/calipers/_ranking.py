@@ -217,6 +217,15 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     One sort of the scores (O(n log n)); counts in integers when unweighted.
     On NumPy without weights the two classes are sorted apart (keys only) and
     pairs counted by binary search, which is faster than an argsort.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(calipers.roc_auc_score([1, 0, 1, 0], [0.5, 0.5, 0.9, 0.1]))
+    0.875
+    >>> print(round(calipers.roc_auc_score([1, 0, 1, 0, 0], [0.9, 0.8, 0.8, 0.4, 0.2],
+    ...                                    max_fpr=0.25), 6))
+    0.821429
     """
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
@@ -301,6 +310,14 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     ------
     ValueError
         As :func:`roc_auc_score`. Under ``jit`` invalid input gives NaN.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(round(calipers.average_precision_score([1, 0, 1], [0.9, 0.8, 0.7]), 6))
+    0.833333
+    >>> print(calipers.average_precision_score([0, 1, 0, 0, 1], [0.3] * 5))
+    0.4
     """
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
@@ -333,6 +350,12 @@ def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None)
     Returns NaN (with an :class:`UndefinedMetricWarning`) when there is no
     positive weight. Parameters, errors and jit behaviour as
     :func:`roc_auc_score`.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(round(calipers.precision_recall_auc([1, 0, 1], [0.9, 0.8, 0.7]), 6))
+    0.791667
     """
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
@@ -418,6 +441,13 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
 
     Raises ``ValueError`` as :func:`roc_auc_score`; under ``jit`` invalid input
     turns every value into NaN.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> fpr, tpr, thr = calipers.roc_curve([0, 0, 1, 1, 1], [0.1, 0.2, 0.6, 0.7, 0.8])
+    >>> fpr.tolist(), tpr.tolist(), thr.tolist()
+    ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0], [inf, 0.6, 0.1])
     """
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
@@ -525,6 +555,13 @@ def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     Returns a 0-d float; NaN (with warning) only if the top k has zero weight.
     Raises ``ValueError`` for ``k`` not a positive integer or ``k > n`` (static,
     raised under ``jit`` too) and for the input errors of :func:`roc_auc_score`.
+
+    Examples
+    --------
+    >>> import calipers
+    >>> # the 2nd and 3rd highest scores tie: one of the two rows is in the top 2
+    >>> print(calipers.precision_at_k([1, 1, 0], [0.9, 0.5, 0.5], k=2))
+    0.75
     """
     d, tp, wk, _ = _at_k(y_true, y_score, k, sample_weight, pos_label)
     xp = d.xp
