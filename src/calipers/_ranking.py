@@ -251,16 +251,35 @@ def _auc_kernel(d, xp):
     return auc_from_stats(_sorted_stats(d), xp)
 
 
+def _split_sorted_numpy(d):
+    """Scores of each class, each sorted keys-only (no argsort, no gathers)."""
+    is_pos = d.y.astype(bool)
+    return np.sort(d.s[is_pos]), np.sort(d.s[~is_pos])
+
+
+def _count_below_numpy(neg, pos):
+    """Per positive: negatives strictly below, and negatives tied with it.
+
+    One binary search; the second (side="right") only for the positives that
+    actually tie with a negative, which continuous scores rarely do.
+    """
+    left = np.searchsorted(neg, pos, side="left")
+    tied = np.zeros(pos.shape[0], dtype=np.int64)
+    cand = left < neg.shape[0]
+    idx = np.flatnonzero(cand)
+    hit = idx[neg[left[idx]] == pos[idx]]
+    if hit.size:
+        tied[hit] = np.searchsorted(neg, pos[hit], side="right") - left[hit]
+    return left, tied
+
+
 def _auc_numpy_unweighted(d):
-    # Keys-only sorts of each class and binary search: no argsort, no gathers.
-    pos = np.sort(d.s[d.y == 1])
-    neg = np.sort(d.s[d.y == 0])
+    pos, neg = _split_sorted_numpy(d)
     P, N = pos.shape[0], neg.shape[0]
     if P == 0 or N == 0:
         return np.float64(math.nan), True
-    left = np.searchsorted(neg, pos, side="left")
-    right = np.searchsorted(neg, pos, side="right")
-    num = int(left.sum(dtype=np.int64)) + int(right.sum(dtype=np.int64))
+    left, tied = _count_below_numpy(neg, pos)
+    num = 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
     return np.float64(num / (2.0 * P * N)), False
 
 
@@ -322,13 +341,13 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     if B.is_numpy(xp) and d.w is None:
-        pos = np.sort(d.s[d.y == 1])
-        neg = np.sort(d.s[d.y == 0])
+        pos, neg = _split_sorted_numpy(d)
         P = pos.shape[0]
         if P == 0:
             value, undefined = np.float64(math.nan), True
         else:
-            tp = P - np.searchsorted(pos, pos, side="left")
+            lo, _ = B.group_bounds(pos, xp)            # first index of each tie group
+            tp = P - lo                                 # positives with score >= s
             fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
             value, undefined = np.float64(np.sum(tp / (tp + fp)) / P), False
     else:
