@@ -1,0 +1,422 @@
+"""Scaling benchmark: calipers beside the references a user would otherwise pick.
+
+    python benchmarks/scaling.py [--quick] [--out benchmarks/results]
+
+In one run, on the same inputs, it times
+* ROC AUC, AP and the ROC curve for n = 10^3 ... 10^7 (x10 steps), random and
+  heavily tied scores, calipers on NumPy and JAX (jit) against scikit-learn,
+  torchmetrics (exact, CPU; if installed), scipy's ``mannwhitneyu`` and one
+  ``np.sort`` / ``jnp.sort`` of the same scores (the floor);
+* per-query NDCG@10 for 10^3 ... 10^5 queries x 100 documents against
+  scikit-learn, ranx and pytrec_eval (those installed);
+* the paired bootstrap of an AUC difference (n = 10^5, B = 10^3 and 10^4)
+  against the scikit-learn loop and ``scipy.stats.bootstrap(paired=True)``
+  (references timed on a few replicates and scaled), and its peak memory
+  against B;
+* grouped AUC over 10^5 groups against a per-group loop (timed on a subset and
+  scaled).
+It prints a table of medians and ratios (calipers / reference, calipers /
+sort floor), the log-log slope of time against n from 10^5 to 10^7 for each
+calipers function, and peak memory per score; it writes the table as JSON and
+a log-log plot to ``--out``. References that are not installed are reported
+as skipped, never faked. Read ratios, not absolute times: the machine is
+shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import math
+import os
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+import calipers
+
+RESULTS: list[dict] = []
+SKIPPED: list[str] = []
+
+
+def have(mod):
+    return importlib.util.find_spec(mod) is not None
+
+
+def timeit(fn, repeat):
+    ts = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def record(section, name, n, seconds, **extra):
+    RESULTS.append({"section": section, "impl": name, "n": n, "seconds": seconds, **extra})
+    print(f"  {section:12s} {name:38s} n={n:>10,d} {seconds:10.4f} s", flush=True)
+
+
+def repeats(n, quick):
+    if quick:
+        return 1
+    return 5 if n <= 10**5 else 3 if n <= 10**6 else 2
+
+
+def binary_data(n, tied, seed=0):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    s = rng.normal(size=n) + y
+    if tied:
+        s = np.round(s, 1)  # about 80 distinct values: heavy ties
+    return y, s
+
+
+# --------------------------------------------------------------------------- AUC / AP / curve
+
+def bench_binary(sizes, quick):
+    import sklearn.metrics as skm
+    from scipy.stats import mannwhitneyu
+
+    jax_ok = have("jax")
+    if jax_ok:
+        import jax
+        import jax.numpy as jnp
+        jsort = jax.jit(jnp.sort)
+        jauc = jax.jit(calipers.roc_auc_score)
+        jap = jax.jit(calipers.average_precision_score)
+    tm_ok = have("torchmetrics") and have("torch")
+    if not tm_ok:
+        SKIPPED.append("torchmetrics (exact AUROC on CPU): not installed")
+    for tied in (False, True):
+        section = "auc-tied" if tied else "auc-random"
+        for n in sizes:
+            y, s = binary_data(n, tied)
+            r = repeats(n, quick)
+            record(section, "np.sort (floor)", n, timeit(lambda: np.sort(s), r))
+            record(section, "calipers roc_auc_score", n,
+                   timeit(lambda: calipers.roc_auc_score(y, s), r))
+            record(section, "calipers average_precision_score", n,
+                   timeit(lambda: calipers.average_precision_score(y, s), r))
+            record(section, "calipers roc_curve", n, timeit(lambda: calipers.roc_curve(y, s), r))
+            record(section, "sklearn roc_auc_score", n, timeit(lambda: skm.roc_auc_score(y, s), r))
+            record(section, "sklearn average_precision_score", n,
+                   timeit(lambda: skm.average_precision_score(y, s), r))
+            record(section, "sklearn roc_curve", n, timeit(lambda: skm.roc_curve(y, s), r))
+            pos, neg = s[y == 1], s[y == 0]
+            record(section, "scipy mannwhitneyu", n,
+                   timeit(lambda: mannwhitneyu(pos, neg, method="asymptotic"), r))
+            if tm_ok:
+                import torch
+                from torchmetrics.functional.classification import binary_auroc
+                ts_, ty = torch.from_numpy(s), torch.from_numpy(y)
+                record(section, "torchmetrics binary_auroc (exact)", n,
+                       timeit(lambda: binary_auroc(ts_, ty, thresholds=None), r))
+            if jax_ok:
+                jy, js = jnp.asarray(y), jnp.asarray(s)
+                for f, args in ((jsort, (js,)), (jauc, (jy, js)), (jap, (jy, js))):
+                    f(*args).block_until_ready()  # compile outside the timing
+                record(section, "jnp.sort jit (floor)", n,
+                       timeit(lambda: jsort(js).block_until_ready(), r))
+                record(section, "calipers roc_auc_score jax-jit", n,
+                       timeit(lambda: jauc(jy, js).block_until_ready(), r))
+                record(section, "calipers average_precision_score jax-jit", n,
+                       timeit(lambda: jap(jy, js).block_until_ready(), r))
+            assert math.isclose(calipers.roc_auc_score(y, s), skm.roc_auc_score(y, s), rel_tol=1e-12)
+
+
+def peak_memory_per_score(n):
+    y, s = binary_data(n, False)
+    out = {}
+    for name, fn in (("calipers roc_auc_score", calipers.roc_auc_score),
+                     ("calipers average_precision_score", calipers.average_precision_score)):
+        gc.collect()
+        tracemalloc.start()
+        fn(y, s)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out[name] = peak / n
+    import sklearn.metrics as skm
+    gc.collect()
+    tracemalloc.start()
+    skm.roc_auc_score(y, s)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    out["sklearn roc_auc_score"] = peak / n
+    return out
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+def bench_bootstrap(quick):
+    import sklearn.metrics as skm
+    from scipy.stats import bootstrap
+
+    n = 10**5
+    rng = np.random.default_rng(1)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    a = rng.normal(size=n) + 1.0 * y
+    b = rng.normal(size=n) + 0.9 * y
+    reps_ref = 5 if quick else 30
+
+    def sk_loop(B):
+        g = np.random.default_rng(0)
+        for _ in range(B):
+            i = g.integers(0, n, n)
+            skm.roc_auc_score(y[i], a[i]) - skm.roc_auc_score(y[i], b[i])
+
+    t_loop = timeit(lambda: sk_loop(reps_ref), 1) / reps_ref
+    t_scipy = timeit(lambda: bootstrap(
+        (y, a, b), lambda yy, aa, bb: skm.roc_auc_score(yy, aa) - skm.roc_auc_score(yy, bb),
+        paired=True, vectorized=False, n_resamples=reps_ref, method="percentile",
+        random_state=0), 1) / reps_ref
+    for B in ((1000,) if quick else (1000, 10000)):
+        record("bootstrap", "sklearn loop (scaled)", B, t_loop * B, n_examples=n)
+        record("bootstrap", "scipy.stats.bootstrap paired (scaled)", B, t_scipy * B, n_examples=n)
+        t = timeit(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
+                                                     n_resamples=B, seed=0), 1)
+        record("bootstrap", "calipers paired_bootstrap numpy", B, t, n_examples=n)
+        if have("jax"):
+            import jax.numpy as jnp
+            jy, ja, jb = jnp.asarray(y), jnp.asarray(a), jnp.asarray(b)
+            calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8, seed=0)
+            t = timeit(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb,
+                                                         n_resamples=B, seed=0), 1)
+            record("bootstrap", "calipers paired_bootstrap jax", B, t, n_examples=n)
+    mem = {}
+    for B in (1000, 10000) if not quick else (100, 1000):
+        gc.collect()
+        tracemalloc.start()
+        calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b, n_resamples=B, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        mem[B] = peak
+    return mem
+
+
+# --------------------------------------------------------------------------- NDCG and GAUC
+
+def ranking_data(n_queries, docs=100, seed=2):
+    rng = np.random.default_rng(seed)
+    qid = np.repeat(np.arange(n_queries), docs)
+    rel = rng.integers(0, 4, n_queries * docs) * (rng.random(n_queries * docs) < 0.3)
+    score = rng.normal(size=n_queries * docs) + 0.3 * rel
+    return qid, rel, score
+
+
+def bench_ndcg(query_sizes, quick):
+    ndcg = getattr(calipers, "ndcg", None)
+    if ndcg is None:
+        SKIPPED.append("calipers.ndcg: not available in this build")
+        return
+    import sklearn.metrics as skm
+    for nq in query_sizes:
+        qid, rel, score = ranking_data(nq)
+        r = 1 if quick or nq >= 10**5 else 3
+        record("ndcg@10", "np.sort (floor)", nq, timeit(lambda: np.sort(score), r))
+        record("ndcg@10", "calipers ndcg", nq,
+               timeit(lambda: ndcg(rel, score, query_id=qid, k=10), r))
+        R2, S2 = rel.reshape(nq, 100), score.reshape(nq, 100)
+        record("ndcg@10", "sklearn ndcg_score (dense)", nq,
+               timeit(lambda: skm.ndcg_score(R2, S2, k=10), r))
+        qrels = run = None
+        if have("ranx") or have("pytrec_eval"):
+            qrels = {str(q): {f"d{j}": int(R2[q, j]) for j in range(100) if R2[q, j] > 0}
+                     for q in range(nq)}
+            qrels = {q: d for q, d in qrels.items() if d}
+            run = {str(q): {f"d{j}": float(S2[q, j]) for j in range(100)} for q in range(nq)}
+        if have("ranx"):
+            from ranx import Qrels, Run, evaluate
+            t0 = time.perf_counter()
+            Q, Rn = Qrels(qrels), Run(run)
+            record("ndcg@10", "ranx construction", nq, time.perf_counter() - t0)
+            evaluate(Q, Rn, "ndcg@10")  # numba compile outside the timing
+            record("ndcg@10", "ranx evaluate", nq, timeit(lambda: evaluate(Q, Rn, "ndcg@10"), r))
+        elif nq == query_sizes[0]:
+            SKIPPED.append("ranx: not installed")
+        if have("pytrec_eval"):
+            import pytrec_eval
+            t0 = time.perf_counter()
+            ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
+            record("ndcg@10", "pytrec_eval construction", nq, time.perf_counter() - t0)
+            record("ndcg@10", "pytrec_eval evaluate", nq, timeit(lambda: ev.evaluate(run), r))
+        elif nq == query_sizes[0]:
+            SKIPPED.append("pytrec_eval: not installed")
+
+
+def bench_gauc(quick):
+    gauc = getattr(calipers, "grouped_roc_auc", None)
+    if gauc is None:
+        SKIPPED.append("calipers.grouped_roc_auc: not available in this build")
+        return
+    import sklearn.metrics as skm
+    n_groups = 10**4 if quick else 10**5
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(2, 40, n_groups)
+    gid = np.repeat(np.arange(n_groups), sizes)
+    y = (rng.random(gid.shape[0]) < 0.4).astype(np.int64)
+    s = rng.normal(size=gid.shape[0]) + y
+    record("gauc", "calipers grouped_roc_auc", n_groups,
+           timeit(lambda: gauc(y, s, group_id=gid), 1 if quick else 3))
+    # per-group loop timed on the first 2,000 groups and scaled
+    m = 2000
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+
+    def loop():
+        for g in range(m):
+            yy, ss = y[bounds[g]:bounds[g + 1]], s[bounds[g]:bounds[g + 1]]
+            if 0 < yy.sum() < yy.shape[0]:
+                skm.roc_auc_score(yy, ss)
+
+    record("gauc", "sklearn per-group loop (scaled)", n_groups, timeit(loop, 1) * n_groups / m)
+
+
+# --------------------------------------------------------------------------- report
+
+def slope(section, impl, lo=10**5, hi=10**7):
+    pts = [(r["n"], r["seconds"]) for r in RESULTS
+           if r["section"] == section and r["impl"] == impl and lo <= r["n"] <= hi]
+    if len(pts) < 2:
+        return None
+    x = np.log10([p[0] for p in pts])
+    yv = np.log10([max(p[1], 1e-9) for p in pts])
+    return float(np.polyfit(x, yv, 1)[0])
+
+
+def table():
+    print("\n=== medians and ratios ===")
+    sections = sorted({r["section"] for r in RESULTS}, key=lambda s: [r["section"] for r in RESULTS].index(s))
+    for sec in sections:
+        rows = [r for r in RESULTS if r["section"] == sec]
+        for n in sorted({r["n"] for r in rows}):
+            at = {r["impl"]: r["seconds"] for r in rows if r["n"] == n}
+            floor = at.get("np.sort (floor)")
+            print(f"\n[{sec}] n={n:,}")
+            for impl, t in at.items():
+                extra = ""
+                if floor and impl.startswith("calipers") and "jax" not in impl:
+                    extra += f"  /sort {t / floor:6.2f}"
+                if "jax-jit" in impl and "jnp.sort jit (floor)" in at:
+                    extra += f"  /jnp.sort {t / at['jnp.sort jit (floor)']:6.2f}"
+                print(f"  {impl:42s} {t:10.4f} s{extra}")
+            for ck, cv in at.items():
+                if not ck.startswith("calipers"):
+                    continue
+                for rk in REFERENCES.get(_base(ck), []):
+                    if rk in at:
+                        print(f"    {ck} / {rk} = {cv / at[rk]:.4f}")
+
+
+# Which reference measures the same quantity as each calipers function.
+REFERENCES = {
+    "roc_auc_score": ["sklearn roc_auc_score", "scipy mannwhitneyu",
+                      "torchmetrics binary_auroc (exact)"],
+    "average_precision_score": ["sklearn average_precision_score"],
+    "roc_curve": ["sklearn roc_curve"],
+    "ndcg": ["sklearn ndcg_score (dense)", "ranx evaluate", "pytrec_eval evaluate"],
+    "paired_bootstrap": ["sklearn loop (scaled)", "scipy.stats.bootstrap paired (scaled)"],
+    "grouped_roc_auc": ["sklearn per-group loop (scaled)"],
+}
+
+
+def _base(impl):
+    return impl.split()[1]
+
+
+def plot(out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        SKIPPED.append("plot: matplotlib not installed")
+        return None
+    secs = [s for s in ("auc-random", "auc-tied", "ndcg@10") if any(r["section"] == s for r in RESULTS)]
+    if not secs:
+        return None
+    fig, axes = plt.subplots(1, len(secs), figsize=(6 * len(secs), 5), squeeze=False)
+    for ax, sec in zip(axes[0], secs):
+        impls = []
+        for r in RESULTS:
+            if r["section"] == sec and r["impl"] not in impls:
+                impls.append(r["impl"])
+        for impl in impls:
+            pts = sorted((r["n"], r["seconds"]) for r in RESULTS if r["section"] == sec and r["impl"] == impl)
+            if len(pts) > 1:
+                ax.plot(*zip(*pts), marker="o", label=impl,
+                        ls="-" if impl.startswith("calipers") else "--")
+        ax.set(xscale="log", yscale="log", title=sec,
+               xlabel="queries" if sec.startswith("ndcg") else "n scores", ylabel="seconds (median)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "scaling.png"
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run)")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    p.add_argument("--skip", nargs="*", default=[], choices=["binary", "bootstrap", "ndcg", "gauc"])
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if have("jax"):
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    sizes = [10**3, 10**4, 10**5] if a.quick else [10**3, 10**4, 10**5, 10**6, 10**7]
+    t0 = time.perf_counter()
+    mem = {}
+    boot_mem = {}
+    if "binary" not in a.skip:
+        print("binary AUC / AP / ROC curve")
+        bench_binary(sizes, a.quick)
+        mem = peak_memory_per_score(sizes[-1])
+    if "ndcg" not in a.skip:
+        print("per-query NDCG@10")
+        bench_ndcg([10**3, 10**4] if a.quick else [10**3, 10**4, 10**5], a.quick)
+    if "bootstrap" not in a.skip:
+        print("paired bootstrap")
+        boot_mem = bench_bootstrap(a.quick)
+    if "gauc" not in a.skip:
+        print("grouped AUC")
+        bench_gauc(a.quick)
+    table()
+    print("\n=== log-log slope of time against n, 10^5 .. 10^7 (n log n ~ 1.05-1.1) ===")
+    slopes = {}
+    for sec in ("auc-random", "auc-tied"):
+        for impl in sorted({r["impl"] for r in RESULTS if r["section"] == sec}):
+            sl = slope(sec, impl)
+            if sl is not None:
+                slopes[f"{sec}:{impl}"] = sl
+                print(f"  {sec:10s} {impl:42s} {sl:5.2f}")
+    if mem:
+        print(f"\n=== peak memory per score at n={sizes[-1]:,} (tracemalloc, NumPy) ===")
+        for k, v in mem.items():
+            print(f"  {k:42s} {v:6.1f} bytes/score")
+    if boot_mem:
+        print("\n=== bootstrap peak memory against B (tracemalloc, NumPy) ===")
+        for k, v in boot_mem.items():
+            print(f"  B={k:6d}: {v / 2**20:8.1f} MiB")
+    for s in SKIPPED:
+        print(f"skipped: {s}")
+    doc = {"results": RESULTS, "slopes": slopes, "bytes_per_score": mem,
+           "bootstrap_peak_bytes": {str(k): v for k, v in boot_mem.items()}, "skipped": SKIPPED,
+           "wall_seconds": time.perf_counter() - t0}
+    (out / "scaling.json").write_text(json.dumps(doc, indent=1))
+    path = plot(out)
+    print(f"\nwrote {out / 'scaling.json'}" + (f" and {path}" if path else ""))
+    print(f"total wall time {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
