@@ -68,7 +68,7 @@ def test_json_fields_match_library(capsys, tmp_path):
     assert 0 <= d["share_a_better"] <= 1 and d["n_undefined"] == 0
     # the same seed gives the same intervals as the library call
     res = calipers.paired_bootstrap(calipers.roc_auc_score, y, scores["naive_bayes"],
-                                    scores["logreg"], n_resamples=300, seed=3)
+                                    scores["logreg"], n_resamples=300, seed=3, stratify=True)
     assert d["ci_low"] == pytest.approx(res.confidence_interval.low)
 
 
@@ -133,3 +133,107 @@ def test_console_script_entry_point():
                           "--no-progress", "--format", "json"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["n"] == 569
+
+
+# --------------------------------------------------------------------------- issue 5/6 options
+
+@pytest.fixture
+def sliced_file(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 400
+    g = rng.choice(["north", "south", "east", "tiny"], n, p=[.4, .4, .18, .02])
+    y = (rng.random(n) < 0.3).astype(int)
+    a = np.clip(0.3 * y + rng.random(n) * 0.7, 0, 1)
+    b = np.clip(0.2 * y + rng.random(n) * 0.8, 0, 1)
+    y[g == "tiny"] = 1
+    f = tmp_path / "sl.csv"
+    f.write_text("y,a,b,region,user\n" + "\n".join(
+        f"{y[i]},{a[i]:.17g},{b[i]:.17g},{g[i]},{i // 4}" for i in range(n)))
+    return f, y, a, b, g
+
+
+def test_threshold_decisions_mcnemar_churn(capsys, sliced_file):
+    f, y, a, b, _ = sliced_file
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
+                           "--threshold", "0.5", "--format", "json", "--n-resamples", "50",
+                           "--no-progress")
+    assert code == 0
+    rep = json.loads(out)
+    d = rep["decisions"]["models"]["a"]
+    pa, pb = (a >= 0.5).astype(int), (b >= 0.5).astype(int)
+    tn, fp, fn, tp = skm.confusion_matrix(y, pa).ravel()
+    assert (d["tp"], d["fp"], d["fn"], d["tn"]) == (tp, fp, fn, tn)
+    assert d["f1"] == pytest.approx(skm.f1_score(y, pa))
+    assert d["mcc"] == pytest.approx(skm.matthews_corrcoef(y, pa))
+    (c,) = rep["decisions"]["comparisons"]
+    assert c["churn"] == pytest.approx(np.mean(pa != pb))
+    assert c["mcnemar_exact"]["a_right_b_wrong"] == int(((pb == y) & (pa != y)).sum())
+    # DeLong beside the bootstrap for AUC
+    assert 0 <= rep["comparisons"][0]["metrics"]["roc_auc"]["delong_pvalue"] <= 1
+
+
+def test_cost_threshold(capsys, sliced_file):
+    f, y, a, _, _ = sliced_file
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--cost-fp", "1", "--cost-fn", "3", "--format", "json",
+                           "--n-resamples", "20", "--no-progress")
+    d = json.loads(out)["decisions"]["models"]["a"]
+    cost = lambda t: (((a >= t) & (y == 0)).sum() + 3 * ((a < t) & (y == 1)).sum()) / len(y)  # noqa: E731
+    best = min(cost(t) for t in np.append(np.unique(a), np.inf))
+    assert d["expected_cost"] == pytest.approx(best)
+    assert cost(d["threshold"]) == pytest.approx(best)
+
+
+def test_slices_listed_never_dropped(capsys, sliced_file):
+    f, y, a, _, g = sliced_file
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--slice", "region", "--format", "json", "--n-resamples", "20",
+                           "--no-progress")
+    sl = json.loads(out)["slices"]["models"]["a"]
+    rows = {r["slice"]: r for r in sl["rows"]}
+    assert set(rows) == {"north", "south", "east", "tiny"}
+    assert rows["tiny"]["roc_auc"] is None and rows["tiny"]["note"] == "one class only"
+    m = g == "east"
+    assert rows["east"]["roc_auc"] == pytest.approx(skm.roc_auc_score(y[m], a[m]))
+    assert rows["east"]["n"] == m.sum()
+    assert rows["east"]["recall"] == pytest.approx(skm.recall_score(y[m], a[m] >= 0.5))
+    defined = [r["roc_auc"] for r in sl["rows"] if r["defined"]]
+    assert defined == sorted(defined)  # worst first
+
+
+def test_cluster_bootstrap_groups(capsys, sliced_file):
+    f, *_ = sliced_file
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
+                           "--groups", "user", "--format", "json", "--n-resamples", "50",
+                           "--no-progress")
+    rep = json.loads(out)
+    assert code == 0 and rep["resampling"] == "cluster"
+
+
+def test_multiclass_file(capsys, tmp_path):
+    f = tmp_path / "mc.csv"
+    f.write_text("y,p0,p1,p2\n0,0.7,0.2,0.1\n1,0.1,0.8,0.1\n2,0.2,0.2,0.6\n1,0.5,0.4,0.1\n"
+                 "0,0.3,0.3,0.4\n")
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "p0",
+                           "--score", "p1", "--score", "p2", "--multiclass", "--format", "json")
+    m = json.loads(out)["multiclass"]
+    y = np.array([0, 1, 2, 1, 0])
+    P = np.array([[.7, .2, .1], [.1, .8, .1], [.2, .2, .6], [.5, .4, .1], [.3, .3, .4]])
+    assert m["accuracy"] == pytest.approx(0.6)
+    assert m["roc_auc_ovr_macro"] == pytest.approx(skm.roc_auc_score(y, P, multi_class="ovr"))
+    assert m["log_loss"] == pytest.approx(skm.log_loss(y, P))
+    f.write_text("y,p0,p1\n0,0.7,0.2\n")
+    code, _, err = run_cli(capsys, "report", str(f), "--label", "y", "--score", "p0",
+                           "--score", "p1", "--multiclass")
+    assert code == 2 and "sum to 0.9" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--cost-fp", "1"], "--cost-fp and --cost-fn go together"),
+    (["--threshold", "0.5", "--cost-fp", "1", "--cost-fn", "1"], "not both"),
+    (["--n-bins", "0"], "--n-bins must be at least 1"),
+    (["--n-resamples", "0"], "--n-resamples must be at least 1"),
+])
+def test_bad_options(capsys, args, message):
+    code, _, err = run_cli(capsys, "report", *args, "--no-progress")
+    assert code == 2 and message in err

@@ -84,19 +84,36 @@ def _to_float(path, kind, column, arr) -> np.ndarray:
     return out
 
 
-def read_predictions(path, label: str, scores: list[str]):
-    """Return ``(y, {score_column: scores})`` as float64/int NumPy arrays.
+def read_predictions(path, label: str, scores: list[str], *, extra: list[str] = (),
+                     multiclass: bool = False):
+    """Return ``(y, {score_column: scores}, {extra_column: values})``.
 
-    Labels must be 0 or 1; scores must be finite numbers.
+    Labels must be 0 or 1 (binary) or 0 .. K-1 with K = number of score
+    columns (``multiclass``); scores must be finite numbers. ``extra`` columns
+    (slices, groups) are returned as text, a missing value being an error.
     """
     path = Path(path)
-    table, kind = _read_table(path, [label, *scores])
+    table, kind = _read_table(path, [label, *scores, *extra])
     if table.num_rows == 0:
         raise InputError(f"{path}: no data rows")
     y = _to_float(path, kind, label, table.column(label).combine_chunks())
-    bad = (y != 0) & (y != 1)
+    k = len(scores) if multiclass else 2
+    bad = (y != np.round(y)) | (y < 0) | (y > k - 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{_where(path, kind, label, i)}: label {y[i]:g} is not 0 or 1")
+        rule = f"an integer class in 0..{k - 1}" if multiclass else "0 or 1"
+        raise InputError(f"{_where(path, kind, label, i)}: label {y[i]:g} is not {rule}")
     cols = {s: _to_float(path, kind, s, table.column(s).combine_chunks()) for s in scores}
-    return y.astype(np.int64), cols
+    extras = {}
+    for c in extra:
+        arr = table.column(c).combine_chunks()
+        if arr.null_count:
+            i = int(np.flatnonzero(np.asarray(arr.is_null()))[0])
+            raise InputError(f"{_where(path, kind, c, i)}: missing value")
+        vals = np.asarray([str(v) for v in arr.to_pylist()])
+        empty = vals == ""
+        if empty.any():
+            i = int(np.flatnonzero(empty)[0])
+            raise InputError(f"{_where(path, kind, c, i)}: empty value")
+        extras[c] = vals
+    return y.astype(np.int64), cols, extras

@@ -4,7 +4,15 @@ Reads a CSV or Parquet file (or the bundled example when no file is given),
 prints n, prevalence, and per model ROC AUC, average precision, and, where
 the scores are probabilities, log loss and Brier score, each with a paired
 bootstrap percentile interval; for two or more models, every later model is
-compared with the first by a paired bootstrap of the difference.
+compared with the first by a paired bootstrap of the difference (with
+DeLong's test beside it for ROC AUC).
+
+Options add: decisions at a ``--threshold`` (or the cost-minimising threshold
+from ``--cost-fp``/``--cost-fn``) with precision, recall, F1, MCC, the
+confusion matrix, McNemar's test and the churn between two models; expected
+calibration error (and a reliability diagram in ``--plot``); per-slice rows
+(``--slice COL``); cluster resampling (``--groups COL``); and multiclass files
+(``--multiclass``: one score column per class).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _bootstrap, _probability, _ranking
+from .. import (_bootstrap, _calibration, _classification, _comparison, _multiclass,
+               _probability, _ranking, _slices)
 from ._errors import InputError
 from ._io import read_predictions
 
@@ -46,8 +55,23 @@ def add_parser(sub):
     p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--stratify", action="store_true",
-                   help="resample positives and negatives separately (no one-class replicate)")
+    p.add_argument("--no-stratify", dest="stratify", action="store_false",
+                   help="plain resampling for AUC/AP (default: positives and negatives resampled "
+                   "separately, so no replicate lacks a class)")
+    p.add_argument("--groups", metavar="COL",
+                   help="cluster bootstrap: resample the groups of COL and keep their rows")
+    p.add_argument("--threshold", type=float, help="decisions: positive iff score >= T")
+    p.add_argument("--cost-fp", type=float, help="with --cost-fn: per model, the threshold "
+                   "minimising cost_fp*FP + cost_fn*FN")
+    p.add_argument("--cost-fn", type=float)
+    p.add_argument("--n-bins", type=int, default=10,
+                   help="equal-width bins for the expected calibration error (default 10)")
+    p.add_argument("--slice", metavar="COL", help="per-slice n, prevalence, AUC and recall")
+    p.add_argument("--min-support", type=int, default=30,
+                   help="slices with fewer rows are listed as such (default 30)")
+    p.add_argument("--multiclass", action="store_true",
+                   help="one model; each --score is one class's probability column, "
+                   "labels are 0..K-1 in that order")
     p.add_argument("--plot", metavar="PATH", help="write ROC and PR curves of every model to PATH")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -65,8 +89,12 @@ def _resolve(args):
 
 
 def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
-            stratify=False, progress=None) -> dict:
-    """The report as a plain dict (what ``--format json`` prints)."""
+            stratify=True, groups=None, progress=None) -> dict:
+    """The bootstrap part of the report as a plain dict (what ``--format json`` prints).
+
+    ``stratify`` applies to ROC AUC and AP (fixed class counts per replicate);
+    ``groups`` (one id per row) switches every metric to the cluster bootstrap.
+    """
     names = list(scores)
     probs = {k: bool(np.all((v >= 0) & (v <= 1))) for k, v in scores.items()}
     out = {
@@ -76,7 +104,8 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
         "n_resamples": n_resamples,
         "confidence_level": confidence_level,
         "seed": seed,
-        "stratify": stratify,
+        "resampling": "cluster" if groups is not None else
+                      ("stratified for ROC AUC and AP" if stratify else "plain"),
         "interval": "percentile",
         "models": {k: {} for k in names},
         "comparisons": [],
@@ -89,18 +118,19 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
         if not eligible:
             continue
         base = eligible[0]
+        strat = stratify and groups is None and key in ("roc_auc", "average_precision")
         for other in eligible[1:] or [base]:
             with np.errstate(all="ignore"):
                 res = _run(fn, y, scores[other], scores[base], n_resamples,
-                           confidence_level, seed, stratify, progress)
+                           confidence_level, seed, strat, groups, progress)
             # A = other, B = base: "difference" reads as other - base.
             for name, est, ci in ((other, res.estimate_a, res.interval_a),
                                   (base, res.estimate_b, res.interval_b)):
                 out["models"][name].setdefault(key, {
                     "estimate": _num(est), "ci_low": _num(ci.low), "ci_high": _num(ci.high)})
             if other != base and base == names[0]:
-                cmp = _comparison(out, other, base)
-                cmp["metrics"][key] = {
+                cmp = _comparison_entry(out, other, base)
+                entry = {
                     "difference": _num(res.difference),
                     "ci_low": _num(res.confidence_interval.low),
                     "ci_high": _num(res.confidence_interval.high),
@@ -108,25 +138,29 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     "share_a_better": _share_better(res, higher),
                     "n_undefined": res.n_undefined,
                 }
+                if key == "roc_auc":
+                    d = _comparison.delong_test(y, scores[other], scores[base])
+                    entry["delong_pvalue"] = _num(d.pvalue)
+                cmp["metrics"][key] = entry
     return out
 
 
-def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, progress):
+def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
     import warnings
 
     from .._exceptions import UndefinedMetricWarning
 
     with warnings.catch_warnings():
-        # Undefined estimates are reported as NaN in the table and counted.
+        # Undefined estimates are reported as NaN ("undefined") and counted.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         return _bootstrap.paired_bootstrap(
             fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
-            seed=seed, stratify=stratify, progress=progress)
+            seed=seed, stratify=stratify, groups=groups, progress=progress)
 
 
 def _share_better(res, higher):
     """Share of defined replicates where A is strictly better (ties count for neither)."""
-    da, db = res.distribution_a, res.distribution_b
+    da, db = np.asarray(res.distribution_a), np.asarray(res.distribution_b)
     ok = np.isfinite(da) & np.isfinite(db)
     if not ok.any():
         return None
@@ -134,7 +168,7 @@ def _share_better(res, higher):
     return float(np.mean(better))
 
 
-def _comparison(out, a, b):
+def _comparison_entry(out, a, b):
     for c in out["comparisons"]:
         if c["a"] == a and c["b"] == b:
             return c
@@ -144,9 +178,142 @@ def _comparison(out, a, b):
 
 
 def _num(x):
+    if x is None:
+        return None
     x = float(x)
     return None if math.isnan(x) else x
 
+
+# --------------------------------------------------------------------------- decisions
+
+def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) -> dict:
+    """Confusion counts and thresholded metrics per model; McNemar and churn per pair."""
+    names = list(scores)
+    out = {"rule": "positive iff score >= threshold", "models": {}, "comparisons": []}
+    preds = {}
+    for k in names:
+        s = scores[k]
+        entry = {}
+        if threshold is None:
+            sel = _multiclass.select_threshold(y, s, cost_fp=cost_fp, cost_fn=cost_fn)
+            t = float(sel.threshold)
+            entry["chosen_by"] = f"minimum cost {cost_fp:g}*FP + {cost_fn:g}*FN"
+            entry["expected_cost"] = float(sel.expected_cost)
+        else:
+            t = float(threshold)
+        pred = (s >= t).astype(np.int64)
+        preds[k] = pred
+        cm = np.asarray(_classification.confusion_matrix(y, pred, labels=[0, 1]))
+        tn, fp, fn, tp = (int(v) for v in cm.ravel())
+        entry.update({
+            "threshold": t, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "precision": _num(_quiet(_classification.precision_score, y, pred, zero_division=np.nan)),
+            "recall": _num(_quiet(_classification.recall_score, y, pred, zero_division=np.nan)),
+            "f1": _num(_quiet(_classification.f1_score, y, pred, zero_division=np.nan)),
+            "mcc": _num(_quiet(_classification.matthews_corrcoef, y, pred)),
+        })
+        out["models"][k] = entry
+    for other in names[1:]:
+        table = _comparison.mcnemar_table(y, preds[other], preds[names[0]])
+        m = _comparison.mcnemar(table, method="exact")
+        out["comparisons"].append({
+            "a": other, "b": names[0],
+            "churn": float(np.mean(preds[other] != preds[names[0]])),
+            "mcnemar_exact": {"a_right_b_wrong": int(m.b), "a_wrong_b_right": int(m.c),
+                              "pvalue": float(m.pvalue)},
+        })
+    return out
+
+
+def _quiet(fn, *args, **kwargs):
+    import warnings
+
+    from .._exceptions import UndefinedMetricWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return fn(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- calibration
+
+def calibration(y, scores: dict, *, n_bins=10) -> dict:
+    """ECE (equal width bins, P(positive) reliability) per model given probabilities."""
+    out = {"n_bins": n_bins, "strategy": "uniform", "models": {}}
+    for k, s in scores.items():
+        if not np.all((s >= 0) & (s <= 1)):
+            out["models"][k] = None
+            continue
+        ece = _calibration.expected_calibration_error(y, s, n_bins=n_bins)
+        out["models"][k] = {"ece": float(ece)}
+    return out
+
+
+# --------------------------------------------------------------------------- slices
+
+def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -> dict:
+    """Per slice and model: n, prevalence, ROC AUC, recall; nothing dropped."""
+    out = {"min_support": min_support, "flag": "ROC AUC at or below 0.5 (chance)", "models": {}}
+    for k, s in scores.items():
+        rep = _quiet(_slices.by_group, _ranking.roc_auc_score, y, s, group_id=slice_values,
+                     min_support=min_support)
+        t = thresholds.get(k)
+        rows = []
+        for g, auc, n, defined, small in zip(rep.group, rep.value, rep.support, rep.defined,
+                                             rep.below_min_support):
+            m = slice_values == g
+            yy = y[m]
+            row = {"slice": str(g), "n": int(n), "prevalence": float(yy.mean()),
+                   "roc_auc": _num(auc), "defined": bool(defined),
+                   "below_min_support": bool(small),
+                   "note": ("one class only" if not defined else
+                            "below min support" if small else "")}
+            if t is not None:
+                pos = yy.sum()
+                row["recall"] = float(((s[m] >= t) & (yy == 1)).sum() / pos) if pos else None
+            row["at_or_below_chance"] = bool(defined and auc <= 0.5)
+            rows.append(row)
+        out["models"][k] = {"overall_roc_auc": _num(rep.overall), "threshold": t, "rows": rows}
+    return out
+
+
+# --------------------------------------------------------------------------- multiclass
+
+def multiclass(y, scores: dict, *, n_bins=10) -> dict:
+    """One model's class-probability columns: accuracy, OvR AUC, log loss, Brier, ECE."""
+    from .. import _language
+
+    names = list(scores)
+    P = np.stack([scores[k] for k in names], axis=1)
+    if np.any(P < 0) or np.any(P > 1):
+        raise InputError("--multiclass needs probability columns in [0, 1]")
+    rowsum = P.sum(axis=1)
+    bad = np.abs(rowsum - 1) > 1e-6
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"row {i + 1}: the class probabilities sum to {rowsum[i]:.6g}, not 1")
+    pred = np.argmax(P, axis=1)  # ties: the first (lowest) class index
+    acc = _language.accuracy_with_error((pred == y).astype(np.int64))
+    K = len(names)
+    present = np.bincount(y, minlength=K) > 0
+    out = {
+        "n": int(y.shape[0]),
+        "classes": {str(i): {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
+        "accuracy": float(acc.accuracy),
+        "accuracy_wilson_interval": [float(acc.ci_low), float(acc.ci_high)],
+        "macro_f1": _num(_quiet(_classification.f1_score, y, pred, labels=list(range(K)),
+                                average="macro", zero_division=np.nan)),
+        "roc_auc_ovr_macro": (_num(_quiet(_multiclass.multiclass_roc_auc_score, y, P,
+                                          multi_class="ovr", average="macro"))
+                              if present.all() else None),
+        "log_loss": float(_probability.log_loss(y, P)),
+        "ece_top_label": float(_calibration.expected_calibration_error(y, P, n_bins=n_bins)),
+        "n_bins": n_bins,
+    }
+    return out
+
+
+# --------------------------------------------------------------------------- rendering
 
 def _fmt(x, digits=4):
     return "undefined" if x is None else f"{x:.{digits}f}"
@@ -157,11 +324,23 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
 
     fmt = "github" if markdown else "simple"
     lines = []
+    if "multiclass" in rep:
+        m = rep["multiclass"]
+        classes = ", ".join(f"{c}: {v['column']} n={v['n']}" for c, v in m["classes"].items())
+        lines.append(f"file: {path}\nn = {m['n']}, {len(m['classes'])} classes ({classes})")
+        lines.append("")
+        lo, hi = m["accuracy_wilson_interval"]
+        rows = [["accuracy", f"{_fmt(m['accuracy'])} [{_fmt(lo)}, {_fmt(hi)}] (Wilson 95%)"],
+                ["macro F1", _fmt(m["macro_f1"])],
+                ["ROC AUC (one-vs-rest, macro)", _fmt(m["roc_auc_ovr_macro"])],
+                ["log loss", _fmt(m["log_loss"])],
+                [f"ECE (top label, {m['n_bins']} bins)", _fmt(m["ece_top_label"])]]
+        lines.append(tabulate(rows, headers=["metric", "value"], tablefmt=fmt))
+        return "\n".join(lines)
     head = (f"file: {path}\n"
             f"n = {rep['n']}, positives = {rep['n_positive']}, prevalence = {rep['prevalence']:.4f}\n"
-            f"{rep['n_resamples']} paired bootstrap replicates (seed {rep['seed']}"
-            f"{', stratified' if rep['stratify'] else ''}), "
-            f"{100 * rep['confidence_level']:g}% percentile intervals")
+            f"{rep['n_resamples']} paired bootstrap replicates (seed {rep['seed']}, "
+            f"{rep['resampling']}), {100 * rep['confidence_level']:g}% percentile intervals")
     lines.append(head if not markdown else "\n".join("    " + h for h in head.splitlines()))
     titles = {k: t for k, t, *_ in METRICS}
     rows = []
@@ -169,33 +348,70 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
         row = [model]
         for key, _t, *_ in METRICS:
             m = ms.get(key)
-            row.append("n/a (not probabilities)" if m is None and key in ms else
-                       "" if m is None else f"{_fmt(m['estimate'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]")
+            row.append("n/a (not probabilities)" if m is None else
+                       f"{_fmt(m['estimate'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]")
+        if "calibration" in rep:
+            c = rep["calibration"]["models"].get(model)
+            row.append("n/a" if c is None else _fmt(c["ece"]))
         rows.append(row)
-    lines.append("")
-    lines.append(tabulate(rows, headers=["model", *(titles[k] for k, *_ in METRICS)], tablefmt=fmt))
+    heads = ["model", *(titles[k] for k, *_ in METRICS)]
+    if "calibration" in rep:
+        heads.append(f"ECE ({rep['calibration']['n_bins']} bins)")
+    lines += ["", tabulate(rows, headers=heads, tablefmt=fmt)]
     for c in rep["comparisons"]:
-        lines.append("")
-        lines.append(f"paired difference {c['a']} - {c['b']}:")
+        lines += ["", f"paired difference {c['a']} - {c['b']}:"]
         rows = []
         for key, m in c["metrics"].items():
             rows.append([titles[key], _fmt(m["difference"]),
                          f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
                          _fmt(m["share_a_better"], 3), m["n_undefined"],
-                         "higher" if m["higher_is_better"] else "lower"])
+                         "higher" if m["higher_is_better"] else "lower",
+                         _fmt(m.get("delong_pvalue")) if "delong_pvalue" in m else ""])
         lines.append(tabulate(rows, headers=["metric", "difference", "interval",
-                                             f"share {c['a']} better", "undefined", "better is"],
+                                             f"share {c['a']} better", "undefined", "better is",
+                                             "DeLong p"], tablefmt=fmt))
+    if "decisions" in rep:
+        d = rep["decisions"]
+        lines += ["", f"decisions ({d['rule']}):"]
+        rows = []
+        for k, m in d["models"].items():
+            rows.append([k, f"{m['threshold']:.6g}", m["tp"], m["fp"], m["fn"], m["tn"],
+                         _fmt(m["precision"]), _fmt(m["recall"]), _fmt(m["f1"]), _fmt(m["mcc"]),
+                         _fmt(m.get("expected_cost")) if "expected_cost" in m else ""])
+        lines.append(tabulate(rows, headers=["model", "threshold", "TP", "FP", "FN", "TN",
+                                             "precision", "recall", "F1", "MCC", "cost/row"],
                               tablefmt=fmt))
+        for c in d["comparisons"]:
+            mc = c["mcnemar_exact"]
+            lines.append(f"{c['a']} vs {c['b']}: churn {c['churn']:.4f} (share of rows whose "
+                         f"decision differs); McNemar exact p = {mc['pvalue']:.4g} "
+                         f"({c['a']} right/{c['b']} wrong {mc['a_right_b_wrong']}, "
+                         f"reverse {mc['a_wrong_b_right']})")
+    if "slices" in rep:
+        sl = rep["slices"]
+        for k, m in sl["models"].items():
+            lines += ["", f"slices for {k} (worst ROC AUC first; overall {_fmt(m['overall_roc_auc'])}; "
+                      f"min support {sl['min_support']}; * = {sl['flag']}):"]
+            rows = [[r["slice"], r["n"], _fmt(r["prevalence"]), _fmt(r["roc_auc"]) +
+                     (" *" if r["at_or_below_chance"] else ""),
+                     _fmt(r.get("recall")) if m["threshold"] is not None else "", r["note"]]
+                    for r in m["rows"]]
+            lines.append(tabulate(rows, headers=["slice", "n", "prevalence", "ROC AUC",
+                                                 "recall" if m["threshold"] is not None else "",
+                                                 "note"], tablefmt=fmt))
     return "\n".join(lines)
 
 
-def plot(y, scores: dict, path: str) -> None:
+def plot(y, scores: dict, path: str, *, n_bins=10) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.5))
+    probs = {k: s for k, s in scores.items() if np.all((s >= 0) & (s <= 1))}
+    ncol = 3 if probs else 2
+    fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 4.5))
+    ax1, ax2 = axes[0], axes[1]
     for name, s in scores.items():
         fpr, tpr, _ = _ranking.roc_curve(y, s)
         auc = _ranking.roc_auc_score(y, s)
@@ -207,23 +423,59 @@ def plot(y, scores: dict, path: str) -> None:
     ax1.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC")
     ax2.axhline(float(np.mean(y)), color="grey", lw=0.8, ls="--")
     ax2.set(xlabel="recall", ylabel="precision", title="precision-recall", ylim=(0, 1.02))
-    for ax in (ax1, ax2):
-        ax.legend(loc="lower right" if ax is ax1 else "lower left")
+    ax1.legend(loc="lower right")
+    ax2.legend(loc="lower left")
+    if probs:
+        ax3 = axes[2]
+        for name, s in probs.items():
+            rd = _calibration.reliability_diagram(y, s, n_bins=n_bins)
+            conf, acc, cnt = (np.asarray(v) for v in (rd.confidence, rd.accuracy, rd.count))
+            ok = cnt > 0
+            ece = float(_calibration.expected_calibration_error(y, s, n_bins=n_bins))
+            ax3.plot(conf[ok], acc[ok], marker="o", label=f"{name} (ECE {ece:.3f})")
+        ax3.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+        ax3.set(xlabel="mean predicted probability", ylabel="observed frequency",
+                title=f"reliability ({n_bins} equal-width bins)", xlim=(0, 1), ylim=(0, 1))
+        ax3.legend(loc="upper left")
+    for ax in axes:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+# --------------------------------------------------------------------------- entry point
+
 def run(args) -> int:
     if args.n_resamples < 1:
         raise InputError(f"--n-resamples must be at least 1, got {args.n_resamples}")
     if not (0 < args.confidence_level < 1):
         raise InputError(f"--confidence-level must be in (0, 1), got {args.confidence_level}")
+    if (args.cost_fp is None) != (args.cost_fn is None):
+        raise InputError("--cost-fp and --cost-fn go together")
+    if args.threshold is not None and args.cost_fp is not None:
+        raise InputError("give --threshold or --cost-fp/--cost-fn, not both")
+    for name in ("cost_fp", "cost_fn"):
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise InputError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {v}")
+    if args.n_bins < 1:
+        raise InputError(f"--n-bins must be at least 1, got {args.n_bins}")
+    if args.min_support < 1:
+        raise InputError(f"--min-support must be at least 1, got {args.min_support}")
     path, label, score_cols = _resolve(args)
     if len(set(score_cols)) != len(score_cols):
         raise InputError("each --score column may be given once")
-    y, scores = read_predictions(path, label, score_cols)
+    extra = [c for c in (args.slice, args.groups) if c]
+    if args.multiclass:
+        if len(score_cols) < 2:
+            raise InputError("--multiclass needs one --score column per class (at least 2)")
+        y, scores, _ = read_predictions(path, label, score_cols, multiclass=True)
+        rep = {"file": str(path), "label": label, "scores": score_cols,
+               "multiclass": multiclass(y, scores, n_bins=args.n_bins)}
+        _emit(rep, args, path)
+        return 0
+    y, scores, extras = read_predictions(path, label, score_cols, extra=extra)
     if y.min() == y.max():
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
@@ -239,18 +491,35 @@ def run(args) -> int:
     try:
         rep = compute(y, scores, n_resamples=args.n_resamples,
                       confidence_level=args.confidence_level, seed=args.seed,
-                      stratify=args.stratify, progress=progress)
+                      stratify=args.stratify,
+                      groups=extras.get(args.groups) if args.groups else None,
+                      progress=progress)
     finally:
         if bar is not None:
             bar.close()
     rep = {"file": str(path), "label": label, "scores": score_cols, **rep}
+    rep["calibration"] = calibration(y, scores, n_bins=args.n_bins)
+    thresholds = {}
+    if args.threshold is not None or args.cost_fp is not None:
+        rep["decisions"] = decisions(y, scores, threshold=args.threshold,
+                                     cost_fp=args.cost_fp, cost_fn=args.cost_fn)
+        thresholds = {k: m["threshold"] for k, m in rep["decisions"]["models"].items()}
+    if args.slice:
+        if not thresholds:  # recall needs a decision rule: 0.5 for probabilities
+            thresholds = {k: 0.5 for k, s in scores.items() if np.all((s >= 0) & (s <= 1))}
+        rep["slices"] = slices(y, scores, extras[args.slice], thresholds=thresholds,
+                               min_support=args.min_support)
     if args.plot:
-        plot(y, scores, args.plot)
+        plot(y, scores, args.plot, n_bins=args.n_bins)
         rep["plot"] = args.plot
+    _emit(rep, args, path)
+    return 0
+
+
+def _emit(rep, args, path):
     if args.format == "json":
         print(json.dumps(rep, indent=2))
     else:
         print(render_text(rep, str(path), markdown=args.format == "markdown"))
-        if args.plot:
+        if args.plot and "plot" in rep:
             print(f"\ncurves written to {args.plot}")
-    return 0
