@@ -1,0 +1,336 @@
+"""Multiclass ROC AUC (one-vs-rest, one-vs-one) and cost-minimising threshold selection.
+
+Both stand on the exact binary kernel of :mod:`calipers._ranking`: one sort of a
+score column (:func:`~calipers._ranking.presort`), prefix sums of class weight
+(:func:`~calipers._ranking.stats_from_presorted`) and the Mann-Whitney AUC with
+tied pairs counted 1/2 (:func:`~calipers._ranking.auc_from_stats`). Restricting
+to a subset of rows (one-vs-one pairs) is a weight of zero on the other rows,
+never boolean indexing, so everything keeps static shapes and runs under
+``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _backend as B
+from ._classification import _check_finite, _encode, _Labels, _nanaverage, _static_labels
+from ._ranking import _prepare as _prepare_binary
+from ._ranking import auc_from_stats, presort, stats_from_presorted
+
+__all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
+
+
+def _f(x, xp):
+    return xp.astype(x, B.acc_float(xp))
+
+
+def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="macro",
+                             sample_weight=None, labels=None):
+    """Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till 2001).
+
+    ``'ovr'``: for each class c, the binary AUC of ``y_true == c`` against the
+    score column c. Averages: ``'macro'`` (mean over classes), ``'weighted'``
+    (weighted by each class's (weighted) count), ``'micro'`` (one binary AUC over
+    the flattened one-hot labels and all n*C scores, sample weights repeated),
+    None (per-class array).
+
+    ``'ovo'`` (Hand & Till's M): for each pair i < j, the mean of A(i|j), the
+    AUC of class i against class j using score column i on the rows of classes
+    i and j only, and A(j|i) with column j; ``'macro'`` averages the pairs
+    uniformly (Hand & Till's M), ``'weighted'`` by the pair's prevalence
+    (share of the total weight in classes i or j), as scikit-learn.
+
+    Every binary AUC is the exact Mann-Whitney statistic with tied pairs counted
+    1/2, weighted pairs counting ``w_pos * w_neg``.
+
+    Parameters
+    ----------
+    y_true : array (n,)
+        Labels; column j of ``y_score`` belongs to ``labels[j]``.
+    y_score : array (n, C), C >= 2
+        Real, finite scores per class (probabilities or not).
+    multi_class : {'ovr', 'ovo'}
+    average : {'macro', 'weighted', 'micro', None} ('ovo': 'macro', 'weighted')
+    sample_weight : array (n,), optional
+        Non-negative weights (also for 'ovo', where scikit-learn refuses them).
+    labels : list, optional
+        Label of each column; default ``0..C-1`` (scikit-learn's default, the
+        sorted labels of ``y_true``, is the same whenever it is accepted).
+
+    Returns
+    -------
+    0-d float, or an array (C,) for ``average=None``. A class absent from
+    ``y_true`` (or with zero weight) has an undefined one-vs-rest AUC, and a
+    pair with an absent class an undefined one-vs-one AUC: NaN, left out of the
+    averages, with an :class:`UndefinedMetricWarning` in eager mode (scikit-learn
+    warns and returns NaN for the whole average in OvR, and its OvO raises).
+    ``'micro'`` is undefined only if every sample has zero weight.
+
+    Raises
+    ------
+    ValueError
+        Shapes (``y_score`` not (n, C) with C >= 2, lengths that differ), empty
+        input, NaN/inf scores, negative weights, a ``y_true`` label not in
+        ``labels``, unknown ``multi_class``/``average``. Under ``jit`` invalid
+        input gives NaN.
+
+    Differences from scikit-learn: scores need not sum to 1 over classes
+    (scikit-learn requires probabilities; the AUCs are defined without it);
+    ``labels`` need not be sorted; weights are supported for 'ovo'; absent
+    classes are left out of averages instead of making them NaN.
+    """
+    if multi_class not in ("ovr", "ovo"):
+        raise ValueError(f"multi_class must be 'ovr' or 'ovo', got {multi_class!r}")
+    allowed = ("macro", "weighted", "micro", None) if multi_class == "ovr" else ("macro",
+                                                                                  "weighted")
+    if average not in allowed:
+        raise ValueError(f"average must be one of {allowed} for multi_class={multi_class!r}, "
+                         f"got {average!r}")
+    xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
+    traced = B.is_traced(yt, s, w)
+    B.check_1d("y_true", yt)
+    if s.ndim != 2 or s.shape[1] < 2:
+        raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
+                         f"{tuple(s.shape)}")
+    B.check_same_length(y_true=yt, y_score=s, sample_weight=w)
+    B.check_nonempty("y_true", yt)
+    B.check_numeric("y_true", yt, xp)
+    B.check_numeric("y_score", s, xp)
+    if xp.isdtype(s.dtype, "bool"):
+        raise ValueError("y_score must be numeric scores, not booleans")
+    B.check_finite("y_true", yt, xp)
+    _check_finite("y_score", s, xp)
+    invalid = xp.asarray(False)
+    if traced and xp.isdtype(s.dtype, "real floating"):
+        invalid = invalid | ~xp.all(xp.isfinite(s))
+    if w is not None:
+        B.check_1d("sample_weight", w)
+        B.check_weights("sample_weight", w, xp)
+        if B.is_traced(w):
+            invalid = invalid | ~xp.all(w >= 0)
+    if xp.isdtype(yt.dtype, "bool"):
+        yt = xp.astype(yt, B.acc_int(xp))
+    C = s.shape[1]
+    lab = _static_labels(labels) if labels is not None else np.arange(C)
+    if lab.shape[0] != C:
+        raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
+    ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
+    invalid = invalid | bad
+    out = B.out_float(xp, s, w)
+    n = yt.shape[0]
+    # class weights per row: integers unless the weights are floats
+    if w is None:
+        wrow = xp.ones(n, dtype=B.acc_int(xp))
+    else:
+        wrow = w
+
+    if multi_class == "ovr" and average == "micro":
+        onehot = xp.astype(xp.reshape(ti, (-1, 1)) == xp.reshape(
+            xp.arange(C, dtype=ti.dtype), (1, C)), B.acc_int(xp))
+        y_flat = xp.reshape(onehot, (-1,))
+        s_flat = xp.reshape(s, (-1,))
+        w_flat = None if w is None else xp.reshape(
+            xp.broadcast_to(xp.reshape(w, (-1, 1)), (n, C)), (-1,))
+        ps = presort(y_flat, s_flat, xp)
+        st = stats_from_presorted(ps, None if w_flat is None else xp.take(w_flat, ps.order), xp)
+        value, undefined = auc_from_stats(st, xp)
+        value = B.nan_if(invalid, xp.astype(value, out), xp)
+        if not traced and not bool(invalid) and bool(undefined):
+            B.warn_undefined("micro-averaged ROC AUC is undefined: total weight is zero; "
+                             "returning NaN", stacklevel=2)
+        return B.finalize(value, xp)
+
+    # One sort per score column gives every pairwise AUC of that column at once
+    # (the Mann-Whitney count of auc_from_stats, with one prefix sum per class).
+    A, Wc = _pairwise_auc_matrix(ti, s, None if w is None else w, C, xp)
+    f = B.acc_float(xp)
+    if multi_class == "ovr":
+        # class c against the rest: the pair counts of column c summed over j != c
+        num = xp.sum(A.num * (1 - xp.eye(C, dtype=f)), axis=1)
+        Wrest = xp.sum(Wc) - Wc
+        undefined = (Wc == 0) | (Wrest == 0)
+        den = 2 * Wc * Wrest
+        values = num / xp.where(undefined, xp.asarray(1.0, dtype=f), den)
+        values = B.nan_if(undefined, values, xp)
+        support = Wc
+        names = lab
+        what = "class(es)"
+    else:
+        pairs = [(i, j) for i in range(C) for j in range(i + 1, C)]
+        ii = xp.asarray([p[0] for p in pairs], dtype=B.acc_int(xp))
+        jj = xp.asarray([p[1] for p in pairs], dtype=B.acc_int(xp))
+        flat = xp.reshape(A.num, (-1,))
+        n_ij = xp.take(flat, ii * C + jj)      # column i: class i above class j
+        n_ji = xp.take(flat, jj * C + ii)      # column j: class j above class i
+        Wi, Wj = xp.take(Wc, ii), xp.take(Wc, jj)
+        undefined = (Wi == 0) | (Wj == 0)
+        den = 2 * Wi * Wj
+        values = (n_ij + n_ji) / 2 / xp.where(undefined, xp.asarray(1.0, dtype=f), den)
+        values = B.nan_if(undefined, values, xp)
+        total = xp.sum(Wc)
+        support = (Wi + Wj) / xp.where(total > 0, total, xp.asarray(1.0, dtype=f))
+        names = [(lab[i].item(), lab[j].item()) for i, j in pairs]
+        what = "class pair(s)"
+    if not traced and not bool(invalid):
+        und = np.asarray(B.to_numpy(undefined)).reshape(-1)
+        if und.any():
+            bad_names = [names[i] if not isinstance(names, np.ndarray) else names[i].item()
+                         for i in np.flatnonzero(und)]
+            B.warn_undefined(f"one-vs-{'rest' if multi_class == 'ovr' else 'one'} ROC AUC is "
+                             f"undefined for {what} {bad_names[:10]} (a class absent from "
+                             "y_true); NaN, left out of the average", stacklevel=2)
+    if average is None:
+        return B.nan_if(invalid, xp.astype(values, out), xp)
+    value = _nanaverage(values, support if average == "weighted" else None, xp)
+    return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
+
+
+class _PairCounts(NamedTuple):
+    # (C, C): num[i, j] = 2 * sum over (a in class i, b in class j) of
+    # w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)
+    num: object
+
+
+def _pairwise_auc_matrix(ti, s, w, C, xp):
+    """Pairwise Mann-Whitney counts of every score column, one sort per column.
+
+    For column i, rows sorted ascending by ``s[:, i]`` with tie groups
+    ``[lo, hi]`` (:func:`calipers._ranking.presort`), and ``Cm[:, j]`` the prefix
+    sums of class-j weight, a class-i row ``r`` beats ``Cm[lo_r, j]`` class-j
+    weight and ties with ``Cm[hi_r + 1, j] - Cm[lo_r, j]``; so twice its
+    Mann-Whitney contribution is ``w_r (Cm[lo_r, j] + Cm[hi_r + 1, j])``, the
+    formula of :func:`calipers._ranking.auc_from_stats`. Prefix sums are
+    integers without (or with integer) weights, the products in the widest
+    float (handed case H15).
+
+    Returns the (C, C) counts and the class weights ``Wc`` (C,).
+    """
+    cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
+    f = B.acc_float(xp)
+    classes = xp.reshape(xp.arange(C, dtype=ti.dtype), (1, C))
+    rows = []
+    Wc = None
+    for i in range(C):
+        ps = presort(ti, s[:, i], xp)
+        onehot = xp.astype(xp.reshape(ps.y, (-1, 1)) == classes, cdt)
+        if w is not None:
+            onehot = onehot * xp.reshape(xp.astype(xp.take(w, ps.order), cdt), (-1, 1))
+        Cm = xp.cumulative_sum(onehot, axis=0, include_initial=True)
+        G = xp.astype(xp.take(Cm, ps.lo, axis=0) + xp.take(Cm, ps.hi + 1, axis=0), f)
+        rows.append(xp.sum(xp.astype(onehot[:, i:i + 1], f) * G, axis=0))
+        if Wc is None:
+            Wc = xp.astype(xp.sum(onehot, axis=0), f)
+    return _PairCounts(xp.stack(rows)), Wc
+
+
+# --------------------------------------------------------------------------
+# threshold selection
+# --------------------------------------------------------------------------
+
+class ThresholdSelection(NamedTuple):
+    """Result of :func:`select_threshold` (a NamedTuple: a JAX pytree).
+
+    ``threshold``: predict positive iff ``score >= threshold`` (``+inf``: never).
+    ``expected_cost``: ``(cost_fp * FP + cost_fn * FN) / total weight`` at it.
+    ``tp``, ``fp``, ``fn``, ``tn``: the (weighted) confusion counts at it,
+    integers without weights or with integer weights.
+    """
+
+    threshold: object
+    expected_cost: object
+    tp: object
+    fp: object
+    fn: object
+    tn: object
+
+
+def _check_cost(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(v)) or v < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
+    return float(v)
+
+
+def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, pos_label=None):
+    """The score threshold that minimises ``cost_fp * FP + cost_fn * FN``.
+
+    Candidates are every distinct score (predicted positive iff
+    ``score >= threshold``) and ``+inf`` (predict nothing positive), i.e. every
+    distinct decision the data allow. Any threshold in the half-open interval
+    between the next lower distinct score (exclusive) and the returned one gives
+    the same decisions on this data. Among thresholds with equal minimal cost the
+    **highest** is returned (the fewest positive calls). Computed from one sort
+    of the scores (:func:`calipers._ranking.presort`) and prefix sums: O(n log n).
+
+    Parameters
+    ----------
+    y_true : array (n,)
+        Labels in {0, 1} (or bool), or any labels with ``pos_label``.
+    y_score : array (n,)
+        Real, finite scores (higher: more likely positive), e.g. validation
+        probabilities.
+    cost_fp, cost_fn : float >= 0
+        Cost of one false positive and one false negative (per unit weight).
+        The minimiser depends only on their ratio; for calibrated probabilities
+        the Bayes threshold is ``cost_fp / (cost_fp + cost_fn)``.
+    sample_weight : array (n,), optional
+        Non-negative weights.
+
+    Returns
+    -------
+    :class:`ThresholdSelection` ``(threshold, expected_cost, tp, fp, fn, tn)``;
+    ``expected_cost`` is the mean cost per unit of weight. NaN threshold and
+    cost, with an :class:`UndefinedMetricWarning` eagerly, when the total weight
+    is zero.
+
+    Raises
+    ------
+    ValueError
+        Costs negative or not finite; the input errors of
+        :func:`calipers.roc_auc_score`. Under ``jit`` invalid input gives a NaN
+        threshold and cost (the counts are then meaningless).
+    """
+    cfp = _check_cost("cost_fp", cost_fp)
+    cfn = _check_cost("cost_fn", cost_fn)
+    d = _prepare_binary(y_true, y_score, sample_weight, pos_label)
+    xp = d.xp
+    ps = presort(d.y, d.s, xp)
+    w = None if d.w is None else xp.take(d.w, ps.order)
+    st = stats_from_presorted(ps, w, xp)
+    n = ps.s.shape[0]
+    Pn = st.Cp[n]
+    Nn = st.Cn[n]
+    # ascending order: at the threshold of row i (its tie group starts at lo)
+    # the rows lo.. are predicted positive
+    fn = xp.take(st.Cp, ps.lo)
+    tn = xp.take(st.Cn, ps.lo)
+    fn = xp.concat([fn, xp.reshape(Pn, (1,))])     # last candidate: +inf
+    tn = xp.concat([tn, xp.reshape(Nn, (1,))])
+    tp = Pn - fn
+    fp = Nn - tn
+    cost = cfp * _f(fp, xp) + cfn * _f(fn, xp)
+    # highest threshold among the minima: argmin of the reversed array
+    m = cost.shape[0]
+    idx = (m - 1) - xp.argmax(xp.astype(xp.flip(cost) == xp.min(cost), xp.int8))
+    thr_all = xp.concat([xp.astype(ps.s, d.out),
+                         xp.full(1, math.inf, dtype=d.out, device=B.device(ps.s))])
+    total = st.P + st.N
+    undefined = total == 0
+    threshold = B.nan_if(d.invalid | undefined, _pick(thr_all, idx, xp), xp)
+    exp_cost = _pick(cost, idx, xp) / xp.where(undefined, xp.asarray(1.0, dtype=total.dtype), total)
+    exp_cost = B.nan_if(d.invalid | undefined, xp.astype(exp_cost, d.out), xp)
+    if not B.is_traced(threshold) and not bool(d.invalid) and bool(undefined):
+        B.warn_undefined("threshold selection is undefined when the total weight is zero; "
+                         "returning NaN", stacklevel=2)
+    fin = lambda v: B.finalize(v, xp)  # noqa: E731
+    return ThresholdSelection(fin(threshold), fin(exp_cost), *(fin(_pick(a, idx, xp))
+                                                               for a in (tp, fp, fn, tn)))
+
+
+def _pick(a, idx, xp):
+    # a gather rather than a[idx]: array-api-strict refuses 0-d array indices
+    return xp.reshape(xp.take(a, xp.reshape(idx, (1,))), ())
