@@ -305,8 +305,10 @@ def check_finite(name: str, x, xp) -> None:
     if is_traced(x) or not xp.isdtype(x.dtype, "real floating"):
         return
     if not bool(xp.all(xp.isfinite(x))):
-        bad = _first_index(~xp.isfinite(x), xp)
-        raise ValueError(f"{name} must be finite (no NaN or inf); element {bad} is {float(x[bad])}")
+        flat = to_numpy(x).reshape(-1)
+        bad = int(np.argmax(~np.isfinite(flat)))
+        where = bad if x.ndim == 1 else tuple(int(i) for i in np.unravel_index(bad, x.shape))
+        raise ValueError(f"{name} must be finite (no NaN or inf); element {where} is {flat[bad]}")
 
 
 def check_weights(name: str, w, xp) -> None:
@@ -383,3 +385,128 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
                 f"{name} must contain only 0 and 1 (or booleans) unless pos_label is given; "
                 f"element {i} is {to_numpy(y_true)[i]!r}")
     return xp.astype(y_true == 1, acc_int(xp)), xp.any(bad)
+
+
+# ==========================================================================
+# JAX eager fast path: one compiled program instead of op-by-op dispatch.
+# (Block added with the calibration / regression / language families.)
+# ==========================================================================
+
+_EAGER_JIT_CACHE: dict = {}
+
+
+def _freeze_static(v):
+    """A hashable form of a static option (lists -> tuples); TypeError if impossible."""
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return ("__seq__", type(v).__name__, tuple(_freeze_static(x) for x in v))
+    hash(v)
+    return v
+
+
+def _thaw_static(v):
+    if isinstance(v, tuple) and len(v) == 3 and v[0] == "__seq__":
+        items = [_thaw_static(x) for x in v[2]]
+        return items if v[1] == "list" else tuple(items)
+    return v
+
+
+def jax_eager_jit(fn=None, *, rerun=None):
+    """Decorator: on concrete JAX arrays, run ``fn`` under ``jax.jit``.
+
+    Eager JAX dispatches (and compiles) every primitive separately for each new
+    shape, which makes a metric of a few hundred small operations take seconds.
+    Under ``jax.jit`` the same kernel is one program, compiled once per shape
+    and static options. Valid input gives the values the ``jit`` path gives
+    (the kernels are the ones ``jit`` users run). When the compiled result
+    holds a NaN (invalid input, or an undefined value) or tracing fails,
+    ``fn`` runs again eagerly, so errors are raised and warnings issued
+    exactly as documented.
+
+    Applied only when every positional argument is a concrete JAX array, a
+    NamedTuple of them (a state) or None, and every keyword option is a
+    concrete JAX array (traced) or a hashable Python value (static); any other
+    call (NumPy, array-api-strict, lists, inside ``jit``) goes straight to
+    ``fn``.
+
+    ``rerun(out, options)``, traced, returns a boolean scalar saying when to
+    run eagerly instead of "any NaN in the output" (for outputs where NaN is
+    a normal value, or eager-only warnings not tied to NaN).
+    """
+    import functools
+
+    if fn is None:
+        return functools.partial(jax_eager_jit, rerun=rerun)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        plan = _eager_jit_plan(args, kwargs)
+        if plan is None:
+            return fn(*args, **kwargs)
+        import jax
+        import jax.numpy as jnp
+
+        dyn, static = plan
+        key = (fn, len(args), tuple(sorted(dyn)), tuple(sorted(static.items(), key=lambda kv: kv[0])))
+        try:
+            jitted = _EAGER_JIT_CACHE.get(key)
+        except TypeError:
+            return fn(*args, **kwargs)
+        if jitted is None:
+            thawed = {k: _thaw_static(v) for k, v in static.items()}
+
+            def run(a, d):
+                out = fn(*a, **d, **thawed)
+                if rerun is not None:
+                    return out, jnp.asarray(rerun(out, thawed))
+                flags = [jnp.any(jnp.isnan(x)) for x in jax.tree_util.tree_leaves(out)
+                         if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating)]
+                has_nan = jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
+                return out, has_nan
+
+            jitted = jax.jit(run)
+            _EAGER_JIT_CACHE[key] = jitted
+        try:
+            out, has_nan = jitted(args, {k: kwargs[k] for k in dyn})
+        except Exception:  # a trace-time limit (e.g. a static size needed under jit)
+            return fn(*args, **kwargs)
+        if bool(has_nan):
+            return fn(*args, **kwargs)
+        return out
+
+    return wrapper
+
+
+def _eager_jit_plan(args, kwargs):
+    """``(dynamic kwarg names, frozen static kwargs)`` when the fast path applies, else None."""
+    try:
+        import jax
+    except ImportError:  # pragma: no cover - JAX is optional
+        return None
+    found = False
+
+    def concrete_jax(x):
+        return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+
+    for a in args:
+        if a is None:
+            continue
+        if hasattr(a, "_fields") and isinstance(a, tuple):
+            if not all(concrete_jax(x) for x in a):
+                return None
+        elif not concrete_jax(a):
+            return None
+        found = True
+    if not found:
+        return None
+    dyn, static = [], {}
+    for k, v in kwargs.items():
+        if concrete_jax(v):
+            dyn.append(k)
+        elif isinstance(v, jax.Array) or isinstance(v, np.ndarray) or _is_array(v):
+            return None
+        else:
+            try:
+                static[k] = _freeze_static(v)
+            except TypeError:
+                return None
+    return dyn, static

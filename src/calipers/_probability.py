@@ -132,6 +132,7 @@ def _weighted_mean(values, w, xp, normalize=True):
     return (total / wsum if normalize else total), wsum
 
 
+@B.jax_eager_jit
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
@@ -197,6 +198,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
+@B.jax_eager_jit
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
                      scale_by_half="auto"):
     """Brier score: mean squared difference between forecast probabilities and outcomes.

@@ -1,0 +1,510 @@
+"""Language-model and benchmark metrics.
+
+pass@k (Chen et al. 2021), perplexity and bits per byte / character from token
+log-likelihoods, accuracy with its standard error and Wilson interval, and
+multiple-choice accuracy from per-choice log-likelihoods.  Natural logarithms
+(nats) throughout; bits appear only where the name says so.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import NamedTuple
+
+from . import _backend as B
+
+__all__ = [
+    "pass_at_k",
+    "perplexity",
+    "Perplexity",
+    "bits_per_byte",
+    "bits_per_character",
+    "accuracy_with_error",
+    "AccuracyWithError",
+    "multiple_choice_accuracy",
+    "MultipleChoiceAccuracy",
+]
+
+
+def _check_integral(name, x, xp):
+    B.check_numeric(name, x, xp)
+    if xp.isdtype(x.dtype, "bool"):
+        raise ValueError(f"{name} must be integers, not booleans")
+    if xp.isdtype(x.dtype, "real floating") and not B.is_traced(x):
+        B.check_finite(name, x, xp)
+        if not bool(xp.all(x == xp.round(x))):
+            i = B._first_index(x != xp.round(x), xp)
+            raise ValueError(f"{name} must hold whole numbers; element {i} is "
+                             f"{float(B.to_numpy(x).reshape(-1)[i])}")
+
+
+# --------------------------------------------------------------------------
+# pass@k
+# --------------------------------------------------------------------------
+
+def pass_at_k(n, c, k, *, max_correct=None):
+    """Unbiased pass@k per problem: ``1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021).
+
+    For each problem, ``n`` samples were drawn and ``c`` of them are correct;
+    pass@k is the probability that at least one of ``k`` samples drawn
+    without replacement from the ``n`` is correct. Computed as the stable
+    product ``1 - prod_{i=n-c+1}^{n} (1 - k / i)`` (no binomials, no overflow
+    for n in the thousands; handed case H13), vectorised over problems with
+    different ``n`` and ``c``. When ``n - c < k`` one factor is exactly 0 and
+    pass@k is exactly 1. Average the result over problems for the benchmark
+    score.
+
+    Parameters
+    ----------
+    n, c : int arrays (or scalars), broadcastable
+        Samples and correct samples per problem, ``0 <= c <= n``.
+    k : int or int array broadcastable with ``n``
+        Samples allowed per problem, ``1 <= k <= n``.
+    max_correct : int, optional (static)
+        An upper bound on ``c``: the product runs over ``max_correct`` masked
+        factors so shapes are static. Computed from ``c`` in eager mode;
+        required under ``jax.jit``.
+
+    Returns
+    -------
+    float array of the broadcast shape of ``n``, ``c`` and ``k`` (0-d for
+    scalars), in the widest float of the backend.
+
+    Raises
+    ------
+    ValueError
+        ``n``, ``c`` or ``k`` not whole numbers, ``c < 0``, ``c > n``,
+        ``k < 1``, and ``n < k`` (pass@k is not defined with fewer samples than
+        ``k``: a shortcut that returns 1.0 there is wrong). Under ``jit`` such
+        problems give NaN. Also ``c`` exceeding ``max_correct`` (NaN under
+        ``jit``).
+
+    Examples
+    --------
+    >>> import calipers
+    >>> [round(float(v), 6) for v in calipers.pass_at_k([10, 10, 4], [3, 3, 1], [1, 5, 4])]
+    [0.3, 0.916667, 1.0]
+    """
+    xp, (n, c, k) = B.as_arrays(n, c, k)
+    for name, a in (("n", n), ("c", c), ("k", k)):
+        _check_integral(name, a, xp)
+    acc = B.acc_float(xp)
+    nf, cf, kf = (xp.astype(a, acc) for a in (n, c, k))
+    nf, cf, kf = xp.broadcast_arrays(nf, cf, kf)
+    bad = (cf < 0) | (cf > nf) | (kf < 1) | (nf < kf)
+    traced = B.is_traced(n, c, k)
+    if not traced:
+        for cond, rule in (((cf < 0), "c must be >= 0"), ((cf > nf), "c must be <= n"),
+                           ((kf < 1), "k must be >= 1"),
+                           ((nf < kf), "n must be >= k (pass@k needs at least k samples)")):
+            if bool(xp.any(cond)):
+                i = B._first_index(xp.reshape(cond, (-1,)), xp)
+                fl = [B.to_numpy(xp.reshape(a, (-1,))) for a in (nf, cf, kf)]
+                raise ValueError(f"{rule}; problem {i} has n={int(fl[0][i])}, c={int(fl[1][i])}, "
+                                 f"k={int(fl[2][i])}")
+        if max_correct is None:
+            max_correct = int(xp.max(cf)) if cf.size > 0 else 0
+    elif max_correct is None:
+        raise ValueError("pass_at_k under jit needs max_correct= (a static upper bound on c)")
+    L = int(max_correct)
+    if L < 0:
+        raise ValueError(f"max_correct must be >= 0, got {max_correct!r}")
+    if not traced and bool(xp.any(cf > L)):
+        raise ValueError(f"c exceeds max_correct={L}")
+    bad = bad | (cf > L)
+    shape = nf.shape
+    nv, cv, kv = (xp.reshape(a, (-1, 1)) for a in (nf, cf, kf))
+    j = xp.reshape(xp.arange(L, dtype=acc), (1, -1))
+    i = nv - j                          # i = n, n-1, ..., n-L+1
+    use = j < cv                        # only the c factors i = n-c+1 .. n
+    safe_i = xp.where(use & (i > 0), i, 1.0)
+    factors = xp.where(use, 1.0 - kv / safe_i, 1.0)
+    # i <= k makes a factor <= 0 only when n - c < k: then the answer is exactly 1
+    factors = xp.where(factors < 0, 0.0, factors)
+    value = 1.0 - xp.prod(factors, axis=1)
+    value = B.nan_if(xp.reshape(bad, (-1,)), value, xp)
+    value = xp.reshape(value, shape)
+    return B.finalize(value, xp)
+
+
+# --------------------------------------------------------------------------
+# perplexity and bits per byte / character
+# --------------------------------------------------------------------------
+
+class Perplexity(NamedTuple):
+    """Corpus and per-sequence perplexity."""
+
+    corpus: object        #: exp(total NLL / total tokens), 0-d
+    per_sequence: object  #: exp(NLL_s / tokens_s) per segment, NaN for an empty segment
+    num_tokens: object    #: tokens per segment (weight sum when ``mask`` is fractional)
+
+
+def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
+    xp, (lp, mask) = B.as_arrays(token_logprobs, mask)
+    B.check_numeric(name, lp, xp)
+    if lp.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (tokens) or 2-D (sequences, tokens), "
+                         f"got shape {tuple(lp.shape)}")
+    if lp.shape[0] == 0:
+        raise ValueError(f"{name} is empty; at least one token is required")
+    acc = B.acc_float(xp)
+    lpf = xp.astype(lp, acc)
+    invalid = xp.asarray(False)
+    if mask is not None:
+        if tuple(mask.shape) != tuple(lp.shape):
+            raise ValueError(f"mask has shape {tuple(mask.shape)} but {name} has shape "
+                             f"{tuple(lp.shape)}; they must match")
+        m = xp.astype(mask, acc)
+        if not B.is_traced(mask):
+            if not bool(xp.all((m == 0) | (m == 1))):
+                raise ValueError("mask must contain only 0/1 or booleans")
+        else:
+            invalid = invalid | ~xp.all((m == 0) | (m == 1))
+    else:
+        m = None
+    # masked (padding) positions may hold anything, NaN included: only kept tokens are checked
+    keep = None if m is None else (m > 0)
+    okv = xp.isfinite(lpf) & (lpf <= 0)
+    if keep is not None:
+        okv = okv | ~keep
+    if not B.is_traced(lp, mask):
+        if not bool(xp.all(okv)):
+            flat = B.to_numpy(xp.reshape(lpf, (-1,)))
+            i = B._first_index(~xp.reshape(okv, (-1,)), xp)
+            raise ValueError(f"{name} must be finite log-probabilities (<= 0, natural log); "
+                             f"element {i} is {float(flat[i])}")
+    else:
+        invalid = invalid | ~xp.all(okv)
+    counted = xp.isfinite(lpf) & (lpf <= 0)
+    if keep is not None:
+        counted = counted & keep
+    nll = xp.where(counted, -lpf, 0.0)   # padding (even NaN) contributes exactly 0
+    return xp, nll, m, invalid, acc
+
+
+@B.jax_eager_jit
+def perplexity(token_logprobs, *, segment_ids=None, num_segments=None, mask=None):
+    """Perplexity ``exp(NLL / tokens)`` from per-token log-likelihoods (natural log).
+
+    Without ``segment_ids`` and with 1-D input, the corpus perplexity
+    ``exp(-sum(log p) / n_tokens)`` as a 0-d float (three tokens with p = 1/2
+    give 2). Otherwise a :class:`Perplexity` with the per-sequence values and
+    the corpus value, which is ``exp(total NLL / total tokens)`` (token
+    weighted), not the mean of the per-sequence perplexities.
+
+    Parameters
+    ----------
+    token_logprobs : array (n_tokens,) or (n_sequences, seq_len)
+        ``log p(token | context)`` in nats, finite and ``<= 0``. 2-D input:
+        each row is one sequence (then ``segment_ids`` must be None).
+    segment_ids : int array (n_tokens,), optional
+        Sequence index of each token, in ``0 .. num_segments - 1`` (any order).
+    num_segments : int, optional (static)
+        Number of sequences; defaults to ``max(segment_ids) + 1`` in eager mode,
+        required under ``jax.jit`` (the JAX convention).
+    mask : 0/1 or bool array, same shape, optional
+        1 for tokens that count, 0 for padding (padding values are ignored,
+        even NaN).
+
+    Returns
+    -------
+    0-d float or :class:`Perplexity`. A sequence with no tokens has NaN
+    perplexity with an :class:`UndefinedMetricWarning` (eager); the corpus
+    value is undefined (NaN) only when no token counts at all.
+
+    Raises
+    ------
+    ValueError
+        Empty input, log-probabilities > 0, NaN or inf among counted tokens, a
+        mask not 0/1, segment ids not integers or outside
+        ``0 .. num_segments - 1``, both 2-D input and ``segment_ids``. Under
+        ``jit`` these give NaN.
+
+    Examples
+    --------
+    >>> import math, calipers
+    >>> float(calipers.perplexity([math.log(0.5)] * 3))
+    2.0
+    >>> r = calipers.perplexity([-1.0, -1.0, -3.0], segment_ids=[0, 0, 1])
+    >>> [round(float(v), 4) for v in r.per_sequence], round(float(r.corpus), 4)
+    ([2.7183, 20.0855], 5.2945)
+    """
+    xp, nll, m, invalid, acc = _prepare_logprobs(token_logprobs, mask)
+    ones = xp.ones(nll.shape, dtype=acc) if m is None else m
+    if nll.ndim == 2:
+        if segment_ids is not None:
+            raise ValueError("give 2-D token_logprobs (one row per sequence) or segment_ids, "
+                             "not both")
+        seq_nll = xp.sum(nll, axis=1)
+        seq_tok = xp.sum(ones, axis=1)
+        return _perplexity_result(xp, seq_nll, seq_tok, invalid, structured=True)
+    if segment_ids is None:
+        return _perplexity_result(xp, xp.sum(nll), xp.sum(ones), invalid, structured=False)
+    ids, num_segments, invalid = _segments(segment_ids, nll, num_segments, invalid, xp)
+    seq_nll = B.segment_sum(nll, ids, num_segments, xp)
+    seq_tok = B.segment_sum(ones, ids, num_segments, xp)
+    return _perplexity_result(xp, seq_nll, seq_tok, invalid, structured=True)
+
+
+def _segments(segment_ids, values, num_segments, invalid, xp):
+    _, (ids,) = B.as_arrays(segment_ids)
+    if B.is_numpy(_) and not B.is_numpy(xp):
+        ids = xp.asarray(ids)
+    B.check_1d("segment_ids", ids)
+    if ids.shape[0] != values.shape[0]:
+        raise ValueError(f"segment_ids has {ids.shape[0]} elements but token_logprobs has "
+                         f"{values.shape[0]}; they must match")
+    _check_integral("segment_ids", ids, xp)
+    traced = B.is_traced(ids)
+    if num_segments is None:
+        if traced:
+            raise ValueError("num_segments is required under jit (a static number of sequences)")
+        num_segments = max(int(xp.max(ids)) + 1, 1)
+    num_segments = int(num_segments)
+    if num_segments < 1:
+        raise ValueError(f"num_segments must be >= 1, got {num_segments}")
+    out = (ids < 0) | (ids >= num_segments)
+    if not traced:
+        if bool(xp.any(out)):
+            i = B._first_index(out, xp)
+            raise ValueError(f"segment_ids must be in 0 .. {num_segments - 1}; element {i} is "
+                             f"{B.to_numpy(ids)[i]!r}")
+    else:
+        invalid = invalid | xp.any(out)
+    ids = xp.astype(ids, B.acc_int(xp))
+    return ids, num_segments, invalid
+
+
+def _perplexity_result(xp, nll, tok, invalid, *, structured):
+    total_nll = xp.sum(nll)
+    total_tok = xp.sum(tok)
+    corpus = xp.exp(total_nll / xp.where(total_tok > 0, total_tok, 1.0))
+    corpus = B.nan_if(invalid | (total_tok == 0), corpus, xp)
+    if not structured:
+        if not B.is_traced(corpus) and bool(total_tok == 0):
+            B.warn_undefined("perplexity is undefined with no counted tokens; returning NaN")
+        return B.finalize(corpus, xp)
+    empty = tok == 0
+    per = xp.exp(nll / xp.where(empty, 1.0, tok))
+    per = B.nan_if(empty | invalid, per, xp)
+    if not B.is_traced(per) and bool(xp.any(empty)):
+        B.warn_undefined(f"perplexity is undefined for {int(xp.sum(xp.astype(empty, xp.int32)))} "
+                         "sequence(s) with no tokens; returning NaN for them", stacklevel=4)
+    return Perplexity(B.finalize(corpus, xp), per, tok)
+
+
+def _bits_per_unit(token_logprobs, count, mask, count_name):
+    xp, nll, m, invalid, acc = _prepare_logprobs(token_logprobs, mask)
+    _, (cnt,) = B.as_arrays(count)
+    if B.is_numpy(_) and not B.is_numpy(xp):
+        cnt = xp.asarray(cnt)
+    _check_integral(count_name, cnt, xp)
+    total = xp.sum(xp.astype(cnt, acc))
+    if not B.is_traced(cnt):
+        if bool(xp.any(cnt < 0)) or not bool(total > 0):
+            raise ValueError(f"{count_name} must be non-negative with a positive total, "
+                             f"got a total of {float(total)}")
+    else:
+        invalid = invalid | xp.any(cnt < 0) | ~(total > 0)
+    value = xp.sum(nll) / (math.log(2.0) * xp.where(total > 0, total, 1.0))
+    return B.finalize(B.nan_if(invalid, value, xp), xp)
+
+
+@B.jax_eager_jit
+def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
+    """Bits per byte: ``total NLL in nats / (ln 2 * total UTF-8 bytes)``.
+
+    A tokenizer-independent compression rate (lower is better) used for
+    language-model evaluation on raw text (e.g. The Pile, Gao et al. 2020).
+
+    Parameters
+    ----------
+    token_logprobs : array (n_tokens,) or (n_sequences, seq_len)
+        Natural-log token log-likelihoods, finite and ``<= 0``.
+    num_bytes : int or int array
+        Bytes of the text those tokens encode (summed if an array, e.g. per
+        document). Count UTF-8 bytes, ``len(text.encode("utf-8"))``.
+    mask : 0/1 array like ``token_logprobs``, optional
+        Tokens to count (padding 0).
+
+    Returns a 0-d float (bits per byte). Raises ``ValueError`` for invalid
+    log-probabilities (as :func:`perplexity`) and a non-integer, negative or
+    zero total ``num_bytes``; under ``jit`` these give NaN.
+    """
+    return _bits_per_unit(token_logprobs, num_bytes, mask, "num_bytes")
+
+
+@B.jax_eager_jit
+def bits_per_character(token_logprobs, num_characters, *, mask=None):
+    """Bits per character: ``total NLL in nats / (ln 2 * total characters)``.
+
+    As :func:`bits_per_byte` with Unicode characters (``len(text)``) as the
+    unit, the usual measure for character-level benchmarks (enwik8, text8).
+    """
+    return _bits_per_unit(token_logprobs, num_characters, mask, "num_characters")
+
+
+# --------------------------------------------------------------------------
+# accuracy with standard error and Wilson interval
+# --------------------------------------------------------------------------
+
+class AccuracyWithError(NamedTuple):
+    accuracy: object        #: share correct, p
+    standard_error: object  #: sqrt(p (1 - p) / n)
+    ci_low: object          #: Wilson interval, lower end
+    ci_high: object         #: Wilson interval, upper end
+    n: object               #: number of items
+
+
+def accuracy_with_error(correct, *, confidence_level=0.95):
+    """Accuracy over items, its standard error and the Wilson score interval.
+
+    ``p = mean(correct)``, standard error ``sqrt(p (1 - p) / n)`` (the
+    binomial plug-in; 0 when p is 0 or 1), and the Wilson (1927) interval
+    ``(p + z²/2n ± z sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the
+    normal quantile at ``1 - (1 - confidence_level)/2``. The Wilson interval
+    stays inside [0, 1] and is not degenerate at p = 0 or 1, unlike
+    ``p ± z·se``. Items are treated as independent (no clustering).
+
+    Parameters
+    ----------
+    correct : array (n,) of 0/1 or bool
+        Whether each item was answered correctly.
+    confidence_level : float in (0, 1)
+
+    Returns an :class:`AccuracyWithError` of 0-d floats.
+
+    Raises ``ValueError`` for empty input, values other than 0/1, a
+    confidence level outside (0, 1); under ``jit`` non-0/1 values give NaN.
+    """
+    if not (0 < confidence_level < 1):
+        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    xp, (correct,) = B.as_arrays(correct)
+    B.check_1d("correct", correct)
+    B.check_nonempty("correct", correct)
+    y, invalid = B.binary_labels(correct, xp, name="correct")
+    acc = B.acc_float(xp)
+    n = y.shape[0]
+    p = xp.sum(xp.astype(y, acc)) / n
+    se = xp.sqrt(p * (1 - p) / n)
+    z = NormalDist().inv_cdf(1 - (1 - confidence_level) / 2)
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * xp.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    vals = [B.finalize(B.nan_if(invalid, v, xp), xp) for v in (p, se, centre - half, centre + half)]
+    return AccuracyWithError(*vals, n)
+
+
+# --------------------------------------------------------------------------
+# multiple choice
+# --------------------------------------------------------------------------
+
+class MultipleChoiceAccuracy(NamedTuple):
+    accuracy: object       #: argmax of the summed log-likelihood
+    accuracy_norm: object  #: argmax of log-likelihood / length; None without lengths
+
+
+@B.jax_eager_jit
+def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, choice_mask=None,
+                             ties="expected"):
+    """Multiple-choice accuracy from per-choice log-likelihoods, raw and length-normalised.
+
+    The model's answer is the choice with the highest log-likelihood
+    (``accuracy``), or the highest log-likelihood per unit of length
+    (``accuracy_norm``, e.g. per byte of the choice text as
+    lm-evaluation-harness's ``acc_norm``; the unit is whatever
+    ``choice_lengths`` counts).
+
+    Ties (a stated convention): with ``ties="expected"`` (default) a question
+    whose top score is shared by ``t`` choices counts ``1/t`` if the correct
+    choice is among them: the expected accuracy of a uniformly random tie
+    break, independent of choice order. ``ties="first"`` picks the first of
+    the tied choices (``numpy.argmax``, as lm-evaluation-harness).
+
+    Parameters
+    ----------
+    choice_logprobs : array (n_questions, n_choices)
+        Sum of token log-likelihoods of each choice (nats), finite and <= 0
+        where the choice exists.
+    y_true : int array (n_questions,)
+        Index of the correct choice.
+    choice_lengths : array (n_questions, n_choices), optional
+        Positive lengths for the normalised accuracy.
+    choice_mask : bool array (n_questions, n_choices), optional
+        False for padding when questions have fewer choices (padding values
+        are ignored).
+    ties : ``"expected"`` or ``"first"``
+
+    Returns a :class:`MultipleChoiceAccuracy` of 0-d floats (``accuracy_norm``
+    None without ``choice_lengths``).
+
+    Raises ``ValueError`` for shapes, empty input, log-likelihoods > 0 or not
+    finite, lengths <= 0, ``y_true`` outside ``0 .. n_choices - 1`` or on a
+    masked choice, a question with no choice; under ``jit`` these give NaN.
+    """
+    if ties not in ("expected", "first"):
+        raise ValueError(f"ties must be 'expected' or 'first', got {ties!r}")
+    xp, (ll, y, lengths, cmask) = B.as_arrays(choice_logprobs, y_true, choice_lengths, choice_mask)
+    if ll.ndim != 2:
+        raise ValueError(f"choice_logprobs must be 2-D (n_questions, n_choices), got shape "
+                         f"{tuple(ll.shape)}")
+    B.check_1d("y_true", y)
+    B.check_same_length(choice_logprobs=ll, y_true=y)
+    B.check_nonempty("choice_logprobs", ll)
+    B.check_numeric("choice_logprobs", ll, xp)
+    _check_integral("y_true", y, xp)
+    nq, nc = ll.shape
+    acc = B.acc_float(xp)
+    llf = xp.astype(ll, acc)
+    if cmask is None:
+        keep = xp.ones((nq, nc), dtype=xp.bool)
+    else:
+        if tuple(cmask.shape) != (nq, nc):
+            raise ValueError(f"choice_mask has shape {tuple(cmask.shape)}; expected {(nq, nc)}")
+        keep = xp.astype(cmask, xp.bool) if cmask.dtype != xp.bool else cmask
+    invalid = xp.asarray(False)
+    ok = (xp.isfinite(llf) & (llf <= 0)) | ~keep
+    cols = xp.reshape(xp.arange(nc, dtype=B.acc_int(xp)), (1, -1))
+    yi = xp.reshape(xp.astype(y, B.acc_int(xp)), (-1, 1))
+    is_true = cols == yi
+    y_ok = (y >= 0) & (y < nc) & xp.any(is_true & keep, axis=1)
+    has_choice = xp.any(keep, axis=1)
+    checks = [(ok, "choice_logprobs must be finite log-likelihoods <= 0"),
+              (y_ok, f"y_true must index an existing choice in 0 .. {nc - 1}"),
+              (has_choice, "every question needs at least one choice")]
+    if lengths is not None:
+        if tuple(lengths.shape) != (nq, nc):
+            raise ValueError(f"choice_lengths has shape {tuple(lengths.shape)}; expected {(nq, nc)}")
+        B.check_numeric("choice_lengths", lengths, xp)
+        lf = xp.astype(lengths, acc)
+        checks.append(((xp.isfinite(lf) & (lf > 0)) | ~keep, "choice_lengths must be > 0"))
+    if not B.is_traced(ll, y, lengths, cmask):
+        for cond, rule in checks:
+            if not bool(xp.all(cond)):
+                i = B._first_index(xp.reshape(~cond, (-1,)), xp)
+                raise ValueError(f"{rule} (violated at flat element {i})")
+    else:
+        for cond, _ in checks:
+            invalid = invalid | ~xp.all(cond)
+
+    def score(values):
+        v = xp.where(keep & ok, values, -xp.inf)
+        top = xp.max(v, axis=1, keepdims=True)
+        tied = keep & ok & (v == top)
+        if ties == "first":
+            idx = xp.where(tied, cols, nc)
+            first = xp.min(idx, axis=1, keepdims=True)
+            hit = xp.astype(xp.any(tied & (cols == first) & is_true, axis=1), acc)
+        else:
+            t = xp.sum(xp.astype(tied, acc), axis=1)
+            hit = xp.astype(xp.any(tied & is_true, axis=1), acc) / xp.where(t > 0, t, 1.0)
+        return B.finalize(B.nan_if(invalid, xp.mean(hit), xp), xp)
+
+    a = score(llf)
+    a_norm = None
+    if lengths is not None:
+        a_norm = score(llf / xp.where(keep & (lf > 0), lf, 1.0))
+    return MultipleChoiceAccuracy(a, a_norm)
+
+
