@@ -475,3 +475,14 @@ def test_output_dtype_follows_input(backend):
 def test_numpy_returns_scalar():
     got = calipers.roc_auc_score([0, 1], [0.2, 0.4])
     assert isinstance(got, np.floating) and got == 1.0
+
+
+def test_multiclass_dispatch_like_sklearn():
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 3, 60)
+    P = rng.dirichlet([1, 1, 1], 60)
+    for mc in ("ovr", "ovo"):
+        assert calipers.roc_auc_score(y, P, multi_class=mc) == pytest.approx(
+            skm.roc_auc_score(y, P, multi_class=mc))
+    with pytest.raises(ValueError, match="pass multi_class='ovr' or 'ovo'"):
+        calipers.roc_auc_score(y, P)

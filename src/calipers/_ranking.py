@@ -173,7 +173,8 @@ def _result(value, d: _Binary, undefined, what: str):
 # ROC AUC
 # --------------------------------------------------------------------------
 
-def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_label=None):
+def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_label=None,
+                  multi_class="raise", average="macro", labels=None):
     """Area under the ROC curve of a binary problem, ties counted exactly.
 
     AUC is the Mann-Whitney statistic: the share of (positive, negative) pairs
@@ -196,6 +197,12 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
         curve interpolated linearly at ``max_fpr`` (scikit-learn's definition).
     pos_label : scalar, optional
         The label of the positive class when labels are not {0, 1}.
+    multi_class, average, labels
+        For a 2-D ``y_score`` of shape (n, C) only: ``multi_class`` must be
+        ``"ovr"`` or ``"ovo"`` and the call is
+        :func:`calipers.multiclass_roc_auc_score` (see it for ``average`` and
+        ``labels``). The default ``"raise"`` refuses 2-D scores, as
+        scikit-learn does.
 
     Returns
     -------
@@ -227,6 +234,17 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     ...                                    max_fpr=0.25), 6))
     0.821429
     """
+    if getattr(y_score, "ndim", np.ndim(y_score)) == 2:
+        if multi_class not in ("ovr", "ovo"):
+            raise ValueError("y_score is 2-D (multiclass): pass multi_class='ovr' or 'ovo', "
+                             f"got multi_class={multi_class!r}")
+        if max_fpr is not None or pos_label is not None:
+            raise ValueError("max_fpr and pos_label apply to binary y_score (1-D) only")
+        from ._multiclass import multiclass_roc_auc_score
+
+        return multiclass_roc_auc_score(y_true, y_score, multi_class=multi_class,
+                                        average=average, sample_weight=sample_weight,
+                                        labels=labels)
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
     d = _prepare(y_true, y_score, sample_weight, pos_label)
