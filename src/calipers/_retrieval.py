@@ -1,0 +1,950 @@
+"""Per-query ranking metrics and grouped AUC, on one segment sort.
+
+Inputs are flat arrays: ``y_true`` (graded relevance, or 0/1 labels for
+grouped AUC), ``y_score`` and ``query_id`` per row (or 2-D ``(Q, L)`` arrays,
+one row per query, as scikit-learn's ``ndcg_score`` takes). One sort by
+(query, score descending) from :mod:`calipers._segments` serves every metric
+and every cut-off; per-query values are segment sums of per-row terms, read
+off one prefix sum at the segment bounds.
+
+Conventions (see ``docs/ranking.md``):
+
+* Ties, ``ties="average"`` (default): every metric is its expected value over
+  all orderings of tied documents (McSherry & Najork 2008), so the result does
+  not depend on the order of the input rows. ``ties="trec_eval"``: ties broken
+  by ``doc_id`` descending (trec_eval's ``comp_sim_docno``); then each row is
+  its own tie group and the formulas reduce to the usual ones.
+* Gain for DCG: ``"linear"`` (the relevance itself; scikit-learn and
+  trec_eval) or ``"exponential"`` (``2**rel - 1``; Burges et al. 2005, gdeval).
+  Negative relevance is judged non-relevant: gain 0, never a negative gain.
+  Discount ``1/log2(rank + 1)`` with ranks from 1.
+* Relevant (for RR, AP, P@k, recall@k, R-precision): ``y_true > 0``, or
+  ``y_true >= relevance_level`` when given (trec_eval ``-l``).
+* A query with no relevant item (ideal DCG 0 for NDCG) is undefined: NaN in
+  ``values``, left out of ``mean`` and counted in ``n_undefined``;
+  ``undefined="zero"`` scores it 0 and keeps it in the mean (scikit-learn's
+  ``ndcg_score``, and trec_eval's printed per-query value).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _backend as B
+from . import _segments as S
+
+__all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
+           "precision_at_k", "recall_at_k", "r_precision", "grouped_roc_auc"]
+
+
+# --------------------------------------------------------------------------
+# result type
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Per-query (per-group) values of a metric and their mean.
+
+    Attributes
+    ----------
+    values : array (Q,), or (len(k), Q) when ``k`` is a sequence
+        One value per query, in the order of ``query_ids``; NaN where the
+        metric is undefined (unless ``undefined="zero"``).
+    query_ids : array (Q,)
+        The id of each query: the sorted distinct ``query_id`` values eagerly,
+        ``0 .. num_segments-1`` when ``num_segments`` is given.
+    mean : 0-d array, or (len(k),)
+        Mean over the defined queries (weighted for :func:`grouped_roc_auc`);
+        NaN when no query is defined.
+    n_undefined : int (0-d array under ``jit``)
+        How many queries were undefined (no relevant item; one class for AUC).
+    k : None, int or tuple of int
+        The cut-off(s) the values refer to.
+    metric : str
+        The metric's name.
+
+    Under ``jax.jit`` this is a pytree (``k`` and ``metric`` static).
+    """
+
+    values: Any
+    query_ids: Any
+    mean: Any
+    n_undefined: Any
+    k: Any = None
+    metric: str = ""
+
+
+_registered = False
+
+
+def _register_pytree():
+    global _registered
+    if _registered:
+        return
+    import jax
+
+    jax.tree_util.register_dataclass(
+        QueryResult, data_fields=["values", "query_ids", "mean", "n_undefined"],
+        meta_fields=["k", "metric"])
+    _registered = True
+
+
+# --------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------
+
+def _check_k(k, *, required: bool, allow_seq: bool = True):
+    """Return (ks tuple or None, is_sequence)."""
+    if k is None:
+        if required:
+            raise ValueError("k is required: a positive integer (or a sequence of them)")
+        return None, False
+    if isinstance(k, (list, tuple)) and allow_seq:
+        if len(k) == 0:
+            raise ValueError("k must be a positive integer or a non-empty sequence of them")
+        return tuple(_check_k(v, required=True, allow_seq=False)[0][0] for v in k), True
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be a positive integer or a sequence of them, got {k!r}")
+    if k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    return (int(k),), False
+
+
+def _as_flat(y_true, y_score, query_id, extra, num_segments):
+    """Validate shapes; 2-D (Q, L) input becomes flat with query = row."""
+    xp, arrs = B.as_arrays(y_true, y_score, query_id, *extra)
+    y_true, y_score, query_id, *extra = arrs
+    if query_id is None:
+        if y_true.ndim != 2 or y_score.ndim != 2:
+            raise ValueError("without query_id, y_true and y_score must be 2-D (n_queries, "
+                             f"n_docs); got shapes {tuple(y_true.shape)} and "
+                             f"{tuple(y_score.shape)}")
+        if tuple(y_true.shape) != tuple(y_score.shape):
+            raise ValueError(f"y_true has shape {tuple(y_true.shape)} but y_score has "
+                             f"{tuple(y_score.shape)}; they must match")
+        Q, L = y_true.shape
+        if Q == 0 or L == 0:
+            raise ValueError("y_true is empty; at least one query and one document are required")
+        for name, e in zip(("doc_id", "retrieved", "sample_weight"), extra):
+            if e is not None and tuple(e.shape) != (Q, L):
+                raise ValueError(f"{name} has shape {tuple(e.shape)} but y_true has {(Q, L)}")
+        ai = B.acc_int(xp)
+        qid = xp.reshape(xp.broadcast_to(
+            xp.reshape(xp.arange(Q, dtype=ai, device=B.device(y_true)), (Q, 1)), (Q, L)), (-1,))
+        flat = [xp.reshape(a, (-1,)) for a in (y_true, y_score)]
+        extra = [None if e is None else xp.reshape(e, (-1,)) for e in extra]
+        if num_segments is None:
+            num_segments = Q
+        return xp, flat[0], flat[1], qid, extra, num_segments
+    B.check_1d("y_true", y_true)
+    B.check_1d("y_score", y_score)
+    B.check_1d("query_id", query_id)
+    names = ("doc_id", "retrieved", "sample_weight")
+    for name, e in zip(names, extra):
+        if e is not None:
+            B.check_1d(name, e)
+    B.check_same_length(y_true=y_true, y_score=y_score, query_id=query_id,
+                        **{k: v for k, v in zip(names, extra)})
+    B.check_nonempty("y_true", y_true)
+    return xp, y_true, y_score, query_id, list(extra), num_segments
+
+
+def _value_checks(xp, y_true, y_score):
+    B.check_numeric("y_true", y_true, xp)
+    B.check_numeric("y_score", y_score, xp)
+    if xp.isdtype(y_score.dtype, "bool"):
+        raise ValueError("y_score must be numeric scores, not booleans")
+    B.check_finite("y_score", y_score, xp)
+    B.check_finite("y_true", y_true, xp)
+    invalid = xp.asarray(False, device=B.device(y_score))
+    if B.is_traced(y_score) and xp.isdtype(y_score.dtype, "real floating"):
+        invalid = invalid | ~xp.all(xp.isfinite(y_score))
+    if B.is_traced(y_true) and xp.isdtype(y_true.dtype, "real floating"):
+        invalid = invalid | ~xp.all(xp.isfinite(y_true))
+    return invalid
+
+
+class _Ranking:
+    """One segment sort of a ranking problem and the per-row pieces every metric uses.
+
+    All per-query results are (Q,) arrays in the accumulation float.
+    """
+
+    def __init__(self, y_true, y_score, query_id, *, doc_id=None, retrieved=None,
+                 ties="average", gain="linear", relevance_level=None, num_segments=None):
+        if ties not in ("average", "trec_eval"):
+            raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
+        if gain not in ("linear", "exponential"):
+            raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+        if ties == "trec_eval" and doc_id is None:
+            raise ValueError("ties='trec_eval' breaks score ties by doc_id descending: "
+                             "doc_id is required")
+        if relevance_level is not None and (isinstance(relevance_level, bool) or
+                                            not isinstance(relevance_level, (int, float,
+                                                                             np.number))):
+            raise ValueError(f"relevance_level must be a number, got {relevance_level!r}")
+        xp, y_true, y_score, query_id, (doc_id, retrieved, _), num_segments = _as_flat(
+            y_true, y_score, query_id, [doc_id, retrieved, None], num_segments)
+        invalid = _value_checks(xp, y_true, y_score)
+        if doc_id is not None:
+            B.check_numeric("doc_id", doc_id, xp)
+        f = B.acc_float(xp)
+        self.xp, self.f = xp, f
+        self.traced = B.is_traced(y_true, y_score, query_id, doc_id, retrieved)
+        if retrieved is not None:
+            if not xp.isdtype(retrieved.dtype, "bool"):
+                raise ValueError(f"retrieved must be a boolean mask, got dtype {retrieved.dtype}")
+            # Judged but not retrieved: after every retrieved row of the query.
+            y_score = xp.where(retrieved, xp.astype(y_score, f),
+                               xp.asarray(-math.inf, dtype=f, device=B.device(y_score)))
+        if B.is_jax(xp):
+            _register_pytree()
+        ss = S.segment_sort(query_id, y_score, xp, num_segments=num_segments,
+                            tie_key=doc_id if ties == "trec_eval" else None)
+        self.ss = ss
+        self.invalid = invalid | ss.invalid
+        self.n = y_true.shape[0]
+        yt = xp.astype(y_true, f)
+        g = xp.where(yt > 0, yt, xp.zeros_like(yt))         # negative relevance: gain 0
+        if gain == "exponential":
+            g = xp.pow(xp.full_like(g, 2.0), g) - 1.0
+        self._gain_input = g
+        self.gain = xp.take(g, ss.order)
+        relm = (y_true > 0) if relevance_level is None else (y_true >= relevance_level)
+        self.rel = xp.astype(xp.take(relm, ss.order), f)
+        if retrieved is None:
+            self.ret = None
+            self.relret = self.rel
+        else:
+            self.ret = xp.astype(xp.take(retrieved, ss.order), f)
+            self.relret = self.rel * self.ret
+        self.out = f
+        self._cache = {}
+        dev = B.device(y_score)
+        self.dev = dev
+        ai = B.acc_int(xp)
+        self.seg_start_row = xp.take(ss.seg_start, ss.seg)     # (n,)
+        self.cnt = xp.astype(ss.tie_hi - ss.tie_lo + 1, f)
+        self.rank_f = xp.astype(ss.rank, f)
+        self.ai = ai
+        # Longest query: bounds every rank, so discount tables need no more (static n under jit).
+        self.lmax = self.n if self.traced or self.n == 0 else \
+            int(B.to_numpy(xp.max(ss.seg_size))) if ss.num_segments else 0
+
+    # -- building blocks ---------------------------------------------------
+    def _mask_ret(self, x):
+        return x if self.ret is None else x * self.ret
+
+    def seg_sum(self, per_row):
+        return S.segment_sums(per_row, self.ss, self.xp)
+
+    def no_gain(self):
+        return self.idcg(None) <= 0
+
+    def n_rel(self):
+        if "n_rel" not in self._cache:
+            self._cache["n_rel"] = self.seg_sum(self.rel)
+        return self._cache["n_rel"]
+
+    def n_ret(self):
+        xp = self.xp
+        if self.ret is None:
+            return xp.astype(self.ss.seg_size, self.f)
+        return self.seg_sum(self.ret)
+
+    def n_rel_ret(self):
+        return self.seg_sum(self.relret)
+
+    def _discount_prefix(self):
+        """D[m] = sum_{r<m} 1/log2(r+2), m = 0..n."""
+        if "D" not in self._cache:
+            xp = self.xp
+            r = xp.arange(self.lmax, dtype=self.f, device=self.dev)
+            self._cache["D"] = S.psum(1.0 / xp.log2(r + 2.0), xp)
+        return self._cache["D"]
+
+    def _expected(self, W):
+        """Per row: mean of W-increments over the row's tie group (expectation over ties)."""
+        ss = self.ss
+        return (W(ss.tie_hi + 1) - W(ss.tie_lo)) / self.cnt
+
+    def _cut(self, m, k):
+        xp = self.xp
+        if k is None:
+            return m
+        return xp.minimum(m, xp.asarray(k, dtype=m.dtype, device=self.dev))
+
+    def dcg(self, k):
+        xp = self.xp
+        D = self._discount_prefix()
+        w = self._expected(lambda m: xp.take(D, self._cut(m, k)))
+        return self.seg_sum(self._mask_ret(self.gain * w))
+
+    def idcg(self, k):
+        xp = self.xp
+        key = ("ideal",)
+        if key not in self._cache:
+            self._cache[key] = S.sorted_within_segments(self._gain_input, self.ss, xp)
+        ig = self._cache[key]
+        D = self._discount_prefix()
+        r = self.ss.rank
+        disc = xp.take(D, self._cut(r + 1, k)) - xp.take(D, self._cut(r, k))
+        return self.seg_sum(ig * disc)
+
+    def hits(self, k):
+        """Expected number of relevant retrieved rows in the top k (k int or per-row array)."""
+        xp = self.xp
+        if isinstance(k, int):
+            w = self._expected(lambda m: xp.astype(self._cut(m, k), self.f))
+        else:  # per-row cut-off (R-precision)
+            w = self._expected(lambda m: xp.minimum(xp.astype(m, self.f), k))
+        return self.seg_sum(self._mask_ret(self.rel * w))
+
+    def rprec_hits(self):
+        return self.hits(self.xp.take(self.n_rel(), self.ss.seg))
+
+    def average_precision_sum(self):
+        """Sum over relevant rows of the expected precision at their rank (McSherry & Najork)."""
+        xp, ss = self.xp, self.ss
+        Cr = S.psum(self.relret, xp)
+        st = self.seg_start_row
+        a = st + ss.tie_lo
+        b = st + ss.tie_hi + 1
+        r = xp.take(Cr, b) - xp.take(Cr, a)             # relevant in the row's tie group
+        c = xp.take(Cr, a) - xp.take(Cr, st)            # relevant above the group
+        m = self.cnt
+        x = xp.astype(ss.rank - ss.tie_lo, self.f)      # offset within the group
+        slope = xp.where(m > 1, (r - 1) / xp.where(m > 1, m - 1, 1.0), 0.0)
+        term = (r / m) * (c + 1 + x * slope) / (self.rank_f + 1)
+        return self.seg_sum(self._mask_ret(term))
+
+    def reciprocal_rank(self):
+        """Expected 1/rank of the first relevant retrieved row, 0 when none is retrieved."""
+        xp, ss = self.xp, self.ss
+        f = self.f
+        Cr = S.psum(self.relret, xp)
+        st = self.seg_start_row
+        a = st + ss.tie_lo
+        r = xp.take(Cr, st + ss.tie_hi + 1) - xp.take(Cr, a)
+        c = xp.take(Cr, a) - xp.take(Cr, st)
+        first = (c == 0) & (r > 0)
+        # P(first relevant of the group sits at offset x) = C(m-1-x, r-1) / C(m, r).
+        LF = self._log_factorial()
+        m = ss.tie_hi - ss.tie_lo + 1
+        x = ss.rank - ss.tie_lo
+        ri = xp.astype(xp.where(first, r, xp.ones_like(r)), self.ai)
+        a1 = m - 1 - x
+        b1 = ri - 1
+        ok = first & (a1 >= b1)
+        zero = xp.zeros_like(a1)
+        d1 = xp.where(ok, a1 - b1, zero)
+        a1 = xp.where(ok, a1, zero)
+        b1 = xp.where(ok, b1, zero)
+        logp = (xp.take(LF, a1) - xp.take(LF, b1) - xp.take(LF, d1)
+                - xp.take(LF, m) + xp.take(LF, ri) + xp.take(LF, xp.where(ok, m - ri, zero)))
+        p = xp.where(ok, xp.exp(logp), xp.zeros_like(logp))
+        return self.seg_sum(self._mask_ret(xp.astype(p, f) / (self.rank_f + 1)))
+
+    def _log_factorial(self):
+        if "LF" not in self._cache:
+            xp = self.xp
+            i = xp.arange(1, self.lmax + 1, dtype=self.f, device=self.dev)
+            self._cache["LF"] = S.psum(xp.log(i), xp)
+        return self._cache["LF"]
+
+
+class _DenseSegments(NamedTuple):
+    num_segments: int
+    query_ids: Any
+
+
+class _Dense:
+    """NumPy fast path for DCG/NDCG/P@k/recall@k with averaged ties: a (Q, L) layout.
+
+    Used for 2-D input and for flat input already grouped by query (padded to
+    the longest query when that stays small). Only the top k of each query are
+    ordered: one partial sort (``argpartition``) per row finds them, the tie
+    group straddling position k is found by comparing with the k-th largest
+    score, and only the k leading columns are sorted. Same values as
+    :class:`_Ranking` (tested against it), several times faster.
+    """
+
+    @classmethod
+    def build(cls, y_true, y_score, query_id, *, ties, doc_id, retrieved, gain="linear",
+              relevance_level=None, num_segments=None):
+        if ties != "average" or doc_id is not None or retrieved is not None:
+            return None
+        if not all(isinstance(a, np.ndarray) or a is None for a in (y_true, y_score, query_id)):
+            return None
+        if gain not in ("linear", "exponential"):
+            return None
+        xp, y, s, q, _, nseg = _as_flat(y_true, y_score, query_id, [None, None, None],
+                                        num_segments)
+        _value_checks(xp, y, s)
+        if query_id is None:
+            Q, L = np.asarray(y_true).shape
+            if nseg != Q:
+                return None
+            Y, Sm = np.asarray(y_true).reshape(Q, L), np.asarray(y_score).reshape(Q, L)
+            qids = np.arange(Q)
+        else:
+            if nseg is not None:
+                return None
+            gs = S.grouped_sizes_numpy(q)
+            if gs is None and q.dtype.kind in "iu":
+                perm = S.argsort_ints(q)    # group the rows (order inside a query is irrelevant)
+                q, y, s = q[perm], y[perm], s[perm]
+                gs = S.grouped_sizes_numpy(q)
+            if gs is None:
+                return None
+            qids, sizes = gs
+            Q = sizes.shape[0]
+            L = int(sizes.max())
+            n = y.shape[0]
+            if Q * L == n:
+                Y, Sm = y.reshape(Q, L), s.reshape(Q, L)
+            elif Q * L <= 4 * n + 1024:
+                starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+                codes = np.repeat(np.arange(Q), sizes)
+                flat = codes * L + (np.arange(n) - np.repeat(starts, sizes))
+                Y = np.zeros(Q * L, dtype=np.float64)
+                Y[flat] = y
+                Sm = np.full(Q * L, -np.inf)
+                Sm[flat] = s
+                Y, Sm = Y.reshape(Q, L), Sm.reshape(Q, L)
+            else:
+                return None
+        return cls(Y, Sm, qids, gain, relevance_level)
+
+    def __init__(self, Y, Sm, qids, gain, relevance_level):
+        self.xp, self.f, self.ai = np, np.float64, np.int64
+        self.ss = _DenseSegments(Y.shape[0], qids)
+        self.invalid = np.False_
+        self.traced = False
+        self.dev = "cpu"
+        if Y.dtype.kind in "iu" and gain == "linear":
+            # Integer gains: exact, and small ranges sort fastest as int16.
+            lo_, hi_ = (int(Y.min()), int(Y.max())) if Y.size else (0, 0)
+            G = Y if lo_ >= 0 else np.maximum(Y, 0)
+            if hi_ < 2**15:
+                G = G.astype(np.int16)
+        else:
+            G = np.maximum(Y.astype(np.float64, copy=False), 0.0)
+            if gain == "exponential":
+                G = np.exp2(G) - 1.0
+        self.G, self.S = G, Sm
+        self.Y, self.level = Y, relevance_level
+        self._rel = None
+        self._part = {}
+        L = Y.shape[1]
+        self.D = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(L) + 2.0))])
+        self.C = np.arange(L + 1, dtype=np.float64)
+
+    def rel(self):
+        if self._rel is None:
+            lv = self.level
+            self._rel = (self.Y > 0 if lv is None else self.Y >= lv).astype(np.int64)
+        return self._rel
+
+    def _top(self, k):
+        """The documents ranked above the k-th largest score, in order, and the boundary group.
+
+        ``argpartition`` finds the k largest scores of each row; only those k
+        columns are sorted. Rows scoring above the k-th largest score ``vk``
+        (fewer than k) get their exact tie groups; the tie group at position k
+        is every row with score ``vk`` (it may extend past position k).
+        """
+        L = self.S.shape[1]
+        kk = L if k is None else min(k, L)
+        if kk not in self._part:
+            S = self.S
+            Q = S.shape[0]
+            idx = np.argpartition(S, L - kk, axis=1)[:, L - kk:] if kk < L else \
+                np.broadcast_to(np.arange(L), S.shape)
+            vs = np.take_along_axis(S, idx, 1)
+            o = np.argsort(-vs, axis=1, kind="stable")
+            idx = np.take_along_axis(idx, o, 1)
+            vs = np.take_along_axis(vs, o, 1)
+            vk = vs[:, kk - 1]
+            eq = S == vk[:, None]
+            m = eq.sum(axis=1)
+            above = vs > vk[:, None]
+            n_above = above.sum(axis=1)
+            F = np.where(above, idx + (np.arange(Q, dtype=np.int64) * L)[:, None], -1)
+            new = np.ones(vs.shape, dtype=bool)
+            np.not_equal(vs[:, 1:], vs[:, :-1], out=new[:, 1:])
+            ar = np.arange(kk)
+            lo = np.maximum.accumulate(np.where(new, ar, 0), axis=1)
+            end = np.ones(vs.shape, dtype=bool)
+            end[:, :-1] = new[:, 1:]
+            hi = np.minimum.accumulate(np.where(end, ar, kk - 1)[:, ::-1], axis=1)[:, ::-1]
+            self._part[kk] = (kk, F, eq, m, n_above, lo, hi)
+        return self._part[kk]
+
+    def _expected_top(self, V, W, k):
+        """Expected sum over the top k positions of V times position weight (prefix W)."""
+        kk, F, eq, m, n_above, lo, hi = self._top(k)
+        valid = F >= 0
+        vv = np.where(valid, V.reshape(-1)[np.where(valid, F, 0)], 0)
+        w = (W[hi + 1] - W[lo]) / (hi - lo + 1)
+        inside = (vv * w).sum(axis=1)
+        boundary = V.sum(axis=1, where=eq) / m * (W[kk] - W[n_above])
+        return inside + boundary
+
+    def dcg(self, k):
+        return self._expected_top(self.G, self.D, k)
+
+    def _ideal(self):
+        """Gains of each row sorted descending (the ideal ranking), computed once."""
+        if "ideal" not in self._part:
+            self._part["ideal"] = np.sort(self.G, axis=1)[:, ::-1]
+        return self._part["ideal"]
+
+    def idcg(self, k):
+        L = self.G.shape[1]
+        kk = L if k is None else min(k, L)
+        return self._ideal()[:, :kk] @ np.diff(self.D[:kk + 1])
+
+    def hits(self, k):
+        return self._expected_top(self.rel(), self.C, k)
+
+    def n_rel(self):
+        return self.rel().sum(axis=1)
+
+    def no_gain(self):
+        return self._ideal()[:, 0] <= 0
+
+
+def _context(y_true, y_score, query_id, **kw):
+    """The dense NumPy fast path where it applies, else the general segment sort."""
+    dense = _Dense.build(y_true, y_score, query_id, **kw)
+    if dense is not None:
+        return dense
+    return _Ranking(y_true, y_score, query_id, **kw)
+
+
+# --------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------
+
+def _finish(ctx, values, undefined, *, undefined_mode, name, k=None, weights=None,
+            warn_what="queries with no relevant item"):
+    """Per-query values (Q,) or (K, Q) -> QueryResult: NaN, mean, count, warning."""
+    xp = ctx.xp
+    if undefined_mode not in ("skip", "zero"):
+        raise ValueError(f"undefined must be 'skip' or 'zero', got {undefined_mode!r}")
+    f = ctx.f
+    nan = xp.asarray(math.nan, dtype=f, device=ctx.dev)
+    if undefined is None:
+        undefined = xp.zeros(ctx.ss.num_segments, dtype=xp.bool, device=ctx.dev)
+    n_undef = xp.sum(xp.astype(undefined, ctx.ai))
+    if undefined_mode == "zero":
+        vals = xp.where(undefined, xp.zeros_like(values), values)
+    else:
+        vals = xp.where(undefined, nan, values)
+    w = xp.astype(~undefined, f) if undefined_mode == "skip" else \
+        xp.ones(undefined.shape, dtype=f, device=ctx.dev)
+    if weights is not None:
+        w = w * weights
+    wsum = xp.sum(w)
+    num = xp.sum(xp.where(w > 0, vals, xp.zeros_like(vals)) * w, axis=-1)
+    mean = xp.where(wsum > 0, num / xp.where(wsum > 0, wsum, 1.0), nan)
+    vals = B.nan_if(ctx.invalid, vals, xp)
+    mean = B.nan_if(ctx.invalid, mean, xp)
+    if not ctx.traced:
+        nu = int(n_undef)
+        if undefined_mode == "skip" and nu > 0 and not bool(ctx.invalid):
+            B.warn_undefined(f"{name} is undefined for {nu} of {ctx.ss.num_segments} "
+                             f"{warn_what}: NaN, left out of the mean", stacklevel=4)
+        n_undef = nu
+    return QueryResult(vals, ctx.ss.query_ids, B.finalize(mean, xp), n_undef, k, name)
+
+
+def _per_k(ctx, ks, is_seq, fn):
+    xp = ctx.xp
+    if ks is None:
+        return fn(None)
+    vals = [fn(k) for k in ks]
+    return xp.stack(vals) if is_seq else vals[0]
+
+
+def _k_out(ks, is_seq):
+    if ks is None:
+        return None
+    return ks if is_seq else ks[0]
+
+
+# --------------------------------------------------------------------------
+# eager JAX: validate eagerly, then run the kernel as one compiled program
+# --------------------------------------------------------------------------
+
+_ARRAY_OPTIONS = ("doc_id", "retrieved", "sample_weight")
+_NO_UNDEFINED = ("dcg", "precision_at_k")
+
+
+def _eager_jax(args):
+    present = [a for a in args if a is not None and B._is_array(a)]
+    if not present or B.is_traced(*present):
+        return False
+    import array_api_compat
+
+    return any(array_api_compat.is_jax_array(a) for a in present)
+
+
+@functools.lru_cache(maxsize=256)
+def _jitted(fn, items, num_segments, names):
+    import jax
+
+    options = dict(items)
+
+    def run(y, s, codes, *extra):
+        return fn(y, s, codes, num_segments=num_segments, **options, **dict(zip(names, extra)))
+
+    return jax.jit(run)
+
+
+def _jax_eager_via_jit(fn):
+    """Eager JAX input: check values eagerly (raise), factorise ids, then run ``fn``
+    under ``jax.jit`` with a static ``num_segments`` (one compiled program, cached
+    per options and shapes, instead of op-by-op dispatch)."""
+
+    @functools.wraps(fn)
+    def wrapper(y_true, y_score, query_id=None, **kw):
+        arrays = {k: kw.pop(k) for k in _ARRAY_OPTIONS if k in kw}
+        if not _eager_jax([y_true, y_score, query_id, *arrays.values()]):
+            return fn(y_true, y_score, query_id, **kw, **arrays)
+        items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                             for k, v in kw.items() if k != "num_segments"))
+        try:
+            hash(items)
+        except TypeError:
+            return fn(y_true, y_score, query_id, **kw, **arrays)
+        names = tuple(k for k in _ARRAY_OPTIONS if arrays.get(k) is not None)
+        xp, y, s, qid, extra, num_segments = _as_flat(
+            y_true, y_score, query_id, [arrays.get(k) for k in _ARRAY_OPTIONS],
+            kw.get("num_segments"))
+        _value_checks(xp, y, s)
+        ex = dict(zip(_ARRAY_OPTIONS, extra))
+        if fn.__name__ == "grouped_roc_auc":
+            B.binary_labels(y, xp)
+        if ex["sample_weight"] is not None:
+            B.check_weights("sample_weight", ex["sample_weight"], xp)
+        if ex["doc_id"] is not None:
+            B.check_numeric("doc_id", ex["doc_id"], xp)
+        codes, qids, Q, _, _ = S.factorize(
+            qid, xp, num_segments=num_segments,
+            name="group_id" if fn.__name__ == "grouped_roc_auc" else "query_id")
+        res = _jitted(fn, items, Q, names)(y, s, codes, *[ex[k] for k in names])
+        nu = int(res.n_undefined)
+        if nu and kw.get("undefined", "skip") == "skip" and res.metric not in _NO_UNDEFINED:
+            what = "groups with one class" if res.metric == "grouped_roc_auc" else \
+                "queries with no relevant item"
+            B.warn_undefined(f"{res.metric} is undefined for {nu} of {Q} {what}: NaN, left "
+                             f"out of the mean", stacklevel=3)
+        return QueryResult(res.values, qids, res.mean, nu, res.k, res.metric)
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------
+# public per-query metrics
+# --------------------------------------------------------------------------
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    y_true : array (n,) or (Q, L)
+        Graded relevance per document (integers or floats). Negative values
+        mean judged non-relevant (gain 0), as in trec_eval.
+    y_score : array (n,) or (Q, L)
+        Scores, higher ranks first. Finite.
+    query_id : array (n,), optional
+        The query of each row: any ids eagerly (factorised), integers in
+        ``0 .. num_segments-1`` when ``num_segments`` is given (required under
+        ``jit``). Omit it for 2-D input (row = query).
+    ties : {"average", "trec_eval"}
+        ``"average"`` (default): expected value over all orderings of tied
+        scores (McSherry & Najork 2008), independent of row order.
+        ``"trec_eval"``: ties broken by ``doc_id`` descending (trec_eval 9).
+    doc_id : array (n,) of integers, optional
+        Document ids for ``ties="trec_eval"`` (larger id ranks first among
+        equal scores; order string ids before coding them, as ``calipers``'s
+        TREC reader does).
+    retrieved : bool array (n,), optional
+        False marks a judged document the system did not return: it counts in
+        the ideal ranking and the number of relevant documents (trec_eval's
+        denominators) but never in the ranking.
+    num_segments : int, optional
+        Number of queries (static under ``jit``; the JAX ``segment_sum``
+        convention). Ids without rows are empty queries (undefined where the
+        metric needs a relevant item).
+
+    Returns
+    -------
+    QueryResult
+        ``values`` (Q,) per query in ``query_ids`` order (``(len(k), Q)`` for
+        a sequence ``k``), ``mean`` over defined queries, ``n_undefined``.
+        Values are in the widest float of the backend (float64; float32 on
+        JAX without x64).
+
+    Raises
+    ------
+    ValueError
+        Shapes that differ, empty input, NaN/inf in ``y_true`` or ``y_score``,
+        ``k`` not a positive integer, ids out of range with ``num_segments``,
+        an unknown option, ``ties="trec_eval"`` without ``doc_id``,
+        ``num_segments`` missing under ``jit``. Under ``jit`` value errors
+        cannot raise: the values and mean are NaN instead, and no warning is
+        issued.
+"""
+
+
+@_jax_eager_via_jit
+def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
+        doc_id=None, retrieved=None, num_segments=None):
+    """Discounted cumulative gain per query: ``sum_r gain(rel_r) / log2(r + 1)``, r <= k.
+
+    ``k=None`` uses the whole list; ``k`` beyond the list length adds nothing.
+    ``gain="linear"`` uses the relevance (scikit-learn ``dcg_score``,
+    trec_eval), ``"exponential"`` uses ``2**rel - 1``. Tied scores share the
+    average discount of their positions (``ties="average"``, scikit-learn's
+    default ``ignore_ties=False``). DCG is defined for every query (0 without
+    relevant items), so ``n_undefined`` is 0; the mean is over all queries.
+    """ + _COMMON_DOC
+    ks, is_seq = _check_k(k, required=False)
+    ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   gain=gain, num_segments=num_segments)
+    vals = _per_k(ctx, ks, is_seq, ctx.dcg)
+    return _finish(ctx, vals, None, undefined_mode="skip", name="dcg", k=_k_out(ks, is_seq))
+
+
+@_jax_eager_via_jit
+def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
+         doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+    """Normalised DCG per query: DCG@k / ideal DCG@k.
+
+    The ideal ranking sorts every judged document of the query by gain (with
+    ``retrieved``, unreturned judged documents too, as trec_eval does).
+    ``k`` may be an int, ``None`` (whole list) or a sequence of ints (several
+    cut-offs on one sort; values shape ``(len(k), Q)``). A query whose ideal
+    DCG is 0 (no item with positive gain) is undefined: NaN, left out of the
+    mean, counted in ``n_undefined``, with an :class:`UndefinedMetricWarning`
+    eagerly; ``undefined="zero"`` scores it 0 and keeps it in the mean
+    (scikit-learn's ``ndcg_score`` does this; trec_eval prints 0).
+
+    Differences from scikit-learn ``ndcg_score``: flat per-row input (2-D also
+    accepted), undefined queries NaN by default, ``gain`` selectable, no
+    ``sample_weight`` over queries. Same tie rule (``ignore_ties=False``).
+    Differences from trec_eval: ties averaged unless ``ties="trec_eval"``;
+    trec_eval reads scores as 32-bit floats (the TREC reader does too).
+    """ + _COMMON_DOC
+    ks, is_seq = _check_k(k, required=False)
+    ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   gain=gain, num_segments=num_segments)
+    return _ndcg_from(ctx, ks, is_seq, undefined)
+
+
+def _ndcg_from(ctx, ks, is_seq, undefined):
+    xp = ctx.xp
+    undef = ctx.no_gain()
+
+    def one(k):
+        i = ctx.idcg(k)
+        return ctx.dcg(k) / xp.where(i > 0, i, 1.0)
+
+    vals = _per_k(ctx, ks, is_seq, one)
+    return _finish(ctx, vals, undef, undefined_mode=undefined, name="ndcg",
+                   k=_k_out(ks, is_seq), warn_what="queries with ideal DCG 0 (no relevant item)")
+
+
+@_jax_eager_via_jit
+def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
+                    doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+    """Reciprocal rank of the first relevant document, per query (mean = MRR).
+
+    0 when the query has relevant documents but none is ranked (only possible
+    with ``retrieved``). With ``ties="average"`` the value is the exact expected
+    reciprocal rank over the orderings of the tie group holding the first
+    relevant document. A query with no relevant item is undefined (trec_eval
+    prints 0; ``undefined="zero"`` does the same).
+    """ + _COMMON_DOC
+    ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   relevance_level=relevance_level, num_segments=num_segments)
+    return _finish(ctx, ctx.reciprocal_rank(), ctx.n_rel() == 0, undefined_mode=undefined,
+                   name="reciprocal_rank")
+
+
+@_jax_eager_via_jit
+def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
+                      ties="average", doc_id=None, retrieved=None, undefined="skip",
+                      num_segments=None):
+    """Average precision per query (mean = MAP): ``sum_{relevant ranked} P@rank / R``.
+
+    ``R`` is the number of relevant documents of the query, ranked or not
+    (trec_eval's denominator). With ``ties="average"``: the expected AP over
+    the orderings of tied documents (McSherry & Najork 2008). This differs from
+    :func:`calipers.average_precision_score`, where a tie group enters at one
+    threshold (scikit-learn's convention). Undefined without relevant items.
+    """ + _COMMON_DOC
+    ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   relevance_level=relevance_level, num_segments=num_segments)
+    R = ctx.n_rel()
+    vals = ctx.average_precision_sum() / ctx.xp.where(R > 0, R, 1.0)
+    return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="average_precision")
+
+
+@_jax_eager_via_jit
+def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
+                   ties="average", doc_id=None, retrieved=None, num_segments=None):
+    """Precision at k per query: relevant documents among the top k, divided by k.
+
+    The denominator is always ``k`` even when the query has fewer than ``k``
+    ranked documents (trec_eval ``P.k``, ranx). Ties at the k-th position by
+    expectation (``ties="average"``). Defined for every query (0 without
+    relevant items), so ``n_undefined`` is 0. Not the binary
+    :func:`calipers.precision_at_k` (one ranking, ``k`` rows).
+    """ + _COMMON_DOC
+    ks, is_seq = _check_k(k, required=True)
+    ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   relevance_level=relevance_level, num_segments=num_segments)
+    vals = _per_k(ctx, ks, is_seq, lambda kk: ctx.hits(kk) / kk)
+    return _finish(ctx, vals, None, undefined_mode="skip", name="precision_at_k",
+                   k=_k_out(ks, is_seq))
+
+
+@_jax_eager_via_jit
+def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties="average",
+                doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+    """Recall at k per query: relevant documents in the top k over all relevant of the query.
+
+    Ties at the k-th position by expectation. Undefined without relevant items
+    (trec_eval prints 0).
+    """ + _COMMON_DOC
+    ks, is_seq = _check_k(k, required=True)
+    ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   relevance_level=relevance_level, num_segments=num_segments)
+    R = ctx.n_rel()
+    den = ctx.xp.where(R > 0, R, 1.0)
+    vals = _per_k(ctx, ks, is_seq, lambda kk: ctx.hits(kk) / den)
+    return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="recall_at_k",
+                   k=_k_out(ks, is_seq))
+
+
+@_jax_eager_via_jit
+def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
+                doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+    """R-precision per query: precision at rank R, R = number of relevant documents.
+
+    Denominator R even when fewer than R documents are ranked (trec_eval
+    ``Rprec``). Ties at rank R by expectation. Undefined without relevant items.
+    """ + _COMMON_DOC
+    ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
+                   relevance_level=relevance_level, num_segments=num_segments)
+    R = ctx.n_rel()
+    vals = ctx.rprec_hits() / ctx.xp.where(R > 0, R, 1.0)
+    return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="r_precision")
+
+
+# --------------------------------------------------------------------------
+# grouped AUC
+# --------------------------------------------------------------------------
+
+@_jax_eager_via_jit
+def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
+                    weighting="uniform", num_segments=None):
+    """ROC AUC per group (user, query) in one segment sort, and the grouped AUC (GAUC).
+
+    Each group's AUC is the Mann-Whitney statistic with a tied
+    (positive, negative) pair counting 1/2 (Hanley & McNeil 1982), exactly
+    :func:`calipers.roc_auc_score` on that group's rows; with
+    ``sample_weight`` a pair counts ``w_pos * w_neg``. A group with one class
+    only (or zero weight of a class) is undefined: NaN, left out of the mean,
+    counted in ``n_undefined`` (with an :class:`UndefinedMetricWarning`
+    eagerly).
+
+    ``weighting``: ``"uniform"`` (mean of the defined groups' AUCs),
+    ``"size"`` (weighted by the group's number of rows, or its total
+    ``sample_weight``: impressions; Zhou et al. 2018, GAUC), ``"positives"``
+    (weighted by its number, or weight, of positives).
+
+    Parameters
+    ----------
+    y_true : array (n,) or (G, L)
+        Labels in {0, 1} (or bool).
+    y_score : array (n,) or (G, L)
+        Finite scores.
+    group_id : array (n,), optional
+        Group per row; as ``query_id`` in :func:`ndcg`. Omit for 2-D input.
+    sample_weight : array (n,), optional
+        Non-negative weights.
+    num_segments : int, optional
+        Number of groups (required under ``jit``; ids in ``0 .. G-1``).
+
+    Returns
+    -------
+    QueryResult with per-group AUC in ``values``, the GAUC in ``mean``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`ndcg`, plus labels outside {0, 1}, negative or non-finite
+        weights, an unknown ``weighting``. Under ``jit``: NaN instead.
+    """
+    if weighting not in ("uniform", "size", "positives"):
+        raise ValueError(f"weighting must be 'uniform', 'size' or 'positives', got {weighting!r}")
+    xp, y_true, y_score, group_id, (_, _, w), num_segments = _as_flat(
+        y_true, y_score, group_id, [None, None, sample_weight], num_segments)
+    invalid = _value_checks(xp, y_true, y_score)
+    y01, bad = B.binary_labels(y_true, xp)
+    invalid = invalid | bad
+    if w is not None:
+        B.check_weights("sample_weight", w, xp)
+        if B.is_traced(w):
+            invalid = invalid | ~xp.all(w >= 0)
+    if B.is_jax(xp):
+        _register_pytree()
+    ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")
+    f = B.acc_float(xp)
+    cdt = B.acc_int(xp) if (w is None or xp.isdtype(w.dtype, "integral")) else f
+    y = xp.take(y01, ss.order)
+    if w is None:
+        wp = xp.astype(y, cdt)
+        wn = 1 - wp
+    else:
+        ws = xp.astype(xp.take(w, ss.order), cdt)
+        wp = ws * xp.astype(y, cdt)
+        wn = ws - wp
+    Cn = S.psum(wn, xp, cdt)
+    st = xp.take(ss.seg_start, ss.seg)
+    end = xp.take(ss.seg_start + ss.seg_size, ss.seg)
+    lo = st + ss.tie_lo
+    hi1 = st + ss.tie_hi + 1
+    # Scores descend within a group: negatives strictly below lie after the tie group.
+    below = xp.astype(xp.take(Cn, end) - xp.take(Cn, hi1), f)
+    tied = xp.astype(xp.take(Cn, hi1) - xp.take(Cn, lo), f)
+    num = S.segment_sums(xp.astype(wp, f) * (below + 0.5 * tied), ss, xp)
+    P = xp.astype(S.segment_sums(wp, ss, xp, cdt), f)
+    N = xp.astype(S.segment_sums(wn, ss, xp, cdt), f)
+    undef = (P == 0) | (N == 0)
+    auc = num / xp.where(undef, 1.0, P * N)
+
+    class _Ctx:
+        pass
+
+    ctx = _Ctx()
+    ctx.xp, ctx.f, ctx.ai, ctx.ss = xp, f, B.acc_int(xp), ss
+    ctx.dev = B.device(y_score)
+    ctx.invalid = invalid | ss.invalid
+    ctx.traced = B.is_traced(y_true, y_score, group_id, w)
+    weights = None
+    if weighting == "size":
+        weights = P + N
+    elif weighting == "positives":
+        weights = P
+    return _finish(ctx, auc, undef, undefined_mode="skip", name="grouped_roc_auc",
+                   weights=weights, warn_what="groups with one class")

@@ -1,0 +1,321 @@
+"""``calipers trec QRELS RUN [RUN_B] -m MEASURE ... [-q] [-c] [-l N]``.
+
+Evaluates a TREC run against qrels and prints trec_eval's format
+(``measure<TAB>qid<TAB>value``, ``all`` for the mean), or JSON. Defaults match
+trec_eval 9.0.8: ties broken by document id descending, scores as 32-bit
+floats, queries without relevant documents scored 0 and kept in the mean,
+``-c`` averaging over every query of the qrels.
+
+With a second run it compares the two on the same queries: per-query
+differences (with ``-q``), a paired bootstrap over queries (percentile
+interval for the mean difference) and a paired randomisation (sign-flip) test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+
+from ._errors import InputError
+
+_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+# trec_eval's printing order; parameterised measures take cut-offs.
+_ORDER = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec",
+          "recip_rank", "P", "recall", "ndcg", "ndcg_cut"]
+_PARAM = {"P", "recall", "ndcg_cut"}
+_COUNTS = {"num_ret", "num_rel", "num_rel_ret"}
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "trec", help="evaluate TREC runs against qrels (trec_eval format), compare two runs",
+        description="Evaluate a TREC run (qid Q0 docno rank score tag) against qrels "
+                    "(qid 0 docno rel) with trec_eval 9.0.8's conventions; with a second run, "
+                    "compare the two (paired bootstrap over queries, randomisation test).")
+    p.add_argument("qrels", help="qrels file: qid iteration docno relevance")
+    p.add_argument("run", help="run file: qid Q0 docno rank score tag")
+    p.add_argument("run_b", nargs="?", default=None,
+                   help="second run: compare RUN (A) with RUN_B (B)")
+    p.add_argument("-m", dest="measures", action="append", default=None, metavar="MEASURE",
+                   help="measure, repeatable: map, ndcg, ndcg_cut[.K,...], recip_rank, "
+                        "P[.K,...], recall[.K,...], Rprec, num_rel, num_rel_ret, num_ret, "
+                        "num_q, runid, all_trec (default: all of them)")
+    p.add_argument("-q", dest="per_query", action="store_true",
+                   help="also print each query's value")
+    p.add_argument("-c", dest="complete", action="store_true",
+                   help="average over every query of the qrels (missing queries score 0)")
+    p.add_argument("-l", dest="level", type=int, default=1, metavar="N",
+                   help="minimum relevance counted as relevant for binary measures (default 1)")
+    p.add_argument("--ties", choices=["trec_eval", "average"], default="trec_eval",
+                   help="tie rule: trec_eval (score, then docno descending; default) or "
+                        "average (expected value over orderings of tied scores)")
+    p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt")
+    p.add_argument("--n-resamples", type=int, default=10000,
+                   help="bootstrap replicates and randomisation permutations (comparison)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence level of the bootstrap interval (comparison)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (comparison)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+# --------------------------------------------------------------------------
+# measures
+# --------------------------------------------------------------------------
+
+def parse_measures(specs):
+    """``["P.5,10", "map"]`` -> ordered list of (family, cutoff or None), trec_eval order."""
+    if not specs:
+        specs = ["all_trec"]
+    want = {}
+    for spec in specs:
+        for one in [spec]:
+            name, _, params = one.partition(".")
+            if name == "all_trec":
+                for fam in _ORDER:
+                    want.setdefault(fam, set()).update(_CUTOFFS if fam in _PARAM else {None})
+                continue
+            if name not in _ORDER:
+                raise InputError(f"-m {one}: unknown measure {name!r}; supported: "
+                                 f"{', '.join(_ORDER)}, all_trec")
+            if name in _PARAM:
+                if params:
+                    try:
+                        ks = {int(v) for v in params.split(",") if v != ""}
+                    except ValueError:
+                        raise InputError(f"-m {one}: cut-offs must be positive integers") \
+                            from None
+                    if not ks or min(ks) <= 0:
+                        raise InputError(f"-m {one}: cut-offs must be positive integers")
+                else:
+                    ks = set(_CUTOFFS)
+                want.setdefault(name, set()).update(ks)
+            else:
+                if params:
+                    raise InputError(f"-m {one}: measure {name} takes no parameters")
+                want.setdefault(name, set()).add(None)
+    out = []
+    for fam in _ORDER:
+        if fam in want:
+            for k in sorted(want[fam], key=lambda v: -1 if v is None else v):
+                out.append((fam, k))
+    return out
+
+
+def measure_name(fam, k):
+    return fam if k is None else f"{fam}_{k}"
+
+
+def evaluate(ta, measures, *, level=1, ties="trec_eval"):
+    """Per-query values (NumPy, one per query of ``ta.queries``) of every measure."""
+    from calipers._retrieval import _Ranking
+
+    ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
+                   retrieved=ta.retrieved, ties=ties, gain="linear", relevance_level=level,
+                   num_segments=int(ta.queries.shape[0]))
+    R = np.asarray(ctx.n_rel())
+    den = np.where(R > 0, R, 1.0)
+    res = {}
+    for fam, k in measures:
+        if fam in ("runid", "num_q"):
+            continue
+        if fam == "num_ret":
+            v = np.asarray(ctx.n_ret())
+        elif fam == "num_rel":
+            v = R
+        elif fam == "num_rel_ret":
+            v = np.asarray(ctx.n_rel_ret())
+        elif fam == "map":
+            v = np.asarray(ctx.average_precision_sum()) / den
+        elif fam == "Rprec":
+            v = np.asarray(ctx.rprec_hits()) / den
+        elif fam == "recip_rank":
+            v = np.asarray(ctx.reciprocal_rank())
+        elif fam == "P":
+            v = np.asarray(ctx.hits(k)) / k
+        elif fam == "recall":
+            v = np.asarray(ctx.hits(k)) / den
+        elif fam in ("ndcg", "ndcg_cut"):
+            ideal = np.asarray(ctx.idcg(k))
+            v = np.asarray(ctx.dcg(k)) / np.where(ideal > 0, ideal, 1.0)
+        else:  # pragma: no cover - parse_measures rejects others
+            raise InputError(f"unknown measure {fam}")
+        v = np.asarray(v, dtype=np.float64)
+        # trec_eval prints 0 for queries without relevant documents and averages them in.
+        res[measure_name(fam, k)] = np.where(np.isfinite(v), v, 0.0)
+    return res
+
+
+def _load(path, reader, progress):
+    from calipers._trec import TrecFormatError
+
+    try:
+        return reader(path, progress=progress)
+    except TrecFormatError as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _fmt_value(fam, v):
+    if fam in _COUNTS:
+        return str(int(round(v)))
+    return f"{v:.4f}"
+
+
+def _line(name, qid, value):
+    return f"{name:<22}\t{qid}\t{value}"
+
+
+# --------------------------------------------------------------------------
+# comparison of two runs
+# --------------------------------------------------------------------------
+
+def paired_query_stats(a, b, *, n_resamples=10000, confidence=0.95, seed=0):
+    """Bootstrap over queries and sign-flip randomisation for mean(a - b).
+
+    Returns dict with the mean difference, a percentile interval, the share of
+    replicates where A > B, and a two-sided randomisation p-value
+    ``(1 + #{|mean*| >= |mean|}) / (1 + n_resamples)``.
+    """
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    Q = d.shape[0]
+    rng = np.random.default_rng(seed)
+    obs = float(d.mean())
+    chunk = max(1, min(n_resamples, 2_000_000 // max(Q, 1)))
+    boots, flips = [], []
+    done = 0
+    while done < n_resamples:
+        m = min(chunk, n_resamples - done)
+        idx = rng.integers(0, Q, size=(m, Q))
+        boots.append(d[idx].mean(axis=1))
+        signs = rng.integers(0, 2, size=(m, Q)) * 2 - 1
+        flips.append((signs * d).mean(axis=1))
+        done += m
+    boot = np.concatenate(boots)
+    flip = np.concatenate(flips)
+    alpha = 1 - confidence
+    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    tol = 1e-12 * max(1.0, abs(obs))
+    p = (1 + int(np.sum(np.abs(flip) >= abs(obs) - tol))) / (1 + n_resamples)
+    return {"difference": obs, "ci_low": float(lo), "ci_high": float(hi),
+            "confidence": confidence, "prob_a_greater": float(np.mean(boot > 0)),
+            "p_randomization": p, "n_queries": Q, "n_resamples": n_resamples}
+
+
+# --------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------
+
+def run(args) -> int:
+    from calipers._trec import read_qrels, read_run, trec_arrays
+
+    if args.n_resamples <= 0:
+        raise InputError("--n-resamples must be a positive integer")
+    if not 0 < args.confidence < 1:
+        raise InputError("--confidence must be in (0, 1)")
+    measures = parse_measures(args.measures)
+    progress = not args.no_progress
+    qrels = _load(args.qrels, read_qrels, progress)
+    run_a = _load(args.run, read_run, progress)
+    if args.run_b is None:
+        ta = trec_arrays(qrels, run_a, complete_qrels=args.complete)
+        vals = evaluate(ta, measures, level=args.level, ties=args.ties) if \
+            ta.queries.shape[0] else {}
+        return _print_single(args, measures, ta, vals, run_a.tag, qrels)
+    run_b = _load(args.run_b, read_run, progress)
+    qq = np.unique(qrels.qid)
+    queries = qq if args.complete else np.intersect1d(
+        qq, np.union1d(np.unique(run_a.qid), np.unique(run_b.qid)))
+    if queries.shape[0] == 0:
+        raise InputError(f"{args.qrels}: no query of the qrels appears in either run")
+    ta = trec_arrays(qrels, run_a, queries=queries)
+    tb = trec_arrays(qrels, run_b, queries=queries)
+    va = evaluate(ta, measures, level=args.level, ties=args.ties)
+    vb = evaluate(tb, measures, level=args.level, ties=args.ties)
+    return _print_compare(args, measures, queries, va, vb, run_a.tag, run_b.tag)
+
+
+def _print_single(args, measures, ta, vals, tag, qrels):
+    out = sys.stdout
+    qids = [str(q) for q in ta.queries]
+    shown = np.asarray(ta.in_run)   # -c: queries missing from the run are not printed
+    num_q = len(qids)
+    if args.fmt == "json":
+        doc = {"runid": tag, "num_q": num_q, "measures": {}}
+        for fam, k in measures:
+            name = measure_name(fam, k)
+            if name not in vals:
+                continue
+            v = vals[name]
+            agg = float(v.sum()) if fam in _COUNTS else (float(v.mean()) if num_q else math.nan)
+            entry = {"all": int(round(agg)) if fam in _COUNTS else agg}
+            if args.per_query:
+                entry["per_query"] = {q: (int(round(x)) if fam in _COUNTS else float(x))
+                                      for q, x, s in zip(qids, v, shown) if s}
+            doc["measures"][name] = entry
+        json.dump(doc, out, indent=1)
+        out.write("\n")
+        return 0
+    if args.per_query:
+        for i, q in enumerate(qids):
+            if not shown[i]:
+                continue
+            for fam, k in measures:
+                name = measure_name(fam, k)
+                if name in vals:
+                    out.write(_line(name, q, _fmt_value(fam, vals[name][i])) + "\n")
+    for fam, k in measures:
+        name = measure_name(fam, k)
+        if fam == "runid":
+            out.write(_line("runid", "all", tag) + "\n")
+        elif fam == "num_q":
+            out.write(_line("num_q", "all", str(num_q)) + "\n")
+        elif name in vals:
+            v = vals[name]
+            agg = v.sum() if fam in _COUNTS else (v.mean() if num_q else math.nan)
+            out.write(_line(name, "all", _fmt_value(fam, agg)) + "\n")
+    return 0
+
+
+def _print_compare(args, measures, queries, va, vb, tag_a, tag_b):
+    out = sys.stdout
+    qids = [str(q) for q in queries]
+    rows = []
+    for fam, k in measures:
+        name = measure_name(fam, k)
+        if name not in va or fam in _COUNTS:
+            continue
+        st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
+                                confidence=args.confidence, seed=args.seed)
+        rows.append((name, float(va[name].mean()), float(vb[name].mean()), st,
+                     va[name] - vb[name]))
+    if args.fmt == "json":
+        doc = {"run_a": tag_a, "run_b": tag_b, "num_q": len(qids), "measures": {}}
+        for name, ma, mb, st, d in rows:
+            entry = {"mean_a": ma, "mean_b": mb, **st}
+            if args.per_query:
+                entry["per_query_difference"] = {q: float(x) for q, x in zip(qids, d)}
+            doc["measures"][name] = entry
+        json.dump(doc, out, indent=1)
+        out.write("\n")
+        return 0
+    if args.per_query:
+        for name, _, _, _, d in rows:
+            for q, x in zip(qids, d):
+                out.write(_line(name + "_diff", q, f"{x:.4f}") + "\n")
+    pct = f"{100 * args.confidence:g}%"
+    out.write(f"# A = {tag_a} ({args.run}), B = {tag_b} ({args.run_b}); {len(qids)} queries; "
+              f"{args.n_resamples} bootstrap replicates / randomisation permutations, "
+              f"seed {args.seed}\n")
+    head = f"{'measure':<22}\t{'A':>8}\t{'B':>8}\t{'A-B':>8}\t{pct + ' CI':>19}\t" \
+           f"{'P(A>B)':>7}\t{'p_rand':>7}"
+    out.write(head + "\n")
+    for name, ma, mb, st, _ in rows:
+        ci = f"[{st['ci_low']:+.4f}, {st['ci_high']:+.4f}]"
+        out.write(f"{name:<22}\t{ma:8.4f}\t{mb:8.4f}\t{st['difference']:+8.4f}\t{ci:>19}\t"
+                  f"{st['prob_a_greater']:7.4f}\t{st['p_randomization']:7.4f}\n")
+    return 0
