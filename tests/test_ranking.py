@@ -371,7 +371,7 @@ def test_invalid_values_under_jit_give_nan():
 @pytest.mark.parametrize("call,match", [
     (lambda: calipers.roc_auc_score([0, 1], [0.1, 0.2, 0.3]), "y_score has 3 elements but y_true has 2"),
     (lambda: calipers.roc_auc_score([], []), "y_true is empty"),
-    (lambda: calipers.roc_auc_score([[0, 1]], [[0.1, 0.2]]), "y_true must be 1-D"),
+    (lambda: calipers.roc_auc_score([[0, 1]], [0.1, 0.2]), "y_true must be 1-D"),
     (lambda: calipers.roc_auc_score([0, 1], [0.1, np.nan]), "y_score must be finite.*element 1"),
     (lambda: calipers.roc_auc_score([0, 1], [0.1, np.inf]), "y_score must be finite"),
     (lambda: calipers.roc_auc_score([0, 2], [0.1, 0.2]), "y_true must contain only 0 and 1.*element 1"),

@@ -128,6 +128,25 @@ def _sorted_stats(d: _Binary) -> _Stats:
     return stats_from_presorted(ps, w, xp)
 
 
+class _Points(NamedTuple):
+    """Each tie group's ROC/PR point, in counts, at every row of the group."""
+
+    rep: object  # True on one row per tie group (its last row)
+    tp: object   # positive weight with score >= the group's score
+    fp: object   # negative weight with score >= the group's score
+    tp0: object  # ... with score > the group's score (the previous point)
+    fp0: object
+
+
+def _group_points(st: _Stats, xp) -> _Points:
+    n = st.s.shape[0]
+    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
+    return _Points(st.hi == idx,
+                   st.P - _f(xp.take(st.Cp, st.lo), xp), st.N - _f(xp.take(st.Cn, st.lo), xp),
+                   st.P - _f(xp.take(st.Cp, st.hi + 1), xp),
+                   st.N - _f(xp.take(st.Cn, st.hi + 1), xp))
+
+
 def auc_from_stats(st: _Stats, xp):
     """Mann-Whitney AUC (ties 1/2) from sorted stats; NaN when one class is absent."""
     below = _f(xp.take(st.Cn, st.lo), xp)       # negative weight strictly below
@@ -303,13 +322,10 @@ def _auc_numpy_unweighted(d):
 
 def _partial_area(st: _Stats, max_fpr, xp):
     """Area under the ROC curve for FPR in [0, max_fpr], interpolating linearly."""
-    n = st.s.shape[0]
-    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
-    rep = st.hi == idx                                   # one row per tie group
-    f1 = _div(st.N - _f(xp.take(st.Cn, st.lo), xp), st.N, xp)   # FPR at this threshold
-    t1 = _div(st.P - _f(xp.take(st.Cp, st.lo), xp), st.P, xp)
-    f0 = _div(st.N - _f(xp.take(st.Cn, st.hi + 1), xp), st.N, xp)  # at the next higher one
-    t0 = _div(st.P - _f(xp.take(st.Cp, st.hi + 1), xp), st.P, xp)
+    g = _group_points(st, xp)
+    rep = g.rep
+    f1, t1 = _div(g.fp, st.N, xp), _div(g.tp, st.P, xp)     # at this threshold
+    f0, t0 = _div(g.fp0, st.N, xp), _div(g.tp0, st.P, xp)   # at the next higher one
     width = f1 - f0
     m = max_fpr
     full = width * (t0 + t1) / 2
@@ -397,13 +413,7 @@ def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None)
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     st = _sorted_stats(d)
-    n = st.s.shape[0]
-    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
-    rep = st.hi == idx
-    t1 = st.P - _f(xp.take(st.Cp, st.lo), xp)
-    f1 = st.N - _f(xp.take(st.Cn, st.lo), xp)
-    t0 = st.P - _f(xp.take(st.Cp, st.hi + 1), xp)
-    f0 = st.N - _f(xp.take(st.Cn, st.hi + 1), xp)
+    rep, t1, f1, t0, f0 = _group_points(st, xp)
     p1 = t1 / xp.where(t1 + f1 > 0, t1 + f1, 1.0)
     p0 = xp.where(t0 + f0 > 0, t0 / xp.where(t0 + f0 > 0, t0 + f0, 1.0), 1.0)
     area = _div(xp.sum(xp.where(rep, (t1 - t0) * (p0 + p1) / 2, 0.0)), st.P, xp)
@@ -424,11 +434,7 @@ def _curve_points(d: _Binary):
     """
     xp = d.xp
     st = _sorted_stats(d)
-    n = st.s.shape[0]
-    idx = xp.arange(n, dtype=st.hi.dtype, device=B.device(st.s))
-    rep = st.hi == idx
-    tps = st.P - _f(xp.take(st.Cp, st.lo), xp)
-    fps = st.N - _f(xp.take(st.Cn, st.lo), xp)
+    rep, tps, fps, _, _ = _group_points(st, xp)
     thr = st.s
     # JAX arrays that are concrete (eager) can be compacted although the
     # namespace reports no data-dependent shapes (that flag is about jit).

@@ -23,12 +23,13 @@ from ._retrieval import (
     recall_at_k,
     reciprocal_rank,
 )
-from ._trec import Qrels, Run, read_qrels, read_run, trec_arrays
+from ._trec import Qrels, Run, TrecFormatError, read_qrels, read_run, trec_arrays
 
 __all__ = [
     "QueryResult",
     "Qrels",
     "Run",
+    "TrecFormatError",
     "average_precision",
     "dcg",
     "grouped_roc_auc",
