@@ -63,9 +63,11 @@ def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
     **metric_kwargs
         Passed to every call of ``metric`` unchanged.
 
-    Returns a :class:`SliceReport`; ``overall`` is ``metric`` on all rows.
-    Undefined slices (NaN) do not warn one by one: a single
-    :class:`UndefinedMetricWarning` gives their number.
+    Returns
+    -------
+    SliceReport
+        ``overall`` is ``metric`` on all rows. Undefined slices (NaN) do not
+        warn one by one: a single ``UndefinedMetricWarning`` gives their number.
 
     Raises
     ------
