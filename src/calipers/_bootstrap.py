@@ -7,16 +7,20 @@ Design: **sort once, resample by counts.**
   makes the comparison paired. The metric is evaluated with the counts as
   integer weights, which equals evaluating it on the resampled rows exactly
   (counts are accumulated in integers).
-* The rows are put once into a *layout* order; for the sorted metrics (ROC
-  AUC, AP) the layout is model A's score order, so A's replicate needs no
-  gather and B's needs one. Because multinomial counts are exchangeable, the
-  counts are drawn directly in layout order.
-* Counts come from a NumPy ``Generator`` (one replicate at a time, O(n) memory)
-  or, on JAX, from ``fold_in(key, replicate_index)`` inside a ``jit``-compiled,
-  ``vmap``-ped chunk of ``batch`` replicates. Replicate ``i`` therefore depends
-  only on the key and ``i``: the answer does not depend on ``batch`` or on how
-  the chunks are sharded over devices, and peak memory is O(batch * n) whatever
-  ``n_resamples`` is. No n x B index matrix is ever built.
+* The rows are put once into a *layout* order, and counts are drawn directly
+  in layout order (multinomial counts are exchangeable). For ROC AUC the
+  layout is [negatives | positives], each in model A's score order: a
+  replicate is one prefix sum of the negatives' counts (after one gather into
+  B's order for model B), a gather at ranks found once by ``searchsorted`` and
+  a dot product, in exact integers. For AP the layout is A's score order;
+  log loss and Brier are weighted means of per-row losses computed once.
+* Replicate ``i`` has its own random stream: on NumPy a ``Generator`` on
+  ``SeedSequence(seed, spawn_key=(i,))`` (one replicate at a time per worker
+  thread, O(workers * n) memory), on JAX ``fold_in(key, i)`` inside a
+  ``jit``-compiled, ``vmap``-ped chunk of ``batch`` replicates (O(batch * n)
+  memory). So the answer does not depend on ``batch``, ``workers`` or how the
+  chunks are sharded over devices, and peak memory does not grow with
+  ``n_resamples``. No n x B index matrix is ever built.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import threading
 import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -189,6 +194,94 @@ class _AUCKernel:
 
 
 @dataclass(frozen=True)
+class _AUCSplitKernel:
+    """ROC AUC when the layout is [negatives | positives], each in model A's order.
+
+    Eager only (the class sizes ``N``, ``P`` are static). Per replicate:
+    prefix sums of the negatives' weights (in this model's order: a gather of
+    N for model B, none for A), then for each positive the negative weight
+    below it read at a precomputed rank (``searchsorted`` once, at set-up),
+    and one dot product. Integer counts stay integers (exact) on 64-bit
+    backends.
+    """
+
+    N: int
+    P: int
+    ties: bool = True
+    sorted_layout: bool = True
+
+    def prepare(self, y01, s, w, xp, identity):
+        N = self.N
+        sneg, spos = s[:N], s[N:]
+        perm = None if identity else xp.argsort(sneg, stable=False)
+        sneg_sorted = sneg if identity else xp.take(sneg, perm)
+        idt = B.acc_int(xp)
+        k_lo = xp.astype(xp.searchsorted(sneg_sorted, spos, side="left"), idt)
+        k_hi = xp.astype(xp.searchsorted(sneg_sorted, spos, side="right"), idt)
+        wneg = wpos = None
+        if w is not None:
+            wneg = w[:N] if identity else xp.take(w[:N], perm)
+            wpos = w[N:]
+        # the layout is not one sorted order: the general state sorts for itself
+        general = _AUCKernel(True).prepare(y01, s, w, xp, False)
+        # NumPy: buffers reused across replicates (no allocation and page faults
+        # per replicate), one set per worker thread.
+        scratch = {} if B.is_numpy(xp) else None
+        return (perm, k_lo, k_hi, wneg, wpos, scratch, general)
+
+    def evaluate(self, state, counts, xp):
+        perm, k_lo, k_hi, wneg, wpos, scratch, _ = state
+        N = self.N
+        if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
+                and counts.dtype == np.int64:
+            return self._evaluate_numpy(perm, k_lo, k_hi, counts, scratch)
+        cneg, cpos = counts[:N], counts[N:]
+        if perm is not None:
+            cneg = xp.take(cneg, perm)
+        if wneg is not None:
+            cneg, cpos = _f(cneg, xp) * _f(wneg, xp), _f(cpos, xp) * _f(wpos, xp)
+        exact = xp.isdtype(cneg.dtype, "integral") and B.acc_int(xp) == xp.int64
+        mdt = xp.int64 if exact else B.acc_float(xp)
+        cum0 = B.prefix_sum(cneg, xp, mdt)       # negative weight below each rank
+        cp = xp.astype(cpos, mdt)
+        if self.ties:
+            num2 = xp.sum(cp * (xp.take(cum0, k_lo) + xp.take(cum0, k_hi)))
+        else:
+            num2 = 2 * xp.sum(cp * xp.take(cum0, k_lo))
+        Pw = _f(xp.sum(cp), xp)
+        Nw = _f(cum0[N], xp)
+        undefined = (Pw == 0) | (Nw == 0)
+        return B.nan_if(undefined, _f(num2, xp) / xp.where(undefined, 1.0, 2 * Pw * Nw), xp)
+
+    def _evaluate_numpy(self, perm, k_lo, k_hi, counts, scratch):
+        # NumPy integer counts: fewest passes over memory, exact integer arithmetic.
+        N = self.N
+        bufs = scratch.get(threading.get_ident())
+        if bufs is None:
+            bufs = scratch[threading.get_ident()] = (
+                np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=np.int64),
+                np.empty(self.P, dtype=np.int64), np.empty(self.P, dtype=np.int64))
+        cum0, negbuf, g1, g2 = bufs
+        cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf)
+        cum0[0] = 0
+        np.cumsum(cneg, out=cum0[1:])
+        cpos = counts[N:]
+        np.take(cum0, k_lo, out=g1)
+        if self.ties:
+            np.add(g1, np.take(cum0, k_hi, out=g2), out=g1)
+            num2 = int(np.dot(cpos, g1))
+        else:
+            num2 = 2 * int(np.dot(cpos, g1))
+        Pw, Nw = int(cpos.sum()), int(cum0[N])
+        if Pw == 0 or Nw == 0:
+            return np.float64(math.nan)
+        return np.float64(num2 / (2 * Pw * Nw))   # exact integers, one rounding
+
+    def loo(self, state, xp):
+        return _AUCKernel(True).loo(state[-1], xp)
+
+
+@dataclass(frozen=True)
 class _APKernel:
     """Average precision (step sum, ties together) over one presorted order."""
 
@@ -340,7 +433,8 @@ _NAMES = {
 def _resolve_metric(metric, resample_by):
     if isinstance(metric, str):
         if metric not in _NAMES:
-            raise ValueError(f"metric must be a callable or one of {sorted(_NAMES)}, got {metric!r}")
+            raise ValueError(f"metric must be a callable or one of {sorted(_NAMES)}, "
+                             f"got {metric!r}")
         metric = _NAMES[metric]
     if not callable(metric):
         raise ValueError(f"metric must be callable or a metric name, got {metric!r}")
@@ -385,6 +479,7 @@ class _Design:
     n: int
     n_units: int = 0   # clusters
     block_length: int = 0
+    contiguous: bool = False   # stratified: classes are contiguous runs of the layout
 
     @property
     def label(self):
@@ -414,12 +509,20 @@ def _draw_numpy(design: _Design, data, rng):
         return np.bincount(rng.integers(0, n, n), minlength=n)
     if design.kind == "stratified":
         pos_by_class = data
-        t = np.concatenate([p[rng.integers(0, p.shape[0], p.shape[0])] for p in pos_by_class])
+        if design.contiguous:   # class c occupies layout positions p[0] .. p[-1]
+            t = np.concatenate([p[0] + rng.integers(0, p.shape[0], p.shape[0])
+                                for p in pos_by_class])
+        else:
+            t = np.concatenate([p[rng.integers(0, p.shape[0], p.shape[0])]
+                                for p in pos_by_class])
         return np.bincount(t, minlength=n)
     if design.kind == "cluster":
         (unit,) = data
         G = design.n_units
-        m = rng.poisson(1.0, G) if design.poisson else np.bincount(rng.integers(0, G, G), minlength=G)
+        if design.poisson:
+            m = rng.poisson(1.0, G)
+        else:
+            m = np.bincount(rng.integers(0, G, G), minlength=G)
         return m[unit]
     # moving blocks over the time order, then into layout order
     L = design.block_length
@@ -438,21 +541,25 @@ def _draw_jax(design: _Design, data, key, idtype):
     import jax.numpy as jnp
 
     n = design.n
+    # int32 random indices and counts (exact below 2**31 rows): half the
+    # random bits and memory traffic of int64.
+    idtype = jnp.int32 if max(n, design.n_units) < 2**31 - 1 else idtype
     if design.kind == "plain":
         if design.poisson:
             return _poisson_jax(key, (n,), idtype)
-        return jnp.bincount(jax.random.randint(key, (n,), 0, n, dtype=idtype), length=n)
+        return _bincount(jax.random.randint(key, (n,), 0, n, dtype=idtype), n, idtype)
     if design.kind == "stratified":
         low, high, pos = data
-        slot = jax.random.randint(key, (n,), low, high, dtype=idtype)
-        return jnp.bincount(jnp.take(pos, slot), length=n)
+        slot = jax.random.randint(key, (n,), low.astype(idtype), high.astype(idtype),
+                                  dtype=idtype)
+        return _bincount(slot if design.contiguous else jnp.take(pos, slot), n, idtype)
     if design.kind == "cluster":
         (unit,) = data
         G = design.n_units
         if design.poisson:
             m = _poisson_jax(key, (G,), idtype)
         else:
-            m = jnp.bincount(jax.random.randint(key, (G,), 0, G, dtype=idtype), length=G)
+            m = _bincount(jax.random.randint(key, (G,), 0, G, dtype=idtype), G, idtype)
         return jnp.take(m, unit)
     L = design.block_length
     k = -(-n // L)
@@ -463,11 +570,18 @@ def _draw_jax(design: _Design, data, key, idtype):
     return jnp.take(counts, data[0]) if data else counts
 
 
+def _bincount(idx, length, idtype):
+    import jax.numpy as jnp
+
+    return jnp.zeros(length, dtype=idtype).at[idx].add(1)
+
+
 def _poisson_jax(key, shape, idtype):
     import jax
     import jax.numpy as jnp
 
-    f = jnp.float64 if jnp.dtype(idtype) == jnp.int64 else jnp.float32
+    # float32 uniforms: the count probabilities are resolved to 2**-24
+    f = jnp.float32
     cdf = _poisson_cdf(float(jnp.finfo(f).eps))
     u = jax.random.uniform(key, shape, dtype=f)
     # inverse CDF: count of CDF steps below u; a static, fused comparison chain
@@ -485,7 +599,11 @@ def _build_design(xp, n, layout, y_layout_codes, *, stratify, groups_codes, n_gr
     ``y_layout_codes`` are class codes in layout order (stratify only).
     """
     if stratify:
-        d = _Design("stratified", False, n)
+        contiguous = False
+        if not traced:
+            cn = np.asarray(B.to_numpy(y_layout_codes))
+            contiguous = bool(np.all(cn[1:] >= cn[:-1]))   # sorted codes: runs
+        d = _Design("stratified", False, n, contiguous=contiguous)
         if B.is_jax(xp):
             import jax.numpy as jnp
 
@@ -495,8 +613,7 @@ def _build_design(xp, n, layout, y_layout_codes, *, stratify, groups_codes, n_gr
             lo, hi = B.group_bounds(cs, xp)
             idt = B.acc_int(xp)
             return d, (lo.astype(idt), (hi + 1).astype(idt), pos.astype(idt))
-        codes = np.asarray(B.to_numpy(y_layout_codes))
-        return d, tuple(np.flatnonzero(codes == c) for c in np.unique(codes))
+        return d, tuple(np.flatnonzero(cn == c) for c in np.unique(cn))
     if groups_codes is not None:
         d = _Design("cluster", poisson, n, n_units=int(n_groups))
         return d, (groups_codes,)
@@ -511,9 +628,10 @@ def _build_design(xp, n, layout, y_layout_codes, *, stratify, groups_codes, n_gr
 # --------------------------------------------------------------------------
 
 def _default_batch(n):
-    # About 2**19 elements per chunk: each intermediate array stays a few MB
-    # (cache-sized); larger chunks measured slower on CPU (memory-bound gathers).
-    return max(1, min(4096, (1 << 19) // max(n, 1)))
+    # About 2**20 elements per chunk: each intermediate array stays a few MB;
+    # on CPU at n = 10^5, chunks of 8 replicates were fastest (2 and 32 were
+    # about 1.4x slower), while small n still gets many replicates per call.
+    return max(1, min(4096, (1 << 20) // max(n, 1)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -584,7 +702,9 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, key, n_resamples, ba
         batch = -(-batch // len(devices)) * len(devices)
         shard, repl = _mesh_sharding(devices)
         sa, sb, dd, key = jax.device_put((sa, sb, dd, key), repl)
-    out_a, out_b = [], []
+    # Preallocated host results: chunk outputs are copied in and their device
+    # buffers freed at once (keeping views of them made memory grow with B).
+    out_a, out_b = np.empty(n_resamples), np.empty(n_resamples)
     for start in range(0, n_resamples, batch):
         m = min(batch, n_resamples - start)
         # A whole chunk of indices even for the last one: one compiled shape;
@@ -593,28 +713,50 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, key, n_resamples, ba
         if shard is not None:
             idx = jax.device_put(idx, shard)
         ra, rb = fn(idx, key, sa, sb, dd)
-        out_a.append(np.asarray(ra, dtype=np.float64)[:m])
-        out_b.append(np.asarray(rb, dtype=np.float64)[:m])
+        out_a[start:start + m] = np.asarray(ra)[:m]
+        out_b[start:start + m] = np.asarray(rb)[:m]
+        del ra, rb
         if progress is not None:
             progress(m)
-    return np.concatenate(out_a), np.concatenate(out_b)
+    return out_a, out_b
 
 
-def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress):
-    """One replicate at a time (NumPy, array-api-strict, Python metrics): O(n) memory."""
+def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, workers=1):
+    """One replicate at a time per worker (NumPy, array-api-strict, Python metrics).
+
+    Memory O(workers * n). Replicate ``r`` depends only on ``draw(r)``, so
+    the number of worker threads does not change the result.
+    """
     da = np.empty(n_resamples)
     db = np.empty(n_resamples)
-    done = 0
-    with warnings.catch_warnings():
-        # Undefined replicates are counted and reported once, not warned per replicate.
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        for r in range(n_resamples):
+
+    def run(lo, hi):
+        for r in range(lo, hi):
             c = draw(r)
             da[r] = float(kernel_a.evaluate(sa, c, xp))
             db[r] = float(kernel_b.evaluate(sb, c, xp))
-            if progress is not None and (r + 1 - done >= 64 or r + 1 == n_resamples):
-                progress(r + 1 - done)
-                done = r + 1
+        return hi - lo
+
+    step = 64
+    spans = [(lo, min(lo + step, n_resamples)) for lo in range(0, n_resamples, step)]
+    with warnings.catch_warnings():
+        # Undefined replicates are counted and reported once, not warned per replicate.
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        if workers == 1:
+            for lo, hi in spans:
+                m = run(lo, hi)
+                if progress is not None:
+                    progress(m)
+        else:
+            # NumPy releases the GIL in the draws, gathers and prefix sums.
+            from concurrent.futures import ThreadPoolExecutor, as_completed
+
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(run, lo, hi) for lo, hi in spans]
+                for f in as_completed(futures):
+                    m = f.result()
+                    if progress is not None:
+                        progress(m)
     return da, db
 
 
@@ -634,6 +776,14 @@ class _Setup:
     design_data: Any
     layout: Any
     kind: str
+
+
+def _check_workers(workers, xp):
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if workers > 1 and B.is_jax(xp):
+        raise ValueError("workers applies to NumPy and array-api-strict; on JAX the replicates "
+                         "run as compiled chunks (batch) sharded over devices (devices)")
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
@@ -663,21 +813,25 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     n = y_true.shape[0]
     if block_length is not None and block_length > n:
         raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
+    a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
         y01, _ = B.binary_labels(y_true, xp)
         if name in ("roc_auc", "average_precision"):
             layout = xp.argsort(a, stable=False)
-            a_l = xp.take(a, layout)
-            if traced:
-                ties_a = ties_b = True
-            else:
-                ties_a = bool(xp.any(a_l[1:] == a_l[:-1])) if n > 1 else False
-                sb_ = xp.sort(b)
-                ties_b = bool(xp.any(sb_[1:] == sb_[:-1])) if n > 1 else False
-            if name == "roc_auc":
-                ka, kb = _AUCKernel(ties_a), _AUCKernel(ties_b)
-            else:
+            if name == "average_precision":
                 ka = kb = _APKernel()
+            else:
+                # layout [negatives | positives], each in A's score order (the
+                # same under jit, so jit and eager draw the same replicates)
+                y_sorted = xp.take(y01, layout)
+                layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
+                if traced:   # class sizes are not static: the general kernel
+                    ka = kb = _AUCKernel(True)
+                    a_identity = False
+                else:
+                    N = int(xp.sum(1 - y01))
+                    ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
+                    kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -691,7 +845,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
         return x if (x is None or layout is None) else xp.take(x, layout)
 
     y_l, a_l, b_l, w_l = lay(y_sel), lay(a), lay(b), lay(sw)
-    state_a = ka.prepare(y_l, a_l, w_l, xp, True)
+    state_a = ka.prepare(y_l, a_l, w_l, xp, a_identity)
     state_b = kb.prepare(y_l, b_l, w_l, xp, False)
 
     codes = None
@@ -705,7 +859,8 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             if not traced:
                 cn = B.to_numpy(codes)
                 if cn.min() < 0 or cn.max() >= num_groups:
-                    raise ValueError(f"groups must be integer codes in [0, num_groups={num_groups})")
+                    raise ValueError(f"groups must be integer codes in "
+                                     f"[0, num_groups={num_groups})")
         else:
             _, inv = np.unique(B.to_numpy(groups), return_inverse=True)
             num_groups = int(inv.max()) + 1
@@ -732,6 +887,13 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                                n_groups=num_groups, block_length=block_length,
                                poisson=poisson, traced=traced)
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
+
+
+def _has_ties(s, xp):
+    if s.shape[0] < 2:
+        return False
+    ss = xp.sort(s)
+    return bool(xp.any(ss[1:] == ss[:-1]))
 
 
 def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups):
@@ -764,6 +926,8 @@ def _key_for(seed, xp):
         return jax.random.key(int(seed))
     if isinstance(seed, np.random.Generator):
         return jax.random.key(int(seed.integers(0, 2**31 - 1)))
+    if isinstance(seed, np.random.SeedSequence):
+        return jax.random.key(int(seed.generate_state(1)[0]))
     return seed
 
 
@@ -790,7 +954,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
                                 n_resamples: int = 1000, stratify: bool = False, groups=None,
                                 num_groups: int | None = None, block_length: int | None = None,
                                 resampling: str = "multinomial", resample_by: str = "auto",
-                                batch: int | None = None, seed=None):
+                                batch: int | None = None, seed=None, workers: int = 1):
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
     The engine of :func:`paired_bootstrap` without the intervals: returns
@@ -812,6 +976,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups)
+    _check_workers(workers, xp)
     traced = B.is_traced(y_true, a, b, sw, groups)
     if not traced:
         # validate through the metric's own messages (labels, scores, probabilities)
@@ -826,11 +991,28 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
                num_groups=num_groups, block_length=block_length,
                poisson=resampling == "poisson", traced=traced)
     if traced:
-        return _traced_replicates(s, seed, n_resamples, batch)
-    da, db = _replicates(s, seed, n_resamples, batch, None, None)
+        ra, rb = _traced_replicates(s, seed, n_resamples, batch)
+        if kind == "fast":   # invalid input cannot raise under jit: NaN
+            bad = _traced_invalid(name, xp, y_true, a, b, sw)
+            ra, rb = B.nan_if(bad, ra, xp), B.nan_if(bad, rb, xp)
+        return ra, rb
+    da, db = _replicates(s, seed, n_resamples, batch, None, None, workers)
     if B.is_numpy(xp):
         return da, db
     return xp.asarray(da), xp.asarray(db)
+
+
+def _traced_invalid(name, xp, y_true, a, b, sw):
+    """Scalar flag: traced input that breaks a rule the eager path would raise on."""
+    _, bad = B.binary_labels(y_true, xp)
+    for s in (a, b):
+        if xp.isdtype(s.dtype, "real floating"):
+            bad = bad | ~xp.all(xp.isfinite(s))
+        if name in ("log_loss", "brier"):
+            bad = bad | ~xp.all((s >= 0) & (s <= 1))
+    if sw is not None:
+        bad = bad | ~xp.all(sw >= 0)
+    return bad
 
 
 def _traced_replicates(s: _Setup, seed, n_resamples, batch):
@@ -852,7 +1034,7 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     return ra.reshape(-1)[:n_resamples], rb.reshape(-1)[:n_resamples]
 
 
-def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress):
+def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=1):
     """Eager engine choice; returns float64 NumPy arrays."""
     xp = s.xp
     if B.is_jax(xp):
@@ -875,17 +1057,42 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress):
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    rng = B.make_rng(seed, np) if not isinstance(seed, np.random.Generator) else seed
+    rng_for = _numpy_streams(seed)
     dd = tuple(B.to_numpy(x) for x in s.design_data) if s.design.kind != "stratified" \
         else s.design_data
     if B.is_numpy(xp):
         def draw(r):
-            return _draw_numpy(s.design, dd, rng)
+            return _draw_numpy(s.design, dd, rng_for(r))
     else:
         def draw(r):
-            return xp.asarray(_draw_numpy(s.design, dd, rng))
+            return xp.asarray(_draw_numpy(s.design, dd, rng_for(r)))
     return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
-                     progress)
+                     progress, workers)
+
+
+def _numpy_streams(seed):
+    """``r -> Generator`` of replicate r: an independent stream per replicate.
+
+    ``SeedSequence(entropy, spawn_key=(r,))`` is NumPy's own way to make
+    independent child streams; replicate r depends only on (seed, r), as on
+    JAX, so chunking and worker threads do not change the answer.
+    """
+    if isinstance(seed, np.random.Generator):
+        entropy = int(seed.integers(0, 2**63 - 1))
+    elif isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+    elif seed is None:
+        entropy = np.random.SeedSequence().entropy
+    elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        entropy = int(seed)
+    else:
+        raise ValueError(f"seed must be None, a non-negative int, a NumPy Generator or "
+                         f"SeedSequence (or a JAX key for JAX arrays), got {seed!r}")
+
+    def rng_for(r):
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
+                                                                          spawn_key=(r,))))
+    return rng_for
 
 
 def _is_trace_error(exc) -> bool:
@@ -902,6 +1109,11 @@ def _full_estimate(metric, kind, y_true, s, sw):
             raise ValueError("sample_weight needs a metric that accepts sample_weight; "
                              "index resampling cannot apply weights")
         return metric(y_true, s, sample_weight=sw)
+    if kind == "weights":
+        # the metric may require sample_weight: unit weights are the full data
+        xp, _ = B.as_arrays(s)
+        return metric(y_true, s, sample_weight=xp.ones(s.shape[0], dtype=B.acc_int(xp),
+                                                        device=B.device(s)))
     return metric(y_true, s)
 
 
@@ -992,13 +1204,17 @@ def _jackknife(s: _Setup, jackknife_groups):
         fn = _compiled_masked(s.kernel_a, s.kernel_b, idt.name)
         step = _default_batch(n)
         grp_j = jnp.asarray(grp.astype(idt))
-        for g0 in range(0, G, step):
-            gs = jnp.arange(g0, g0 + step, dtype=idt)
-            ra, rb = fn(gs, grp_j, s.state_a, s.state_b)
-            m = min(step, G - g0)
-            ja[g0:g0 + m] = np.asarray(ra, dtype=np.float64)[:m]
-            jb[g0:g0 + m] = np.asarray(rb, dtype=np.float64)[:m]
-        return ja, jb
+        try:
+            for g0 in range(0, G, step):
+                gs = jnp.arange(g0, g0 + step, dtype=idt)
+                ra, rb = fn(gs, grp_j, s.state_a, s.state_b)
+                m = min(step, G - g0)
+                ja[g0:g0 + m] = np.asarray(ra, dtype=np.float64)[:m]
+                jb[g0:g0 + m] = np.asarray(rb, dtype=np.float64)[:m]
+            return ja, jb
+        except Exception as exc:  # metric not traceable: evaluate eagerly below
+            if s.kind != "weights" or not _is_trace_error(exc):
+                raise
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         for g in range(G):
@@ -1018,7 +1234,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                      method: str = "percentile", alternative: str = "two-sided",
                      stratify: bool = False, groups=None, block_length: int | None = None,
                      resampling: str = "multinomial", resample_by: str = "auto",
-                     batch: int | None = None, seed=None, devices=None,
+                     batch: int | None = None, seed=None, devices=None, workers: int = 1,
                      jackknife_groups: int = 100,
                      progress: Callable[[int], None] | None = None) -> BootstrapResult:
     """Paired bootstrap interval for ``metric(A) - metric(B)`` on the same examples.
@@ -1080,22 +1296,30 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``"poisson"``: independent Poisson(1) counts per row (or per cluster),
         the streaming/distributed approximation (Hanley & MacGibbon 2006;
         Chamandy et al. 2012): the resample size varies around n. Not with
-        ``stratify`` or ``block_length``. On JAX drawn by inverse CDF,
-        truncated where the tail is below the uniform's resolution.
+        ``stratify`` or ``block_length``. On JAX drawn by inverse CDF from
+        float32 uniforms (count probabilities resolved to 2**-24); on NumPy
+        by ``Generator.poisson`` (exact, but slower than the multinomial draw).
     resample_by : {"auto", "weights", "indices"}
         Force weight or index resampling for a user metric.
     batch : int, optional
-        Replicates per compiled chunk on JAX (default: about 2**22 / n); peak
+        Replicates per compiled chunk on JAX (default: about 2**20 / n); peak
         memory O(batch * n) whatever ``n_resamples`` is. The replicates do not
         depend on it. NumPy and array-api-strict run one replicate at a time
-        (memory O(n)).
-    seed : None, int, NumPy Generator or JAX key
-        The same seed gives the same replicates on the same backend (NumPy
-        and JAX draw differently).
+        per worker (memory O(workers * n)); ``batch`` is not used there.
+    seed : None, int, NumPy Generator or SeedSequence, or JAX key
+        Replicate ``i`` depends only on the seed and ``i``: on NumPy it draws
+        from ``SeedSequence(seed, spawn_key=(i,))`` (a Generator seed gives
+        the entropy), on JAX from ``fold_in(key, i)``. The same seed gives the
+        same replicates on the same backend whatever ``batch``, ``workers``
+        or ``devices``; NumPy and JAX draw different streams.
     devices : None, int, "all" or a list of JAX devices
         Shard each chunk's replicates over these devices
         (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates
         are identical to the single-device ones for the same key.
+    workers : int
+        NumPy / array-api-strict: threads evaluating replicates (NumPy releases
+        the GIL in the draws, gathers and prefix sums); memory O(workers * n).
+        Default 1. Not for JAX (use ``batch`` and ``devices``).
     jackknife_groups : int
         Most groups of the grouped jackknife (BCa only).
     progress : callable, optional
@@ -1151,6 +1375,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                          "arrays; under jax.jit use paired_bootstrap_replicates")
     if devices is not None and not B.is_jax(xp):
         raise ValueError("devices applies to JAX arrays only")
+    _check_workers(workers, xp)
     devs = _resolve_devices(devices)
 
     # Full-data estimates, which also validate every input with the metric's own messages.
@@ -1160,7 +1385,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=None, block_length=block_length,
                poisson=resampling == "poisson", traced=False)
-    da, db = _replicates(s, seed, n_resamples, batch, devs, progress)
+    da, db = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
 
     diff = da - db
     ok = np.isfinite(diff)

@@ -1,0 +1,620 @@
+"""Paired bootstrap engine (calipers._bootstrap): counts, designs, intervals, backends."""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import calipers
+from calipers import _backend as B
+from calipers import _bootstrap as BS
+from calipers import paired_bootstrap, paired_bootstrap_replicates
+from conftest import to_np
+
+UMW = calipers.UndefinedMetricWarning
+
+
+def _data(seed=0, n=40, ties=True, pos=None):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n) if pos is None else (np.arange(n) < pos).astype(np.int64)
+    y[:2] = [0, 1] if pos is None else y[:2]
+    a = rng.normal(y * 1.0)
+    b = 0.6 * a + rng.normal(size=n)
+    if ties:
+        a, b = np.round(a, 1), np.round(b, 1)
+    return y, a, b
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+# --------------------------------------------------------------------------
+# the counts behind each replicate, read from the engine's own draws
+# --------------------------------------------------------------------------
+
+def _row_counts(metric, y, a, b, *, backend_name, n_resamples, seed, sample_weight=None,
+                resample_by="auto", stratify=False, groups=None, block_length=None,
+                resampling="multinomial"):
+    """Counts per original row of every replicate, as the engine draws them."""
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, sample_weight, groups)
+    m, kind, name = BS._resolve_metric(metric, resample_by)
+    s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=stratify, groups=g,
+                  num_groups=None, block_length=block_length,
+                  poisson=resampling == "poisson", traced=False)
+    n = s.n
+    layout = np.arange(n) if s.layout is None else np.asarray(B.to_numpy(s.layout))
+    out = np.empty((n_resamples, n), dtype=np.int64)
+    if backend_name.startswith("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        idt = B.acc_int(xp)
+        draw = BS._compiled_draw(s.design, jnp.dtype(idt).name)
+        key = jax.random.key(seed)
+        draws = [np.asarray(draw(jnp.asarray(i, dtype=idt), key, s.design_data))
+                 for i in range(n_resamples)]
+    else:
+        rng_for = BS._numpy_streams(seed)       # replicate r: its own stream
+        dd = s.design_data if s.design.kind == "stratified" else tuple(
+            np.asarray(B.to_numpy(x)) for x in s.design_data)
+        draws = [BS._draw_numpy(s.design, dd, rng_for(r)) for r in range(n_resamples)]
+    for r, c in enumerate(draws):
+        out[r, layout] = c
+    return out
+
+
+def _index_reference(metric, y, a, b, counts, sample_weight=None):
+    """metric(A) and metric(B) on explicitly resampled rows (NumPy, float64)."""
+    ra, rb = [], []
+    for c in counts:
+        idx = np.repeat(np.arange(c.shape[0]), c)
+        kw = {} if sample_weight is None else {"sample_weight": sample_weight[idx]}
+        ra.append(float(metric(y[idx], a[idx], **kw)))
+        rb.append(float(metric(y[idx], b[idx], **kw)))
+    return np.array(ra), np.array(rb)
+
+
+@pytest.mark.parametrize("design", [dict(), dict(stratify=True)])
+def test_auc_replicates_equal_index_resampling_exactly_numpy(design):
+    y, a, b = _data(1, n=30)
+    R = 40
+    da, db = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=R, seed=3, **design)
+    counts = _row_counts("roc_auc", y, a, b, backend_name="numpy", n_resamples=R, seed=3,
+                         **design)
+    assert np.all(counts.sum(axis=1) == 30)
+    ra, rb = _index_reference(calipers.roc_auc_score, y, a, b, counts)
+    # exactly: integer counts, the same Mann-Whitney numerator
+    np.testing.assert_array_equal(da, ra)
+    np.testing.assert_array_equal(db, rb)
+
+
+@pytest.mark.parametrize("metric, design, weighted", [
+    ("average_precision", dict(), False),
+    ("average_precision", dict(groups=np.arange(30) // 3), True),
+    ("log_loss", dict(block_length=4), False),
+    ("brier", dict(resampling="poisson"), True),
+    ("roc_auc", dict(groups=np.arange(30) % 7, resampling="poisson"), True),
+])
+def test_kernels_equal_index_resampling_numpy(metric, design, weighted):
+    y, a, b = _data(2, n=30)
+    if metric in ("log_loss", "brier"):
+        a, b = _sig(a), _sig(b)
+    w = np.random.default_rng(0).integers(1, 4, 30).astype(float) if weighted else None
+    R = 30
+    da, db = paired_bootstrap_replicates(metric, y, a, b, n_resamples=R, seed=5,
+                                         sample_weight=w, **design)
+    counts = _row_counts(metric, y, a, b, backend_name="numpy", n_resamples=R, seed=5,
+                         sample_weight=w, **design)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UMW)
+        ra, rb = _index_reference(BS._NAMES[metric], y, a, b, counts, w)
+    np.testing.assert_allclose(da, ra, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(db, rb, rtol=1e-12, equal_nan=True)
+
+
+def test_replicates_all_backends_equal_index_resampling(backend):
+    """Each backend's replicates equal index resampling with that backend's own counts."""
+    y, a, b = _data(4, n=24)
+    R = 16
+    got = backend.call(lambda yy, aa, bb: paired_bootstrap_replicates(
+        "roc_auc", yy, aa, bb, n_resamples=R, seed=11, stratify=True, batch=8), y, a, b)
+    da, db = to_np(got)
+    yb, ab, bb = (backend.asarray(v) for v in (y, a, b))
+    counts = _row_counts("roc_auc", yb, ab, bb, backend_name=backend.name,
+                         n_resamples=R, seed=11, stratify=True)
+    # stratified: every replicate keeps the class sizes (so never lacks a class)
+    assert np.all(counts[:, y == 1].sum(axis=1) == np.sum(y == 1))
+    assert np.all(counts[:, y == 0].sum(axis=1) == np.sum(y == 0))
+    ra, rb = _index_reference(calipers.roc_auc_score, y, np.asarray(to_np(ab)),
+                              np.asarray(to_np(bb)), counts)
+    np.testing.assert_allclose(da, ra, rtol=backend.rtol())
+    np.testing.assert_allclose(db, rb, rtol=backend.rtol())
+
+
+def test_jax_jit_equals_eager_and_batch_does_not_matter():
+    import jax
+    import jax.numpy as jnp
+
+    y, a, b = (jnp.asarray(v) for v in _data(5, n=32))
+    ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=20, seed=2, batch=20)
+    other = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=20, seed=2, batch=3)
+    np.testing.assert_array_equal(np.asarray(ref[0]), np.asarray(other[0]))
+    jitted = jax.jit(lambda yy, aa, bb: paired_bootstrap_replicates(
+        "roc_auc", yy, aa, bb, n_resamples=20, seed=2, batch=6))(y, a, b)
+    np.testing.assert_allclose(np.asarray(jitted[0]), np.asarray(ref[0]), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(jitted[1]), np.asarray(ref[1]), rtol=1e-13)
+
+
+def test_invalid_input_under_jit_gives_nan():
+    import jax
+    import jax.numpy as jnp
+
+    y, a, b = _data(5, n=32)
+    y = y.copy()
+    y[3] = 2                                     # label outside {0, 1}
+    f = jax.jit(lambda yy, aa, bb: paired_bootstrap_replicates(
+        "roc_auc", yy, aa, bb, n_resamples=20, seed=2, batch=6))
+    ra, rb = f(jnp.asarray(y), jnp.asarray(a), jnp.asarray(b))
+    assert np.all(np.isnan(np.asarray(ra))) and np.all(np.isnan(np.asarray(rb)))
+    with pytest.raises(ValueError, match="y_true must contain only 0 and 1"):
+        paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                                    n_resamples=5)
+
+
+def test_jax_user_traceable_weighted_metric_and_python_fallback():
+    import jax.numpy as jnp
+
+    y, a, b = _data(6, n=20)
+
+    def wmean(y_true, s, sample_weight):
+        w = sample_weight.astype(s.dtype)
+        return jnp.sum(w * s * y_true) / jnp.sum(w)
+
+    R = 12
+    yj, aj, bj = (jnp.asarray(v) for v in (y, a, b))
+    da, db = paired_bootstrap_replicates(wmean, yj, aj, bj, n_resamples=R, seed=1)
+    counts = _row_counts(wmean, yj, aj, bj, backend_name="jax", n_resamples=R, seed=1)
+    ra, rb = _index_reference(lambda yy, s: float(np.mean(s * yy)), y, a, b, counts)
+    np.testing.assert_allclose(np.asarray(da), ra, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(db), rb, rtol=1e-12)
+
+    # a Python-only metric (float() of its input) falls back to eager evaluation
+    def py_metric(y_true, s, sample_weight):
+        return float(np.average(np.asarray(s), weights=np.asarray(sample_weight)))
+
+    pa, _ = paired_bootstrap_replicates(py_metric, yj, aj, bj, n_resamples=R, seed=1)
+    ra2, _ = _index_reference(lambda yy, s: float(np.mean(s)), y, a, b, counts)
+    np.testing.assert_allclose(np.asarray(pa), ra2, rtol=1e-12)
+
+
+def test_numpy_workers_and_seed_streams_do_not_change_replicates():
+    y, a, b = _data(16, n=50)
+    one = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9)
+    two = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9, workers=2)
+    np.testing.assert_array_equal(one.bootstrap_distribution, two.bootstrap_distribution)
+    # replicate r depends only on (seed, r): the first 100 of 150 are the 100 of a shorter run
+    short = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=100, seed=9)
+    np.testing.assert_array_equal(short[0], one.distribution_a[:100])
+    other = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=10)
+    assert not np.array_equal(other.bootstrap_distribution, one.bootstrap_distribution)
+    ss = paired_bootstrap("roc_auc", y, a, b, n_resamples=20,
+                          seed=np.random.SeedSequence(9))
+    np.testing.assert_array_equal(ss.bootstrap_distribution, one.bootstrap_distribution[:20])
+
+
+def test_arbitrary_python_metric_uses_index_resampling():
+    from sklearn.metrics import roc_auc_score as sk_auc
+
+    y, a, b = _data(7, n=30)
+
+    def metric(y_true, s):        # no sample_weight: rows are resampled
+        return sk_auc(y_true, s)
+
+    R = 10
+    da, db = paired_bootstrap_replicates(metric, y, a, b, n_resamples=R, seed=4, stratify=True)
+    counts = _row_counts(metric, y, a, b, backend_name="numpy", n_resamples=R, seed=4,
+                         stratify=True)
+    ra, rb = _index_reference(sk_auc, y, a, b, counts)
+    np.testing.assert_allclose(da, ra, rtol=1e-12)
+    np.testing.assert_allclose(db, rb, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# designs
+# --------------------------------------------------------------------------
+
+def test_stratified_replicates_never_lack_a_class():
+    y, a, b = _data(8, n=40, pos=2)         # 2 positives out of 40
+    r = paired_bootstrap("roc_auc", y, a, b, n_resamples=300, seed=0, stratify=True)
+    assert r.n_undefined == 0 and np.all(np.isfinite(r.bootstrap_distribution))
+    counts = _row_counts("roc_auc", y, a, b, backend_name="numpy", n_resamples=300, seed=0,
+                         stratify=True)
+    assert np.all(counts[:, y == 1].sum(axis=1) == 2)
+    assert np.all(counts[:, y == 0].sum(axis=1) == 38)
+    # plain resampling of the same data loses the positives in some replicates
+    with pytest.warns(UMW, match="replicates are undefined"):
+        p = paired_bootstrap("roc_auc", y, a, b, n_resamples=300, seed=0)
+    assert 0 < p.n_undefined < 300
+    assert np.isnan(p.bootstrap_distribution).sum() == p.n_undefined
+    ok = np.isfinite(p.bootstrap_distribution)
+    assert p.confidence_interval.low == pytest.approx(
+        np.quantile(p.bootstrap_distribution[ok], 0.025))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 1000), st.integers(1, 9), st.integers(8, 40))
+def test_cluster_and_block_counts_property(seed, L, n):
+    y, a, b = _data(seed, n=n)
+    groups = np.random.default_rng(seed).integers(0, 5, n)
+    c = _row_counts("roc_auc", y, a, b, backend_name="numpy", n_resamples=5, seed=seed,
+                    groups=groups)
+    for g in np.unique(groups):            # whole clusters: one count per cluster
+        assert np.all(c[:, groups == g] == c[:, groups == g][:, :1])
+    n_g = np.array([np.sum(groups == g) for g in np.unique(groups)])
+    per_cluster = np.stack([c[:, groups == g][:, 0] for g in np.unique(groups)], axis=1)
+    assert np.all(per_cluster.sum(axis=1) == len(n_g))   # G clusters drawn
+    L = min(L, n)
+    cb = _row_counts("log_loss", y, _sig(a), _sig(b), backend_name="numpy", n_resamples=5,
+                     seed=seed, block_length=L)
+    assert np.all(cb.sum(axis=1) == n)
+    # a moving block covers consecutive rows: counts change by at most the
+    # number of block edges, and the first row is only covered by blocks starting at 0
+    assert np.all(np.abs(np.diff(cb, axis=1)) <= -(-n // L))
+
+
+def test_poisson_counts_mean_and_variance_one():
+    # 5 replicates x 4000 rows: sd of the mean 0.007, of the variance 0.012
+    y, a, b = _data(9, n=4000)
+    c = _row_counts("roc_auc", y, a, b, backend_name="numpy", n_resamples=5, seed=0,
+                    resampling="poisson")
+    assert abs(c.mean() - 1) < 0.03 and abs(c.var() - 1) < 0.05
+    import jax.numpy as jnp
+    cj = _row_counts("roc_auc", jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                     backend_name="jax", n_resamples=5, seed=0, resampling="poisson")
+    assert abs(cj.mean() - 1) < 0.03 and abs(cj.var() - 1) < 0.05
+    assert abs(np.mean(cj == 0) - math.exp(-1)) < 0.015
+    assert abs(np.mean(cj == 2) - math.exp(-1) / 2) < 0.015
+    assert not np.array_equal(cj[0], cj[1])
+
+
+# --------------------------------------------------------------------------
+# intervals against scipy.stats.bootstrap on the same replicates
+# --------------------------------------------------------------------------
+
+def _scipy_ci(stat, data, dist, method, level=0.95, alternative="two-sided"):
+    res = stats.bootstrap(data, stat, paired=True, vectorized=False, n_resamples=0,
+                          bootstrap_result=SimpleNamespace(bootstrap_distribution=dist),
+                          method=method, confidence_level=level, alternative=alternative)
+    return res.confidence_interval
+
+
+@pytest.mark.parametrize("metric, method, alternative", [
+    ("roc_auc", "percentile", "two-sided"),
+    ("roc_auc", "basic", "less"),
+    ("roc_auc", "BCa", "two-sided"),
+    ("average_precision", "BCa", "greater"),
+    ("log_loss", "BCa", "two-sided"),
+    ("brier", "BCa", "two-sided"),
+])
+def test_intervals_agree_with_scipy_on_same_replicates(metric, method, alternative):
+    y, a, b = _data(10, n=50)
+    if metric in ("log_loss", "brier"):
+        a, b = _sig(a), _sig(b)
+    f = BS._NAMES[metric]
+    r = paired_bootstrap(metric, y, a, b, n_resamples=400, seed=1, method=method,
+                         stratify=True, confidence_level=0.9, alternative=alternative)
+    assert r.n_undefined == 0
+
+    def diff(yy, aa, bb):
+        return float(f(yy, aa)) - float(f(yy, bb))
+
+    ci = _scipy_ci(diff, (y, a, b), r.bootstrap_distribution, method, 0.9, alternative)
+    np.testing.assert_allclose([r.confidence_interval.low, r.confidence_interval.high],
+                               [ci.low, ci.high], rtol=1e-10)
+    ci_a = _scipy_ci(lambda yy, aa: float(f(yy, aa)), (y, a), r.distribution_a, method, 0.9,
+                     alternative)
+    np.testing.assert_allclose([r.interval_a.low, r.interval_a.high], [ci_a.low, ci_a.high],
+                               rtol=1e-10)
+
+
+def test_bca_weighted_user_metric_grouped_jackknife_is_loo_when_small():
+    # n <= jackknife_groups: the grouped jackknife is the leave-one-out one scipy uses
+    y, a, b = _data(11, n=30)
+    metric = functools.partial(calipers.roc_auc_score)     # not a fast kernel: weight path
+    r = paired_bootstrap(metric, y, a, b, n_resamples=300, seed=2, method="bca",
+                         stratify=True)
+
+    def diff(yy, aa, bb):
+        return float(calipers.roc_auc_score(yy, aa)) - float(calipers.roc_auc_score(yy, bb))
+
+    ci = _scipy_ci(diff, (y, a, b), r.bootstrap_distribution, "BCa")
+    np.testing.assert_allclose([r.confidence_interval.low, r.confidence_interval.high],
+                               [ci.low, ci.high], rtol=1e-10)
+
+
+def test_auc_and_ap_leave_one_out_values_exact():
+    y, a, b = _data(12, n=25)
+    for name, f in (("roc_auc", calipers.roc_auc_score),
+                    ("average_precision", calipers.average_precision_score)):
+        xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, None)
+        m, kind, nm = BS._resolve_metric(name, "auto")
+        s = BS._setup(m, kind, nm, np, y_, a_, b_, None, stratify=False, groups=None,
+                      num_groups=None, block_length=None, poisson=False, traced=False)
+        la, lb = BS._jackknife(s, 100)
+        layout = np.asarray(s.layout)
+        keep = np.ones(25, bool)
+        for j in range(25):
+            row = layout[j]
+            keep[:] = True
+            keep[row] = False
+            assert la[j] == pytest.approx(float(f(y[keep], a[keep])), rel=1e-12)
+            assert lb[j] == pytest.approx(float(f(y[keep], b[keep])), rel=1e-12)
+
+
+def test_result_fields_pvalue_share_and_progress():
+    y, a, b = _data(13, n=60)
+    seen = []
+    r = paired_bootstrap(calipers.roc_auc_score, y, a, b, n_resamples=130, seed=0,
+                         stratify=True, progress=seen.append)
+    assert sum(seen) == 130
+    d = r.bootstrap_distribution
+    assert r.prob_a_greater == pytest.approx(np.mean(r.distribution_a > r.distribution_b))
+    assert r.pvalue == pytest.approx(min(1, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+    assert r.standard_error == pytest.approx(np.std(d, ddof=1))
+    assert r.difference == pytest.approx(
+        calipers.roc_auc_score(y, a) - calipers.roc_auc_score(y, b))
+    assert r.design == "stratified rows" and r.resampling == "multinomial"
+    g = paired_bootstrap("roc_auc", y, a, b, n_resamples=130, seed=0, stratify=True,
+                         alternative="greater")
+    assert g.confidence_interval.high == math.inf
+    assert g.pvalue == pytest.approx(np.mean(d <= 0))
+
+
+def test_all_replicates_undefined_gives_nan():
+    y = np.array([1, 0, 0, 0, 0, 0])
+    a = np.arange(6.0)
+    with pytest.warns(UMW):
+        r = paired_bootstrap("average_precision", y, a, a[::-1], n_resamples=20, seed=0,
+                             groups=np.array([0, 1, 1, 1, 1, 1]))
+    assert r.n_undefined > 0
+    with pytest.warns(UMW):
+        z = paired_bootstrap("roc_auc", np.zeros(5, int), a[:5], a[:5], n_resamples=5, seed=0)
+    assert z.n_undefined == 5 and math.isnan(z.confidence_interval.low)
+
+
+# --------------------------------------------------------------------------
+# coverage of a known difference (small simulation)
+# --------------------------------------------------------------------------
+
+def test_coverage_of_known_auc_difference_near_nominal():
+    """100 data sets, n = 200, B = 300, percentile 95%: the true difference of
+    binormal AUCs Phi(1.2/sqrt 2) - Phi(0.6/sqrt 2) is covered in 88% .. 99%
+    of trials (nominal 95%, sd of the share about 2.2%)."""
+    true = stats.norm.cdf(1.2 / math.sqrt(2)) - stats.norm.cdf(0.6 / math.sqrt(2))
+    rng = np.random.default_rng(123)
+    hits, trials = 0, 100
+    for t in range(trials):
+        y = (np.arange(200) < 100).astype(int)
+        z = rng.normal(size=200)
+        a = 1.2 * y + 0.6 * z + 0.8 * rng.normal(size=200)
+        b = 0.6 * y + 0.6 * z + 0.8 * rng.normal(size=200)
+        r = paired_bootstrap("roc_auc", y, a, b, n_resamples=300, seed=t, stratify=True)
+        hits += r.confidence_interval.low <= true <= r.confidence_interval.high
+    assert 0.88 <= hits / trials <= 0.99
+
+
+# --------------------------------------------------------------------------
+# sharding across devices (subprocess: the device count is fixed at jax import)
+# --------------------------------------------------------------------------
+
+def test_sharded_replicates_identical_to_one_device():
+    code = textwrap.dedent("""
+        import os
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        import jax, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        import calipers
+        assert len(jax.devices()) == 4
+        rng = np.random.default_rng(0)
+        y = rng.integers(0, 2, 64); a = rng.normal(y * 1.0); b = rng.normal(size=64)
+        y, a, b = jnp.asarray(y), jnp.asarray(a), jnp.asarray(b)
+        one = calipers.paired_bootstrap("roc_auc", y, a, b, n_resamples=50, seed=7, batch=10)
+        four = calipers.paired_bootstrap("roc_auc", y, a, b, n_resamples=50, seed=7, batch=10,
+                                         devices="all")
+        assert np.array_equal(one.distribution_a, four.distribution_a)
+        assert np.array_equal(one.distribution_b, four.distribution_b)
+        print("OK", one.confidence_interval)
+    """)
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "OK" in out.stdout
+
+
+# --------------------------------------------------------------------------
+# errors: one message per bad argument
+# --------------------------------------------------------------------------
+
+Y, A, Bs = [0, 1, 0, 1, 1], [0.1, 0.4, 0.35, 0.8, 0.2], [0.2, 0.3, 0.5, 0.6, 0.1]
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(n_resamples=0), "n_resamples must be a positive integer"),
+    (dict(n_resamples=2.5), "n_resamples must be a positive integer"),
+    (dict(batch=0), "batch must be a positive integer"),
+    (dict(confidence_level=1.0), "confidence_level must be in"),
+    (dict(method="studentized"), "method must be"),
+    (dict(alternative="bigger"), "alternative must be"),
+    (dict(resampling="bayesian"), "resampling must be"),
+    (dict(stratify=True, groups=[0, 0, 1, 1, 2]), "choose one resampling design"),
+    (dict(block_length=0), "block_length must be a positive integer"),
+    (dict(block_length=9), "block_length=9 is larger"),
+    (dict(stratify=True, resampling="poisson"), "resampling='poisson'"),
+    (dict(groups=[0, 1]), "groups has 2 elements"),
+    (dict(jackknife_groups=1), "jackknife_groups"),
+    (dict(resample_by="rows"), "resample_by must be"),
+    (dict(devices=2), "devices applies to JAX arrays only"),
+    (dict(workers=0), "workers must be a positive integer"),
+    (dict(seed=-3), "seed must be None, a non-negative int"),
+    (dict(seed="abc"), "seed must be None, a non-negative int"),
+])
+def test_paired_bootstrap_option_errors(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        paired_bootstrap("roc_auc", Y, A, Bs, **kwargs)
+
+
+def test_paired_bootstrap_input_errors():
+    with pytest.raises(ValueError, match="metric must be a callable or one of"):
+        paired_bootstrap("auc", Y, A, Bs)
+    with pytest.raises(ValueError, match="y_score_b has 4 elements"):
+        paired_bootstrap("roc_auc", Y, A, Bs[:4])
+    with pytest.raises(ValueError, match="y_true must contain only 0 and 1"):
+        paired_bootstrap("roc_auc", [0, 2, 1, 1, 0], A, Bs)
+    with pytest.raises(ValueError, match="must be finite"):
+        paired_bootstrap("roc_auc", Y, [0.1, np.nan, 0.3, 0.4, 0.5], Bs)
+    with pytest.raises(ValueError, match="sample_weight needs a metric that accepts"):
+        paired_bootstrap(lambda y, s: 0.0, Y, A, Bs, sample_weight=[1.0] * 5)
+    with pytest.raises(ValueError, match="y_prob must be probabilities"):
+        paired_bootstrap("log_loss", Y, [0.1, 1.4, 0.3, 0.4, 0.5], Bs)
+
+
+def test_workers_rejected_on_jax():
+    import jax.numpy as jnp
+
+    with pytest.raises(ValueError, match="workers applies to NumPy"):
+        paired_bootstrap("roc_auc", jnp.asarray(Y), jnp.asarray(A), jnp.asarray(Bs), workers=2)
+
+
+def test_paired_bootstrap_under_jit_points_to_replicates():
+    import jax
+    import jax.numpy as jnp
+
+    f = jax.jit(lambda y, a, b: paired_bootstrap("roc_auc", y, a, b).difference)
+    with pytest.raises(ValueError, match="use paired_bootstrap_replicates"):
+        f(jnp.asarray(Y), jnp.asarray(A), jnp.asarray(Bs))
+
+
+def _setup_for(metric, y, a, b, **design):
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, design.pop("groups", None))
+    m, kind, name = BS._resolve_metric(metric, "auto")
+    return BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=False, groups=g,
+                     num_groups=None, block_length=design.pop("block_length", None),
+                     poisson=False, traced=False)
+
+
+def test_grouped_jackknife_singleton_clusters_equals_leave_one_out():
+    y, a, b = _data(14, n=30)
+    s_rows = _setup_for("roc_auc", y, a, b)
+    s_clu = _setup_for("roc_auc", y, a, b, groups=np.arange(30)[::-1])
+    la, lb = BS._jackknife(s_rows, 100)           # exact LOO from the sorted order
+    ga, gb = BS._jackknife(s_clu, 100)            # delete-one-cluster, evaluated
+    np.testing.assert_allclose(np.sort(ga), np.sort(la), rtol=1e-12)
+    np.testing.assert_allclose(np.sort(gb), np.sort(lb), rtol=1e-12)
+    # with fewer groups than clusters: each group deletes clusters g, g+G, ...
+    s3 = _setup_for("roc_auc", y, a, b, groups=np.arange(30) // 2)
+    ja, _ = BS._jackknife(s3, 5)
+    codes = np.arange(30) // 2
+    for g in range(5):
+        keep = (codes % 5) != g
+        assert ja[g] == pytest.approx(float(calipers.roc_auc_score(y[keep], a[keep])), rel=1e-12)
+
+
+def test_grouped_jackknife_jax_equals_numpy():
+    import jax.numpy as jnp
+
+    y, a, b = _data(15, n=30)
+    groups = np.arange(30) % 6
+    s_np = _setup_for("average_precision", y, a, b, groups=groups)
+    s_jx = _setup_for("average_precision", jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                      groups=jnp.asarray(groups))
+    np.testing.assert_allclose(BS._jackknife(s_jx, 100), BS._jackknife(s_np, 100), rtol=1e-12)
+
+
+def test_replicates_option_errors():
+    with pytest.raises(ValueError, match="metric must be callable or a metric name"):
+        paired_bootstrap_replicates(42, Y, A, Bs)
+    with pytest.raises(ValueError, match="groups must be 1-D"):
+        paired_bootstrap_replicates("roc_auc", Y, A, Bs, groups=np.zeros((5, 2)))
+    with pytest.raises(ValueError, match=r"groups must be integer codes in \[0, num_groups=2\)"):
+        paired_bootstrap_replicates("roc_auc", Y, A, Bs, groups=[0, 1, 2, 0, 1], num_groups=2)
+    # integer codes with num_groups work eagerly too
+    da, _ = paired_bootstrap_replicates("roc_auc", Y, A, Bs, groups=[0, 1, 2, 0, 1],
+                                        num_groups=3, n_resamples=4, seed=0)
+    assert da.shape == (4,)
+
+
+def test_replicates_jit_rules():
+    import jax
+    import jax.numpy as jnp
+
+    y, a, b = (jnp.asarray(v) for v in (Y, A, Bs))
+    with pytest.raises(ValueError, match="index resampling of an arbitrary Python metric"):
+        jax.jit(lambda yy, aa, bb: paired_bootstrap_replicates(
+            lambda t, s: 0.0, yy, aa, bb, n_resamples=4))(y, a, b)
+    with pytest.raises(ValueError, match="static num_groups"):
+        jax.jit(lambda yy, aa, bb, g: paired_bootstrap_replicates(
+            "roc_auc", yy, aa, bb, groups=g, n_resamples=4))(y, a, b, jnp.asarray([0, 1, 0, 1, 0]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(1, 6),
+       st.sampled_from(["plain", "stratify", "poisson", "block"]))
+def test_auc_replicates_equal_index_resampling_property(seed, n, levels, design):
+    """Random sizes, heavy ties (few score levels), every design: AUC replicates are
+    exactly the AUC of the explicitly resampled rows, NaN exactly when undefined."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    a = rng.integers(0, levels, n).astype(float)
+    b = rng.integers(0, levels, n).astype(float)
+    kw = {"plain": {}, "stratify": {"stratify": True}, "poisson": {"resampling": "poisson"},
+          "block": {"block_length": min(3, n)}}[design]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UMW)
+        da, db = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=6, seed=seed, **kw)
+        counts = _row_counts("roc_auc", y, a, b, backend_name="numpy", n_resamples=6,
+                             seed=seed, **kw)
+        ra, rb = [], []
+        for c in counts:
+            idx = np.repeat(np.arange(n), c)
+            ok = idx.size and 0 < y[idx].sum() < idx.size
+            ra.append(float(calipers.roc_auc_score(y[idx], a[idx])) if ok else np.nan)
+            rb.append(float(calipers.roc_auc_score(y[idx], b[idx])) if ok else np.nan)
+    np.testing.assert_array_equal(da, ra)
+    np.testing.assert_array_equal(db, rb)
+
+
+def test_stratified_multiclass_user_metric_keeps_class_sizes():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 45)
+    pa, pb = rng.integers(0, 3, 45), rng.integers(0, 3, 45)
+
+    def accuracy(y_true, y_pred, sample_weight):
+        w = np.asarray(sample_weight, dtype=float)
+        return float(np.sum(w * (np.asarray(y_true) == np.asarray(y_pred))) / np.sum(w))
+
+    r = paired_bootstrap(accuracy, y, pa, pb, n_resamples=50, seed=1, stratify=True)
+    assert r.difference == pytest.approx(np.mean(y == pa) - np.mean(y == pb))
+    counts = _row_counts(accuracy, y, pa, pb, backend_name="numpy", n_resamples=50, seed=1,
+                         stratify=True)
+    for k in range(3):
+        assert np.all(counts[:, y == k].sum(axis=1) == np.sum(y == k))
+    ra, rb = _index_reference(lambda t, p: np.mean(t == p), y, pa, pb, counts)
+    np.testing.assert_allclose(r.distribution_a, ra, rtol=1e-12)
+    np.testing.assert_allclose(r.distribution_b, rb, rtol=1e-12)
