@@ -237,3 +237,40 @@ def test_multiclass_file(capsys, tmp_path):
 def test_bad_options(capsys, args, message):
     code, _, err = run_cli(capsys, "report", *args, "--no-progress")
     assert code == 2 and message in err
+
+
+def test_duplicate_header_bad_plot_nan_threshold_one_line(capsys, tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("y,a,a\n1,0.9,0.3\n0,0.2,0.1\n")
+    code, _, err = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a")
+    assert code == 2 and "column name 'a' appears more than once" in err
+    code, _, err = run_cli(capsys, "report", "--plot", str(tmp_path / "no" / "x.png"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = run_cli(capsys, "report", "--plot", str(tmp_path / "x.txt"))
+    assert code == 2 and "unknown image format 'txt'" in err
+    code, _, err = run_cli(capsys, "report", "--threshold", "nan")
+    assert code == 2 and "--threshold must be a finite number" in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and calipers.__version__ in capsys.readouterr().out
+
+
+def test_trec_empty_run_is_an_error(capsys, tmp_path):
+    q = tmp_path / "q.txt"
+    q.write_text("1 0 d1 1\n")
+    r = tmp_path / "r.txt"
+    r.write_text("")
+    code, _, err = run_cli(capsys, "trec", str(q), str(r))
+    assert code == 2 and "holds no document" in err
+
+
+def test_no_negative_zero_in_text_table(capsys, tmp_path):
+    f = tmp_path / "p.csv"
+    f.write_text("y,a,b\n" + "\n".join(f"{i % 2},{0.3 + 0.01 * (i % 7)},{0.3 + 0.01 * (i % 7)}"
+                                       for i in range(40)))
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
+                           "--n-resamples", "30", "--no-progress")
+    assert code == 0 and "-0.0000" not in out and " -0 " not in out

@@ -48,3 +48,10 @@ def _in_namespace(fn):
     except ImportError:
         return False
     return fn in getattr(r, "__all__", [])
+
+
+def test_every_public_callable_has_a_docstring():
+    import calipers.retrieval
+    missing = [f"{ns.__name__}.{n}" for ns in (calipers, calipers.retrieval) for n in ns.__all__
+               if callable(getattr(ns, n)) and not (getattr(ns, n).__doc__ or "").strip()]
+    assert not missing, missing

@@ -341,6 +341,11 @@ def to_numpy(x):
     return mask_to_numpy(x)
 
 
+def show(v) -> str:
+    """An element for an error message: ``2``, not ``np.int64(2)``."""
+    return repr(v.item() if hasattr(v, "item") else v)
+
+
 def warn_undefined(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, UndefinedMetricWarning, stacklevel=stacklevel)
 
@@ -383,7 +388,7 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
             i = _first_index(bad, xp)
             raise ValueError(
                 f"{name} must contain only 0 and 1 (or booleans) unless pos_label is given; "
-                f"element {i} is {to_numpy(y_true)[i]!r}")
+                f"element {i} is {show(to_numpy(y_true)[i])}")
     return xp.astype(y_true == 1, acc_int(xp)), xp.any(bad)
 
 

@@ -76,7 +76,7 @@ def _check_class_index(name, y, K, xp):
         if bool(xp.any(bad)):
             i = B._first_index(bad, xp)
             raise ValueError(f"{name} must hold class indices 0 .. {K - 1} (the columns of "
-                             f"y_prob); element {i} is {B.to_numpy(y)[i]!r}")
+                             f"y_prob); element {i} is {B.show(B.to_numpy(y)[i])}")
         invalid = xp.asarray(False)
     else:
         invalid = xp.any(bad)

@@ -599,10 +599,6 @@ def precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None, po
     Returns ``(precision, recall, fbeta, support)``: arrays of shape (L,) for
     ``average=None`` (``support`` the weighted true count per label, in the
     count dtype), else 0-d floats and ``support`` None.
-    """ + _COMMON_DOC + """
-    Differences from scikit-learn: default ``zero_division="nan"`` (scikit-learn
-    ``"warn"``, 0 with a warning, still available); labels must be numeric;
-    ``num_classes``, ``ignore_index`` and ``threshold`` are extra.
     """
     final, support, _ = _prf(y_true, y_pred, beta=beta, labels=labels, pos_label=pos_label,
                              average=average, warn_for=tuple(warn_for),
@@ -685,7 +681,8 @@ def specificity_score(y_true, y_pred, *, labels=None, pos_label=1, average="bina
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
-for _fn in (precision_score, recall_score, fbeta_score, f1_score, specificity_score):
+for _fn in (precision_recall_fscore_support, precision_score, recall_score, fbeta_score,
+            f1_score, specificity_score):
     _fn.__doc__ += _COMMON_DOC + """
     Differences from scikit-learn: default ``zero_division="nan"`` (scikit-learn
     ``"warn"``: 0 with a warning, still available); labels must be numeric;
@@ -1033,6 +1030,33 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
 # top-k accuracy
 # --------------------------------------------------------------------------
 
+def _check_label_scores(yt, s, w, xp, traced):
+    """Shared checks of (labels, per-class scores, weights): ``(yt as ints, invalid flag)``.
+
+    Used by top-k accuracy and the multiclass AUCs. Raises on concrete bad
+    values; under ``jit`` returns the flag that turns results into NaN.
+    """
+    B.check_same_length(y_true=yt, y_score=s, sample_weight=w)
+    B.check_nonempty("y_true", yt)
+    B.check_numeric("y_true", yt, xp)
+    B.check_numeric("y_score", s, xp)
+    if xp.isdtype(s.dtype, "bool"):
+        raise ValueError("y_score must be numeric scores, not booleans")
+    _check_finite("y_true", yt, xp)
+    _check_finite("y_score", s, xp)
+    invalid = xp.asarray(False)
+    if traced and xp.isdtype(s.dtype, "real floating"):
+        invalid = invalid | ~xp.all(xp.isfinite(s))
+    if w is not None:
+        B.check_1d("sample_weight", w)
+        B.check_weights("sample_weight", w, xp)
+        if B.is_traced(w):
+            invalid = invalid | ~xp.all(w >= 0)
+    if xp.isdtype(yt.dtype, "bool"):
+        yt = xp.astype(yt, B.acc_int(xp))
+    return yt, invalid
+
+
 def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None,
                          labels=None):
     """Share of samples whose true label is among the k highest-scored labels.
@@ -1077,24 +1101,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     B.check_1d("y_true", yt)
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
-    B.check_same_length(y_true=yt, y_score=s, sample_weight=w)
-    B.check_nonempty("y_true", yt)
-    B.check_numeric("y_true", yt, xp)
-    B.check_numeric("y_score", s, xp)
-    if xp.isdtype(s.dtype, "bool"):
-        raise ValueError("y_score must be numeric scores, not booleans")
-    _check_finite("y_true", yt, xp)
-    _check_finite("y_score", s, xp)
-    invalid = xp.asarray(False)
-    if traced and xp.isdtype(s.dtype, "real floating"):
-        invalid = invalid | ~xp.all(xp.isfinite(s))
-    if w is not None:
-        B.check_1d("sample_weight", w)
-        B.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
-    if xp.isdtype(yt.dtype, "bool"):
-        yt = xp.astype(yt, B.acc_int(xp))
+    yt, invalid = _check_label_scores(yt, s, w, xp, traced)
     C = 2 if s.ndim == 1 else s.shape[1]
     lab = _static_labels(labels) if labels is not None else np.arange(C)
     if lab.shape[0] != C:

@@ -269,7 +269,7 @@ def _segments(segment_ids, values, num_segments, invalid, xp):
         if bool(xp.any(out)):
             i = B._first_index(out, xp)
             raise ValueError(f"segment_ids must be in 0 .. {num_segments - 1}; element {i} is "
-                             f"{B.to_numpy(ids)[i]!r}")
+                             f"{B.show(B.to_numpy(ids)[i])}")
     else:
         invalid = invalid | xp.any(out)
     ids = xp.astype(ids, B.acc_int(xp))

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
-from ._classification import _check_finite, _encode, _Labels, _nanaverage, _static_labels
+from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
 from ._ranking import _prepare as _prepare_binary
 from ._ranking import auc_from_stats, presort, stats_from_presorted
 
@@ -96,24 +96,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
                          f"{tuple(s.shape)}")
-    B.check_same_length(y_true=yt, y_score=s, sample_weight=w)
-    B.check_nonempty("y_true", yt)
-    B.check_numeric("y_true", yt, xp)
-    B.check_numeric("y_score", s, xp)
-    if xp.isdtype(s.dtype, "bool"):
-        raise ValueError("y_score must be numeric scores, not booleans")
-    B.check_finite("y_true", yt, xp)
-    _check_finite("y_score", s, xp)
-    invalid = xp.asarray(False)
-    if traced and xp.isdtype(s.dtype, "real floating"):
-        invalid = invalid | ~xp.all(xp.isfinite(s))
-    if w is not None:
-        B.check_1d("sample_weight", w)
-        B.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
-    if xp.isdtype(yt.dtype, "bool"):
-        yt = xp.astype(yt, B.acc_int(xp))
+    yt, invalid = _check_label_scores(yt, s, w, xp, traced)
     C = s.shape[1]
     lab = _static_labels(labels) if labels is not None else np.arange(C)
     if lab.shape[0] != C:

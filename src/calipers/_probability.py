@@ -36,7 +36,7 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
             ok = (y_true == labels[0]) | (y_true == labels[1])
             if not bool(xp.all(ok)):
                 i = B._first_index(~ok, xp)
-                raise ValueError(f"y_true element {i} is {B.to_numpy(y_true)[i]!r}, "
+                raise ValueError(f"y_true element {i} is {B.show(B.to_numpy(y_true)[i])}, "
                                  f"which is not in labels={labels}")
         pos_label = labels[1]
     y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
@@ -90,7 +90,7 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
         if not B.is_traced(y_true):
             if not bool(xp.all(match)):
                 i = B._first_index(~match, xp)
-                raise ValueError(f"y_true element {i} is {B.to_numpy(y_true)[i]!r}, "
+                raise ValueError(f"y_true element {i} is {B.show(B.to_numpy(y_true)[i])}, "
                                  f"which is not in labels={labels}")
             invalid = xp.asarray(False)
         else:

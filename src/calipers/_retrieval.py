@@ -704,7 +704,14 @@ _COMMON_DOC = """
 """
 
 
+def _common_doc(fn):
+    """Append the shared parameter section (a ``\"\"\"...\"\"\" + X`` expression is no docstring)."""
+    fn.__doc__ = (fn.__doc__ or "") + _COMMON_DOC
+    return fn
+
+
 @_jax_eager_via_jit
+@_common_doc
 def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
         doc_id=None, retrieved=None, num_segments=None):
     """Discounted cumulative gain per query: ``sum_r gain(rel_r) / log2(r + 1)``, r <= k.
@@ -715,7 +722,7 @@ def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average"
     average discount of their positions (``ties="average"``, scikit-learn's
     default ``ignore_ties=False``). DCG is defined for every query (0 without
     relevant items), so ``n_undefined`` is 0; the mean is over all queries.
-    """ + _COMMON_DOC
+    """
     ks, is_seq = _check_k(k, required=False)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    gain=gain, num_segments=num_segments)
@@ -724,6 +731,7 @@ def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average"
 
 
 @_jax_eager_via_jit
+@_common_doc
 def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
          doc_id=None, retrieved=None, undefined="skip", num_segments=None):
     """Normalised DCG per query: DCG@k / ideal DCG@k.
@@ -742,7 +750,7 @@ def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average
     ``sample_weight`` over queries. Same tie rule (``ignore_ties=False``).
     Differences from trec_eval: ties averaged unless ``ties="trec_eval"``;
     trec_eval reads scores as 32-bit floats (the TREC reader does too).
-    """ + _COMMON_DOC
+    """
     ks, is_seq = _check_k(k, required=False)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    gain=gain, num_segments=num_segments)
@@ -763,6 +771,7 @@ def _ndcg_from(ctx, ks, is_seq, undefined):
 
 
 @_jax_eager_via_jit
+@_common_doc
 def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
                     doc_id=None, retrieved=None, undefined="skip", num_segments=None):
     """Reciprocal rank of the first relevant document, per query (mean = MRR).
@@ -772,7 +781,7 @@ def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, tie
     reciprocal rank over the orderings of the tie group holding the first
     relevant document. A query with no relevant item is undefined (trec_eval
     prints 0; ``undefined="zero"`` does the same).
-    """ + _COMMON_DOC
+    """
     ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     return _finish(ctx, ctx.reciprocal_rank(), ctx.n_rel() == 0, undefined_mode=undefined,
@@ -780,6 +789,7 @@ def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, tie
 
 
 @_jax_eager_via_jit
+@_common_doc
 def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
                       ties="average", doc_id=None, retrieved=None, undefined="skip",
                       num_segments=None):
@@ -790,7 +800,7 @@ def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
     the orderings of tied documents (McSherry & Najork 2008). This differs from
     :func:`calipers.average_precision_score`, where a tie group enters at one
     threshold (scikit-learn's convention). Undefined without relevant items.
-    """ + _COMMON_DOC
+    """
     ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     R = ctx.n_rel()
@@ -799,6 +809,7 @@ def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
 
 
 @_jax_eager_via_jit
+@_common_doc
 def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
                    ties="average", doc_id=None, retrieved=None, num_segments=None):
     """Precision at k per query: relevant documents among the top k, divided by k.
@@ -808,7 +819,7 @@ def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
     expectation (``ties="average"``). Defined for every query (0 without
     relevant items), so ``n_undefined`` is 0. Not the binary
     :func:`calipers.precision_at_k` (one ranking, ``k`` rows).
-    """ + _COMMON_DOC
+    """
     ks, is_seq = _check_k(k, required=True)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
@@ -818,13 +829,14 @@ def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
 
 
 @_jax_eager_via_jit
+@_common_doc
 def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties="average",
                 doc_id=None, retrieved=None, undefined="skip", num_segments=None):
     """Recall at k per query: relevant documents in the top k over all relevant of the query.
 
     Ties at the k-th position by expectation. Undefined without relevant items
     (trec_eval prints 0).
-    """ + _COMMON_DOC
+    """
     ks, is_seq = _check_k(k, required=True)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
@@ -836,13 +848,14 @@ def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties
 
 
 @_jax_eager_via_jit
+@_common_doc
 def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
                 doc_id=None, retrieved=None, undefined="skip", num_segments=None):
     """R-precision per query: precision at rank R, R = number of relevant documents.
 
     Denominator R even when fewer than R documents are ranked (trec_eval
     ``Rprec``). Ties at rank R by expectation. Undefined without relevant items.
-    """ + _COMMON_DOC
+    """
     ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     R = ctx.n_rel()

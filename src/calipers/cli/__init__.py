@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="calipers",
         description="Evaluation numbers you can defend: exact metrics and paired-bootstrap intervals.")
+    from calipers import __version__
+
+    parser.add_argument("--version", action="version", version=f"calipers {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in _SUBCOMMANDS:

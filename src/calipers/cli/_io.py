@@ -40,6 +40,11 @@ def _read_table(path: Path, columns: list[str]):
     except (pa.ArrowInvalid, OSError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise InputError(f"{path}: cannot be read as {'Parquet' if suffix in ('.parquet', '.pq') else 'CSV'}: {first}") from exc
+    seen = set()
+    for c in table.column_names:
+        if c in seen:
+            raise InputError(f"{path}: column name {c!r} appears more than once in the header")
+        seen.add(c)
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise InputError(f"{path}: column {missing[0]!r} not found; columns are "

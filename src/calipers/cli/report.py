@@ -316,7 +316,10 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
 # --------------------------------------------------------------------------- rendering
 
 def _fmt(x, digits=4):
-    return "undefined" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "undefined"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0000"
 
 
 def render_text(rep: dict, path: str, markdown: bool = False) -> str:
@@ -335,13 +338,13 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
                 ["ROC AUC (one-vs-rest, macro)", _fmt(m["roc_auc_ovr_macro"])],
                 ["log loss", _fmt(m["log_loss"])],
                 [f"ECE (top label, {m['n_bins']} bins)", _fmt(m["ece_top_label"])]]
-        lines.append(tabulate(rows, headers=["metric", "value"], tablefmt=fmt))
+        lines.append(tabulate(rows, headers=["metric", "value"], tablefmt=fmt, disable_numparse=True))
         return "\n".join(lines)
     head = (f"file: {path}\n"
             f"n = {rep['n']}, positives = {rep['n_positive']}, prevalence = {rep['prevalence']:.4f}\n"
             f"{rep['n_resamples']} paired bootstrap replicates (seed {rep['seed']}, "
             f"{rep['resampling']}), {100 * rep['confidence_level']:g}% percentile intervals")
-    lines.append(head if not markdown else "\n".join("    " + h for h in head.splitlines()))
+    lines.append(head if not markdown else "  \n".join(head.splitlines()))
     titles = {k: t for k, t, *_ in METRICS}
     rows = []
     for model, ms in rep["models"].items():
@@ -357,7 +360,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     heads = ["model", *(titles[k] for k, *_ in METRICS)]
     if "calibration" in rep:
         heads.append(f"ECE ({rep['calibration']['n_bins']} bins)")
-    lines += ["", tabulate(rows, headers=heads, tablefmt=fmt)]
+    lines += ["", tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True)]
     for c in rep["comparisons"]:
         lines += ["", f"paired difference {c['a']} - {c['b']}:"]
         rows = []
@@ -369,7 +372,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
                          _fmt(m.get("delong_pvalue")) if "delong_pvalue" in m else ""])
         lines.append(tabulate(rows, headers=["metric", "difference", "interval",
                                              f"share {c['a']} better", "undefined", "better is",
-                                             "DeLong p"], tablefmt=fmt))
+                                             "DeLong p"], tablefmt=fmt, disable_numparse=True))
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
@@ -380,7 +383,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
                          _fmt(m.get("expected_cost")) if "expected_cost" in m else ""])
         lines.append(tabulate(rows, headers=["model", "threshold", "TP", "FP", "FN", "TN",
                                              "precision", "recall", "F1", "MCC", "cost/row"],
-                              tablefmt=fmt))
+                              tablefmt=fmt, disable_numparse=True))
         for c in d["comparisons"]:
             mc = c["mcnemar_exact"]
             lines.append(f"{c['a']} vs {c['b']}: churn {c['churn']:.4f} (share of rows whose "
@@ -390,15 +393,17 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     if "slices" in rep:
         sl = rep["slices"]
         for k, m in sl["models"].items():
+            rule = (f"recall at score >= {m['threshold']:g}" if m["threshold"] is not None
+                    else "no recall: scores are not probabilities and no --threshold was given")
             lines += ["", f"slices for {k} (worst ROC AUC first; overall {_fmt(m['overall_roc_auc'])}; "
-                      f"min support {sl['min_support']}; * = {sl['flag']}):"]
+                      f"min support {sl['min_support']}; {rule}; * = {sl['flag']}):"]
             rows = [[r["slice"], r["n"], _fmt(r["prevalence"]), _fmt(r["roc_auc"]) +
                      (" *" if r["at_or_below_chance"] else ""),
                      _fmt(r.get("recall")) if m["threshold"] is not None else "", r["note"]]
                     for r in m["rows"]]
             lines.append(tabulate(rows, headers=["slice", "n", "prevalence", "ROC AUC",
                                                  "recall" if m["threshold"] is not None else "",
-                                                 "note"], tablefmt=fmt))
+                                                 "note"], tablefmt=fmt, disable_numparse=True))
     return "\n".join(lines)
 
 
@@ -453,6 +458,8 @@ def run(args) -> int:
         raise InputError(f"--confidence-level must be in (0, 1), got {args.confidence_level}")
     if (args.cost_fp is None) != (args.cost_fn is None):
         raise InputError("--cost-fp and --cost-fn go together")
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        raise InputError(f"--threshold must be a finite number, got {args.threshold}")
     if args.threshold is not None and args.cost_fp is not None:
         raise InputError("give --threshold or --cost-fp/--cost-fn, not both")
     for name in ("cost_fp", "cost_fn"):
@@ -463,6 +470,8 @@ def run(args) -> int:
         raise InputError(f"--n-bins must be at least 1, got {args.n_bins}")
     if args.min_support < 1:
         raise InputError(f"--min-support must be at least 1, got {args.min_support}")
+    if args.plot:
+        _check_plot_path(args.plot)
     path, label, score_cols = _resolve(args)
     if len(set(score_cols)) != len(score_cols):
         raise InputError("each --score column may be given once")
@@ -514,6 +523,24 @@ def run(args) -> int:
         rep["plot"] = args.plot
     _emit(rep, args, path)
     return 0
+
+
+def _check_plot_path(target):
+    """Fail before the bootstrap, in one line, on a path matplotlib cannot write."""
+    p = Path(target)
+    if not p.parent.is_dir():
+        raise InputError(f"--plot {target}: folder {str(p.parent)!r} does not exist")
+    ext = p.suffix.lower().lstrip(".")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    formats = plt.gcf().canvas.get_supported_filetypes()
+    plt.close("all")
+    if ext not in formats:
+        raise InputError(f"--plot {target}: unknown image format {ext!r}; use one of "
+                         f"{', '.join(sorted(formats))}")
 
 
 def _emit(rep, args, path):

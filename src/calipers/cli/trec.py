@@ -55,7 +55,8 @@ def add_parser(subparsers):
     p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt")
     p.add_argument("--n-resamples", type=int, default=10000,
                    help="bootstrap replicates and randomisation permutations (comparison)")
-    p.add_argument("--confidence", type=float, default=0.95,
+    p.add_argument("--confidence-level", "--confidence", dest="confidence", type=float,
+                   default=0.95,
                    help="confidence level of the bootstrap interval (comparison)")
     p.add_argument("--seed", type=int, default=0, help="random seed (comparison)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -216,17 +217,21 @@ def run(args) -> int:
     if args.n_resamples <= 0:
         raise InputError("--n-resamples must be a positive integer")
     if not 0 < args.confidence < 1:
-        raise InputError("--confidence must be in (0, 1)")
+        raise InputError("--confidence-level must be in (0, 1)")
     measures = parse_measures(args.measures)
     progress = not args.no_progress
     qrels = _load(args.qrels, read_qrels, progress)
     run_a = _load(args.run, read_run, progress)
+    if run_a.qid.shape[0] == 0:
+        raise InputError(f"{args.run}: the run holds no document")
     if args.run_b is None:
         ta = trec_arrays(qrels, run_a, complete_qrels=args.complete)
         vals = evaluate(ta, measures, level=args.level, ties=args.ties) if \
             ta.queries.shape[0] else {}
         return _print_single(args, measures, ta, vals, run_a.tag, qrels)
     run_b = _load(args.run_b, read_run, progress)
+    if run_b.qid.shape[0] == 0:
+        raise InputError(f"{args.run_b}: the run holds no document")
     qq = np.unique(qrels.qid)
     queries = qq if args.complete else np.intersect1d(
         qq, np.union1d(np.unique(run_a.qid), np.unique(run_b.qid)))
