@@ -159,6 +159,7 @@ def test_H08_mcc_matches_sklearn_when_one_side_constant():
 
 
 def test_H09_fscore_from_counts(backend):
+    """Handed case H09: F from counts stays defined when precision is 0/0."""
     def fn(a, b):
         return C.precision_recall_fscore_support(a, b, average="binary", zero_division=np.nan)[:3]
 
@@ -201,6 +202,7 @@ def test_H09_nan_left_out_of_macro_average(backend):
 
 
 def test_H11_top_k_tie_rule(backend):
+    """Handed case H11: among equal scores the higher label index ranks first."""
     y = [0, 1, 2]
     s = [[0.4, 0.4, 0.2], [0.4, 0.4, 0.2], [0.3, 0.3, 0.4]]
 
