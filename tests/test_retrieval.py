@@ -626,3 +626,16 @@ def test_vmap_over_score_batches_under_jit():
                                        rtol=1e-12)
             np.testing.assert_allclose(float(ga[i]), float(R.grouped_roc_auc(
                 (y > 0).astype(int), S[i], q).mean), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["numpy", "jax"])
+def test_grouped_auc_group_id_keyword(name):
+    """``group_id=`` by keyword (the documented name) equals the positional call."""
+    import jax.numpy as jnp
+    conv = np.asarray if name == "numpy" else jnp.asarray
+    g, y, s = (conv(v) for v in ([0, 0, 0, 1, 1, 1], [1, 0, 1, 0, 1, 0], [.9, .2, .4, .3, .8, .1]))
+    a = calipers.grouped_roc_auc(y, s, group_id=g)
+    b = calipers.grouped_roc_auc(y, s, g)
+    np.testing.assert_allclose(np.asarray(a.values), np.asarray(b.values))
+    with pytest.raises(TypeError, match="multiple values"):
+        calipers.grouped_roc_auc(y, s, g, group_id=g)

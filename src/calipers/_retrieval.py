@@ -29,6 +29,7 @@ Conventions (see ``docs/ranking.md``):
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -613,8 +614,14 @@ def _jax_eager_via_jit(fn):
     under ``jax.jit`` with a static ``num_segments`` (one compiled program, cached
     per options and shapes, instead of op-by-op dispatch)."""
 
+    third = list(inspect.signature(fn).parameters)[2]  # query_id, or group_id
+
     @functools.wraps(fn)
     def wrapper(y_true, y_score, query_id=None, **kw):
+        if third in kw and third != "query_id":  # grouped_roc_auc(..., group_id=g)
+            if query_id is not None:
+                raise TypeError(f"{fn.__name__}() got multiple values for argument {third!r}")
+            query_id = kw.pop(third)
         arrays = {k: kw.pop(k) for k in _ARRAY_OPTIONS if k in kw}
         if not _eager_jax([y_true, y_score, query_id, *arrays.values()]):
             return fn(y_true, y_score, query_id, **kw, **arrays)
