@@ -433,6 +433,8 @@ def _curve_points(d: _Binary):
     (static length n) and ``keep`` marks the group representatives.
     """
     xp = d.xp
+    if B.is_numpy(xp):
+        return _curve_points_numpy(d)
     st = _sorted_stats(d)
     rep, tps, fps, _, _ = _group_points(st, xp)
     thr = st.s
@@ -446,14 +448,43 @@ def _curve_points(d: _Binary):
     return xp.flip(fps), xp.flip(tps), xp.flip(thr), st, compact
 
 
+class _Totals(NamedTuple):
+    P: object
+    N: object
+
+
+def _curve_points_numpy(d: _Binary):
+    """NumPy: the same points with a few passes over memory (curves are memory-bound).
+
+    One argsort, then prefix sums read off only at the ends of tie groups: no
+    per-row group bounds and no full-length gathers.
+    """
+    order = np.argsort(d.s)[::-1]
+    s = d.s[order]
+    y = d.y[order]
+    ends = np.flatnonzero(s[1:] != s[:-1])          # last row of each group but the final one
+    ends = np.append(ends, s.shape[0] - 1)
+    f = np.float64
+    if d.w is None:
+        tps = np.cumsum(y, dtype=np.int64)[ends].astype(f)
+        fps = (ends + 1).astype(f) - tps
+    else:
+        w = d.w[order]
+        cdt = np.int64 if np.issubdtype(w.dtype, np.integer) else f
+        wp = np.where(y == 1, w, 0).astype(cdt)
+        tps = np.cumsum(wp)[ends].astype(f)
+        fps = np.cumsum(w.astype(cdt) - wp)[ends].astype(f)
+    return fps, tps, s[ends], _Totals(tps[-1], fps[-1]), True
+
+
 def _collinear_keep(x, y, xp):
     """Mask of points that are endpoints or where the curve changes direction."""
     m = x.shape[0]
     if m <= 2:
         return xp.ones(m, dtype=xp.bool, device=B.device(x))
-    dx0, dy0 = x[1:-1] - x[:-2], y[1:-1] - y[:-2]
-    dx1, dy1 = x[2:] - x[1:-1], y[2:] - y[1:-1]
-    turn = (dx0 * dy1 - dy0 * dx1) != 0
+    dx = x[1:] - x[:-1]
+    dy = y[1:] - y[:-1]
+    turn = dx[:-1] * dy[1:] != dy[:-1] * dx[1:]   # cross product of consecutive steps
     t = xp.ones(1, dtype=xp.bool, device=B.device(x))
     return xp.concat([t, turn, t])
 
