@@ -341,15 +341,16 @@ def plot(out):
     if not secs:
         return None
     fig, axes = plt.subplots(1, len(secs), figsize=(6 * len(secs), 5), squeeze=False)
+    colors = plt.cm.tab20.colors  # more implementations than the default 10 colours
     for ax, sec in zip(axes[0], secs):
         impls = []
         for r in RESULTS:
             if r["section"] == sec and r["impl"] not in impls:
                 impls.append(r["impl"])
-        for impl in impls:
+        for c, impl in enumerate(impls):
             pts = sorted((r["n"], r["seconds"]) for r in RESULTS if r["section"] == sec and r["impl"] == impl)
             if len(pts) > 1:
-                ax.plot(*zip(*pts), marker="o", label=impl,
+                ax.plot(*zip(*pts), marker="o", label=impl, color=colors[c % len(colors)],
                         ls="-" if impl.startswith("calipers") else "--")
         ax.set(xscale="log", yscale="log", title=sec,
                xlabel="queries" if sec.startswith("ndcg") else "n scores", ylabel="seconds (median)")
@@ -366,9 +367,16 @@ def main():
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     p.add_argument("--skip", nargs="*", default=[], choices=["binary", "bootstrap", "ndcg", "gauc"])
+    p.add_argument("--from-json", metavar="PATH",
+                   help="measure nothing: print the table and redraw the plot of an earlier run")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.from_json:
+        RESULTS.extend(json.loads(Path(a.from_json).read_text())["results"])
+        table()
+        print(f"wrote {plot(out)}")
+        return
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if have("jax"):
         import jax
