@@ -12,13 +12,12 @@ pytest-benchmark: ``python -m pytest benchmarks/bench_auc.py --benchmark-only``
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import pytest
 
 import calipers
+from _timing import median_time
 
 
 def make_data(n, seed=0, tied=False):
@@ -28,15 +27,6 @@ def make_data(n, seed=0, tied=False):
     if tied:
         s = np.round(s, 1)
     return y, s
-
-
-def _median_time(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def run(n, repeat, with_jax):
@@ -51,7 +41,7 @@ def run(n, repeat, with_jax):
         "sklearn roc_auc_score": lambda: skm.roc_auc_score(y, s),
         "sklearn average_precision_score": lambda: skm.average_precision_score(y, s),
     }
-    res = {k: _median_time(f, repeat) for k, f in rows.items()}
+    res = {k: median_time(f, repeat) for k, f in rows.items()}
     assert calipers.roc_auc_score(y, s) == pytest.approx(skm.roc_auc_score(y, s), rel=1e-12)
     if with_jax:
         import jax
@@ -63,9 +53,9 @@ def run(n, repeat, with_jax):
         jap = jax.jit(calipers.average_precision_score)
         for f in (jsort, jauc, jap):
             f(*((js,) if f is jsort else (jy, js))).block_until_ready()
-        res["jnp.sort jit (floor)"] = _median_time(lambda: jsort(js).block_until_ready(), repeat)
-        res["calipers roc_auc_score jit"] = _median_time(lambda: jauc(jy, js).block_until_ready(), repeat)
-        res["calipers average_precision_score jit"] = _median_time(
+        res["jnp.sort jit (floor)"] = median_time(lambda: jsort(js).block_until_ready(), repeat)
+        res["calipers roc_auc_score jit"] = median_time(lambda: jauc(jy, js).block_until_ready(), repeat)
+        res["calipers average_precision_score jit"] = median_time(
             lambda: jap(jy, js).block_until_ready(), repeat)
     floor = res["np.sort (floor)"]
     print(f"n = {n:,}, median of {repeat}")

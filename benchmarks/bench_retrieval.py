@@ -20,7 +20,6 @@ pytest-benchmark (small sizes only, so the default run stays short)::
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 import warnings
 
@@ -28,6 +27,7 @@ import numpy as np
 import pytest
 
 from calipers import retrieval
+from _timing import median_time
 
 K = 10
 
@@ -42,15 +42,6 @@ def make_data(n_queries, n_docs, seed=0):
     s = (rng.permuted(np.tile(np.arange(n_docs), n_queries).reshape(n_queries, n_docs), axis=1)
          .reshape(-1).astype(np.float64) / n_docs + 0.25)
     return q, y, s
-
-
-def _median(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 # --------------------------------------------------------------------------
@@ -153,7 +144,7 @@ def run_size(n_queries, n_docs, repeat, with_jax, skip=()):
     impls = available()
     if with_jax:
         impls["calipers (JAX jit, CPU)"] = lambda: calipers_jax_jit(n_queries)
-    sort_floor = _median(lambda: np.sort(s), repeat)
+    sort_floor = median_time(lambda: np.sort(s), repeat)
     rows = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -167,7 +158,7 @@ def run_size(n_queries, n_docs, repeat, with_jax, skip=()):
             obj = construct(q, y, s)
             t_con = time.perf_counter() - t
             value = evaluate(obj)
-            t_eval = _median(lambda: evaluate(obj), repeat)
+            t_eval = median_time(lambda: evaluate(obj), repeat)
             rows[name] = (t_con, t_eval, value)
     base = rows["calipers (NumPy, flat arrays)"]
     print(f"\nNDCG@{K}, {n_queries:,} queries x {n_docs} docs ({n_queries * n_docs:,} rows); "
@@ -189,7 +180,7 @@ def run_gauc(n_groups, n_per_group, repeat):
     s = np.round(rng.normal(size=g.shape[0]) + y, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_ours = _median(lambda: retrieval.grouped_roc_auc(y, s, g), repeat)
+        t_ours = median_time(lambda: retrieval.grouped_roc_auc(y, s, g), repeat)
         ours = retrieval.grouped_roc_auc(y, s, g)
 
         def loop():

@@ -31,7 +31,6 @@ import importlib.util
 import json
 import math
 import os
-import statistics
 import time
 import tracemalloc
 from pathlib import Path
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import calipers
+from _timing import median_time
 
 RESULTS: list[dict] = []
 SKIPPED: list[str] = []
@@ -46,16 +46,6 @@ SKIPPED: list[str] = []
 
 def have(mod):
     return importlib.util.find_spec(mod) is not None
-
-
-def timeit(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def record(section, name, n, seconds, **extra):
@@ -99,35 +89,35 @@ def bench_binary(sizes, quick):
         for n in sizes:
             y, s = binary_data(n, tied)
             r = repeats(n, quick)
-            record(section, "np.sort (floor)", n, timeit(lambda: np.sort(s), r))
+            record(section, "np.sort (floor)", n, median_time(lambda: np.sort(s), r))
             record(section, "calipers roc_auc_score", n,
-                   timeit(lambda: calipers.roc_auc_score(y, s), r))
+                   median_time(lambda: calipers.roc_auc_score(y, s), r))
             record(section, "calipers average_precision_score", n,
-                   timeit(lambda: calipers.average_precision_score(y, s), r))
-            record(section, "calipers roc_curve", n, timeit(lambda: calipers.roc_curve(y, s), r))
-            record(section, "sklearn roc_auc_score", n, timeit(lambda: skm.roc_auc_score(y, s), r))
+                   median_time(lambda: calipers.average_precision_score(y, s), r))
+            record(section, "calipers roc_curve", n, median_time(lambda: calipers.roc_curve(y, s), r))
+            record(section, "sklearn roc_auc_score", n, median_time(lambda: skm.roc_auc_score(y, s), r))
             record(section, "sklearn average_precision_score", n,
-                   timeit(lambda: skm.average_precision_score(y, s), r))
-            record(section, "sklearn roc_curve", n, timeit(lambda: skm.roc_curve(y, s), r))
+                   median_time(lambda: skm.average_precision_score(y, s), r))
+            record(section, "sklearn roc_curve", n, median_time(lambda: skm.roc_curve(y, s), r))
             pos, neg = s[y == 1], s[y == 0]
             record(section, "scipy mannwhitneyu", n,
-                   timeit(lambda: mannwhitneyu(pos, neg, method="asymptotic"), r))
+                   median_time(lambda: mannwhitneyu(pos, neg, method="asymptotic"), r))
             if tm_ok:
                 import torch
                 from torchmetrics.functional.classification import binary_auroc
                 ts_, ty = torch.from_numpy(s), torch.from_numpy(y)
                 record(section, "torchmetrics binary_auroc (exact)", n,
-                       timeit(lambda: binary_auroc(ts_, ty, thresholds=None), r))
+                       median_time(lambda: binary_auroc(ts_, ty, thresholds=None), r))
             if jax_ok:
                 jy, js = jnp.asarray(y), jnp.asarray(s)
                 for f, args in ((jsort, (js,)), (jauc, (jy, js)), (jap, (jy, js))):
                     f(*args).block_until_ready()  # compile outside the timing
                 record(section, "jnp.sort jit (floor)", n,
-                       timeit(lambda: jsort(js).block_until_ready(), r))
+                       median_time(lambda: jsort(js).block_until_ready(), r))
                 record(section, "calipers roc_auc_score jax-jit", n,
-                       timeit(lambda: jauc(jy, js).block_until_ready(), r))
+                       median_time(lambda: jauc(jy, js).block_until_ready(), r))
                 record(section, "calipers average_precision_score jax-jit", n,
-                       timeit(lambda: jap(jy, js).block_until_ready(), r))
+                       median_time(lambda: jap(jy, js).block_until_ready(), r))
             assert math.isclose(calipers.roc_auc_score(y, s), skm.roc_auc_score(y, s), rel_tol=1e-12)
 
 
@@ -171,22 +161,22 @@ def bench_bootstrap(quick):
             i = g.integers(0, n, n)
             skm.roc_auc_score(y[i], a[i]) - skm.roc_auc_score(y[i], b[i])
 
-    t_loop = timeit(lambda: sk_loop(reps_ref), 1) / reps_ref
-    t_scipy = timeit(lambda: bootstrap(
+    t_loop = median_time(lambda: sk_loop(reps_ref), 1) / reps_ref
+    t_scipy = median_time(lambda: bootstrap(
         (y, a, b), lambda yy, aa, bb: skm.roc_auc_score(yy, aa) - skm.roc_auc_score(yy, bb),
         paired=True, vectorized=False, n_resamples=reps_ref, method="percentile",
         random_state=0), 1) / reps_ref
     for B in ((1000,) if quick else (1000, 10000)):
         record("bootstrap", "sklearn loop (scaled)", B, t_loop * B, n_examples=n)
         record("bootstrap", "scipy.stats.bootstrap paired (scaled)", B, t_scipy * B, n_examples=n)
-        t = timeit(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
+        t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
                                                      n_resamples=B, seed=0), 1)
         record("bootstrap", "calipers paired_bootstrap numpy", B, t, n_examples=n)
         if have("jax"):
             import jax.numpy as jnp
             jy, ja, jb = jnp.asarray(y), jnp.asarray(a), jnp.asarray(b)
             calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8, seed=0)
-            t = timeit(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb,
+            t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb,
                                                          n_resamples=B, seed=0), 1)
             record("bootstrap", "calipers paired_bootstrap jax", B, t, n_examples=n)
     mem = {}
@@ -219,12 +209,12 @@ def bench_ndcg(query_sizes, quick):
     for nq in query_sizes:
         qid, rel, score = ranking_data(nq)
         r = 1 if quick else 3  # median of 3 at every size: a single run includes first-touch costs
-        record("ndcg@10", "np.sort (floor)", nq, timeit(lambda: np.sort(score), r))
+        record("ndcg@10", "np.sort (floor)", nq, median_time(lambda: np.sort(score), r))
         record("ndcg@10", "calipers ndcg", nq,
-               timeit(lambda: ndcg(rel, score, query_id=qid, k=10), r))
+               median_time(lambda: ndcg(rel, score, query_id=qid, k=10), r))
         R2, S2 = rel.reshape(nq, 100), score.reshape(nq, 100)
         record("ndcg@10", "sklearn ndcg_score (dense)", nq,
-               timeit(lambda: skm.ndcg_score(R2, S2, k=10), r))
+               median_time(lambda: skm.ndcg_score(R2, S2, k=10), r))
         qrels = run = None
         if have("ranx") or have("pytrec_eval"):
             qrels = {str(q): {f"d{j}": int(R2[q, j]) for j in range(100) if R2[q, j] > 0}
@@ -237,7 +227,7 @@ def bench_ndcg(query_sizes, quick):
             Q, Rn = Qrels(qrels), Run(run)
             record("ndcg@10", "ranx construction", nq, time.perf_counter() - t0)
             evaluate(Q, Rn, "ndcg@10")  # numba compile outside the timing
-            record("ndcg@10", "ranx evaluate", nq, timeit(lambda: evaluate(Q, Rn, "ndcg@10"), r))
+            record("ndcg@10", "ranx evaluate", nq, median_time(lambda: evaluate(Q, Rn, "ndcg@10"), r))
         elif nq == query_sizes[0]:
             SKIPPED.append("ranx: not installed")
         if have("pytrec_eval"):
@@ -245,7 +235,7 @@ def bench_ndcg(query_sizes, quick):
             t0 = time.perf_counter()
             ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
             record("ndcg@10", "pytrec_eval construction", nq, time.perf_counter() - t0)
-            record("ndcg@10", "pytrec_eval evaluate", nq, timeit(lambda: ev.evaluate(run), r))
+            record("ndcg@10", "pytrec_eval evaluate", nq, median_time(lambda: ev.evaluate(run), r))
         elif nq == query_sizes[0]:
             SKIPPED.append("pytrec_eval: not installed")
 
@@ -263,7 +253,7 @@ def bench_gauc(quick):
     y = (rng.random(gid.shape[0]) < 0.4).astype(np.int64)
     s = rng.normal(size=gid.shape[0]) + y
     record("gauc", "calipers grouped_roc_auc", n_groups,
-           timeit(lambda: gauc(y, s, group_id=gid), 1 if quick else 3))
+           median_time(lambda: gauc(y, s, group_id=gid), 1 if quick else 3))
     # per-group loop timed on the first 2,000 groups and scaled
     m = 2000
     bounds = np.concatenate([[0], np.cumsum(sizes)])
@@ -274,7 +264,7 @@ def bench_gauc(quick):
             if 0 < yy.sum() < yy.shape[0]:
                 skm.roc_auc_score(yy, ss)
 
-    record("gauc", "sklearn per-group loop (scaled)", n_groups, timeit(loop, 1) * n_groups / m)
+    record("gauc", "sklearn per-group loop (scaled)", n_groups, median_time(loop, 1) * n_groups / m)
 
 
 # --------------------------------------------------------------------------- report

@@ -132,6 +132,15 @@ def to_np(x):
         return np.asarray(x.tolist() if hasattr(x, "tolist") else x, dtype=np.float64)
 
 
+def close(got, want, backend=None, atol=0.0):
+    """assert_allclose of a backend result, NaN equal to NaN; float32 backends get atol 1e-6."""
+    rtol = 1e-12 if backend is None else max(backend.rtol(), 1e-12)
+    if backend is not None and not backend.x64:
+        atol = max(atol, 1e-6)
+    np.testing.assert_allclose(to_np(got), np.asarray(want, dtype=float), rtol=rtol, atol=atol,
+                               equal_nan=True)
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False,
                      help="run tests marked slow (about 2*10^7-row inputs)")

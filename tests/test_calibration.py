@@ -451,3 +451,19 @@ def test_vmap_over_a_batch_of_evaluations():
     T = jax.vmap(calipers.fit_temperature)(jnp.asarray(np.stack([ZL, ZL * 2])),
                                            jnp.asarray(np.stack([YL, YL])))
     np.testing.assert_allclose(np.asarray(T)[1], 2 * np.asarray(T)[0], rtol=1e-9)
+
+
+def test_fit_temperature_negative_weight_under_jit_is_nan():
+    """Eagerly a negative weight raises; under jit nothing can raise, so T is NaN."""
+    import jax
+    import jax.numpy as jnp
+
+    z = jnp.asarray([[0.0, 2.0], [1.0, -1.0], [0.5, 0.2], [-1.0, 1.5]])
+    y = jnp.asarray([1, 0, 0, 1])
+    w = jnp.asarray([1.0, -5.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="sample_weight"):
+        calipers.fit_temperature(np.asarray(z), np.asarray(y), sample_weight=np.asarray(w))
+    t = jax.jit(lambda z, y, w: calipers.fit_temperature(z, y, sample_weight=w))(z, y, w)
+    assert np.isnan(float(t))
+    t_ok = jax.jit(lambda z, y, w: calipers.fit_temperature(z, y, sample_weight=w))(z, y, jnp.abs(w))
+    assert np.isfinite(float(t_ok))

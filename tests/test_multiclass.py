@@ -19,15 +19,7 @@ from hypothesis import strategies as st
 import calipers
 from calipers import UndefinedMetricWarning
 from calipers import _multiclass as MC
-from conftest import to_np
-
-
-def close(got, want, backend=None, atol=0.0):
-    rtol = 1e-12 if backend is None else max(backend.rtol(), 1e-12)
-    if backend is not None and not backend.x64:
-        atol = max(atol, 1e-6)
-    np.testing.assert_allclose(to_np(got), np.asarray(want, dtype=float), rtol=rtol, atol=atol,
-                               equal_nan=True)
+from conftest import close, to_np
 
 
 # rows drawn from a few probability vectors: many tied scores in every column

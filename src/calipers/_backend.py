@@ -168,6 +168,12 @@ def prefix_sum(x, xp, dtype=None):
     ``C[j] - C[i]`` is the sum of ``x[i:j]``.  ``dtype`` is the accumulation
     dtype (integers stay exact beyond 2**24, unlike float32 sums: H15).
     """
+    if is_numpy(xp):  # one pass, no intermediate copy for the dtype change
+        dt = np.cumsum(x[:0]).dtype if dtype is None else dtype  # small ints widen, as cumsum does
+        out = np.empty(x.shape[0] + 1, dtype=dt)
+        out[0] = 0
+        np.cumsum(x, dtype=dt, out=out[1:])
+        return out
     if dtype is not None and x.dtype != dtype:
         x = xp.astype(x, dtype)
     return xp.cumulative_sum(x, include_initial=True)

@@ -139,9 +139,6 @@ def _weights(counts, w, xp):
 class _AUCKernel:
     """ROC AUC over one presorted order: O(n) per replicate (Mann-Whitney, ties 1/2)."""
 
-    ties: bool = True
-    sorted_layout: bool = True
-
     def prepare(self, y01, s, w, xp, identity):
         perm = None if identity else xp.argsort(s, stable=False)
         ss = s if identity else xp.take(s, perm)
@@ -160,14 +157,9 @@ class _AUCKernel:
         Cn = xp.cumulative_sum(cn, dtype=cdt)           # negative weight at or below
         P = _f(xp.sum(cy, dtype=cdt), xp)
         N = _f(xp.sum(cn, dtype=cdt), xp)
-        if self.ties:
-            Cn0 = xp.concat([xp.zeros(1, dtype=cdt, device=B.device(c)), Cn])
-            num = xp.sum(_f(cy, xp) * _f(xp.take(Cn0, lo) + xp.take(Cn0, hi + 1), xp))
-            den = 2 * P * N
-        else:
-            # No ties: a positive beats exactly the negative weight at or below it.
-            num = xp.sum(_f(cy, xp) * _f(Cn, xp))
-            den = P * N
+        Cn0 = xp.concat([xp.zeros(1, dtype=cdt, device=B.device(c)), Cn])
+        num = xp.sum(_f(cy, xp) * _f(xp.take(Cn0, lo) + xp.take(Cn0, hi + 1), xp))
+        den = 2 * P * N
         undefined = (P == 0) | (N == 0)
         return B.nan_if(undefined, num / xp.where(undefined, 1.0, den), xp)
 
@@ -208,7 +200,6 @@ class _AUCSplitKernel:
     N: int
     P: int
     ties: bool = True
-    sorted_layout: bool = True
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
@@ -223,7 +214,7 @@ class _AUCSplitKernel:
             wneg = w[:N] if identity else xp.take(w[:N], perm)
             wpos = w[N:]
         # the layout is not one sorted order: the general state sorts for itself
-        general = _AUCKernel(True).prepare(y01, s, w, xp, False)
+        general = _AUCKernel().prepare(y01, s, w, xp, False)
         # NumPy: buffers reused across replicates (no allocation and page faults
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
@@ -278,14 +269,12 @@ class _AUCSplitKernel:
         return np.float64(num2 / (2 * Pw * Nw))   # exact integers, one rounding
 
     def loo(self, state, xp):
-        return _AUCKernel(True).loo(state[-1], xp)
+        return _AUCKernel().loo(state[-1], xp)
 
 
 @dataclass(frozen=True)
 class _APKernel:
     """Average precision (step sum, ties together) over one presorted order."""
-
-    sorted_layout: bool = True
 
     def prepare(self, y01, s, w, xp, identity):
         return _AUCKernel.prepare(self, y01, s, w, xp, identity)
@@ -331,7 +320,6 @@ class _MeanKernel:
     """Log loss / Brier: per-row losses once, then a weighted mean per replicate."""
 
     name: str
-    sorted_layout: bool = False
 
     def prepare(self, y01, p, w, xp, identity):
         rows = _log_loss_rows(y01, p, xp) if self.name == "log_loss" else _brier_rows(y01, p, xp)
@@ -352,16 +340,13 @@ class _MeanKernel:
 
 
 def _log_loss_rows(y01, p, xp):
-    f = B.acc_float(xp)
+    # clip at the epsilon of the probabilities' dtype (as log_loss does), then the widest float
     eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
-    p = xp.clip(xp.astype(p, f), eps, 1 - eps)
-    y = xp.astype(y01, f)
-    return -(y * xp.log(p) + (1 - y) * xp.log1p(-p))
+    return _prob.binary_log_loss_rows(y01, xp.clip(_f(p, xp), eps, 1 - eps), xp)
 
 
 def _brier_rows(y01, p, xp):
-    d = _f(p, xp) - _f(y01, xp)
-    return d * d
+    return _prob.binary_brier_rows(y01, _f(p, xp), xp)
 
 
 @dataclass(frozen=True)
@@ -373,7 +358,6 @@ class _WeightKernel:
     """
 
     metric: Callable
-    sorted_layout: bool = False
 
     def prepare(self, y, s, w, xp, identity):
         return (y, s, w)
@@ -391,7 +375,6 @@ class _IndexKernel:
     """Any ``metric(y_true, y_score)``: the rows are resampled explicitly (eager only)."""
 
     metric: Callable
-    sorted_layout: bool = False
 
     def prepare(self, y, s, w, xp, identity):
         return (y, s)
@@ -682,7 +665,6 @@ def _jax_xp():
 
 
 def _mesh_sharding(devices):
-    import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     mesh = Mesh(np.array(devices), ("replicates",))
@@ -826,7 +808,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 y_sorted = xp.take(y01, layout)
                 layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
                 if traced:   # class sizes are not static: the general kernel
-                    ka = kb = _AUCKernel(True)
+                    ka = kb = _AUCKernel()
                     a_identity = False
                 else:
                     N = int(xp.sum(1 - y01))

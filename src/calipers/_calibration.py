@@ -522,6 +522,8 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
         w = xp.astype(sw, acc)
         if not B.is_traced(w) and not bool(xp.sum(w) > 0):
             raise ValueError("sample_weight must have a positive sum")
+        if B.is_traced(w):  # cannot raise under jit: bad weights give NaN
+            invalid = invalid | ~xp.all(w >= 0) | ~(xp.sum(w) > 0)
     W = xp.sum(w)
     cols = xp.reshape(xp.arange(K, dtype=yi.dtype), (1, -1))
     onehot = xp.astype(cols == xp.reshape(yi, (-1, 1)), acc)

@@ -19,6 +19,7 @@ import numpy as np
 from . import _backend as B
 from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
 from ._ranking import _prepare as _prepare_binary
+from ._ranking import _sorted_stats
 from ._ranking import auc_from_stats, presort, stats_from_presorted
 
 __all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
@@ -104,12 +105,6 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
     out = B.out_float(xp, s, w)
-    n = yt.shape[0]
-    # class weights per row: integers unless the weights are floats
-    if w is None:
-        wrow = xp.ones(n, dtype=B.acc_int(xp))
-    else:
-        wrow = w
 
     if multi_class == "ovr" and average == "micro":
         onehot = xp.astype(xp.reshape(ti, (-1, 1)) == xp.reshape(
@@ -117,7 +112,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         y_flat = xp.reshape(onehot, (-1,))
         s_flat = xp.reshape(s, (-1,))
         w_flat = None if w is None else xp.reshape(
-            xp.broadcast_to(xp.reshape(w, (-1, 1)), (n, C)), (-1,))
+            xp.broadcast_to(xp.reshape(w, (-1, 1)), (yt.shape[0], C)), (-1,))
         ps = presort(y_flat, s_flat, xp)
         st = stats_from_presorted(ps, None if w_flat is None else xp.take(w_flat, ps.order), xp)
         value, undefined = auc_from_stats(st, xp)
@@ -127,26 +122,29 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
                              "returning NaN", stacklevel=2)
         return B.finalize(value, xp)
 
-    # One sort per score column gives every pairwise AUC of that column at once
-    # (the Mann-Whitney count of auc_from_stats, with one prefix sum per class).
-    A, Wc = _pairwise_auc_matrix(ti, s, None if w is None else w, C, xp)
     f = B.acc_float(xp)
     if multi_class == "ovr":
-        # class c against the rest: the pair counts of column c summed over j != c
-        num = xp.sum(A.num * (1 - xp.eye(C, dtype=f)), axis=1)
-        Wrest = xp.sum(Wc) - Wc
-        undefined = (Wc == 0) | (Wrest == 0)
-        den = 2 * Wc * Wrest
-        values = num / xp.where(undefined, xp.asarray(1.0, dtype=f), den)
-        values = B.nan_if(undefined, values, xp)
+        # class c against the rest: the binary kernel on column c, one sort per column
+        vals, Wcs = [], []
+        for c in range(C):
+            ps = presort(xp.astype(ti == c, B.acc_int(xp)), s[:, c], xp)
+            st = stats_from_presorted(ps, None if w is None else xp.take(w, ps.order), xp)
+            vals.append(auc_from_stats(st, xp)[0])
+            Wcs.append(st.P)
+        values = xp.stack(vals)                # NaN where class c or the rest is absent
+        Wc = xp.astype(xp.stack(Wcs), f)
+        undefined = (Wc == 0) | (st.P + st.N - Wc == 0)
         support = Wc
         names = lab
         what = "class(es)"
     else:
+        # One sort per score column gives every pairwise AUC of that column at once
+        # (the Mann-Whitney count of auc_from_stats, with one prefix sum per class).
+        num, Wc = _pairwise_auc_matrix(ti, s, None if w is None else w, C, xp)
         pairs = [(i, j) for i in range(C) for j in range(i + 1, C)]
         ii = xp.asarray([p[0] for p in pairs], dtype=B.acc_int(xp))
         jj = xp.asarray([p[1] for p in pairs], dtype=B.acc_int(xp))
-        flat = xp.reshape(A.num, (-1,))
+        flat = xp.reshape(num, (-1,))
         n_ij = xp.take(flat, ii * C + jj)      # column i: class i above class j
         n_ji = xp.take(flat, jj * C + ii)      # column j: class j above class i
         Wi, Wj = xp.take(Wc, ii), xp.take(Wc, jj)
@@ -172,12 +170,6 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
 
 
-class _PairCounts(NamedTuple):
-    # (C, C): num[i, j] = 2 * sum over (a in class i, b in class j) of
-    # w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)
-    num: object
-
-
 def _pairwise_auc_matrix(ti, s, w, C, xp):
     """Pairwise Mann-Whitney counts of every score column, one sort per column.
 
@@ -190,7 +182,9 @@ def _pairwise_auc_matrix(ti, s, w, C, xp):
     integers without (or with integer) weights, the products in the widest
     float (handed case H15).
 
-    Returns the (C, C) counts and the class weights ``Wc`` (C,).
+    Returns the (C, C) counts ``num[i, j] = 2 * sum over (a in class i, b in
+    class j) of w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)`` and the class
+    weights ``Wc`` (C,).
     """
     cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
     f = B.acc_float(xp)
@@ -207,7 +201,7 @@ def _pairwise_auc_matrix(ti, s, w, C, xp):
         rows.append(xp.sum(xp.astype(onehot[:, i:i + 1], f) * G, axis=0))
         if Wc is None:
             Wc = xp.astype(xp.sum(onehot, axis=0), f)
-    return _PairCounts(xp.stack(rows)), Wc
+    return xp.stack(rows), Wc
 
 
 # --------------------------------------------------------------------------
@@ -281,16 +275,14 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     cfn = _check_cost("cost_fn", cost_fn)
     d = _prepare_binary(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    ps = presort(d.y, d.s, xp)
-    w = None if d.w is None else xp.take(d.w, ps.order)
-    st = stats_from_presorted(ps, w, xp)
-    n = ps.s.shape[0]
+    st = _sorted_stats(d)  # the one sort of the binary family
+    n = st.s.shape[0]
     Pn = st.Cp[n]
     Nn = st.Cn[n]
     # ascending order: at the threshold of row i (its tie group starts at lo)
     # the rows lo.. are predicted positive
-    fn = xp.take(st.Cp, ps.lo)
-    tn = xp.take(st.Cn, ps.lo)
+    fn = xp.take(st.Cp, st.lo)
+    tn = xp.take(st.Cn, st.lo)
     fn = xp.concat([fn, xp.reshape(Pn, (1,))])     # last candidate: +inf
     tn = xp.concat([tn, xp.reshape(Nn, (1,))])
     tp = Pn - fn
@@ -299,8 +291,8 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     # highest threshold among the minima: argmin of the reversed array
     m = cost.shape[0]
     idx = (m - 1) - xp.argmax(xp.astype(xp.flip(cost) == xp.min(cost), xp.int8))
-    thr_all = xp.concat([xp.astype(ps.s, d.out),
-                         xp.full(1, math.inf, dtype=d.out, device=B.device(ps.s))])
+    thr_all = xp.concat([xp.astype(st.s, d.out),
+                         xp.full(1, math.inf, dtype=d.out, device=B.device(st.s))])
     total = st.P + st.N
     undefined = total == 0
     threshold = B.nan_if(d.invalid | undefined, _pick(thr_all, idx, xp), xp)

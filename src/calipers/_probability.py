@@ -120,6 +120,23 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
     return xp, onehot, p, sample_weight, invalid, f
 
 
+def binary_log_loss_rows(y01, p, xp):
+    """Per-row binary cross-entropy, ``p`` clipped to [eps, 1 - eps] at its dtype's epsilon.
+
+    The one formula behind :func:`log_loss`, the bootstrap kernel and the streaming state.
+    """
+    eps = float(xp.finfo(p.dtype).eps)
+    p = xp.clip(p, eps, 1 - eps)
+    y = xp.astype(y01, p.dtype)
+    return -(y * xp.log(p) + (1 - y) * xp.log1p(-p))
+
+
+def binary_brier_rows(y01, p, xp):
+    """Per-row squared error ``(p - y)**2`` (nothing clipped)."""
+    d = p - xp.astype(y01, p.dtype)
+    return d * d
+
+
 def _weighted_mean(values, w, xp, normalize=True):
     acc = B.acc_float(xp)
     v = xp.astype(values, acc)
@@ -189,11 +206,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
     xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, labels=labels)
-    eps = float(xp.finfo(p.dtype).eps)
-    p = xp.clip(p, eps, 1 - eps)
-    yf = xp.astype(y, f)
-    loss = -(yf * xp.log(p) + (1 - yf) * xp.log1p(-p))
-    value, _ = _weighted_mean(loss, w, xp, normalize)
+    value, _ = _weighted_mean(binary_log_loss_rows(y, p, xp), w, xp, normalize)
     value = xp.astype(B.nan_if(invalid, value, xp), f)
     return B.finalize(value, xp)
 
@@ -239,8 +252,7 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
         return B.finalize(value, xp)
     xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
                                             labels=labels)
-    diff = p - xp.astype(y, f)
-    value, _ = _weighted_mean(diff * diff, w, xp)
+    value, _ = _weighted_mean(binary_brier_rows(y, p, xp), w, xp)
     if scale_by_half is False:
         value = 2 * value
     value = xp.astype(B.nan_if(invalid, value, xp), f)

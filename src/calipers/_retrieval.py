@@ -266,7 +266,7 @@ class _Ranking:
         if "D" not in self._cache:
             xp = self.xp
             r = xp.arange(self.lmax, dtype=self.f, device=self.dev)
-            self._cache["D"] = S.psum(1.0 / xp.log2(r + 2.0), xp)
+            self._cache["D"] = B.prefix_sum(1.0 / xp.log2(r + 2.0), xp)
         return self._cache["D"]
 
     def _expected(self, W):
@@ -312,7 +312,7 @@ class _Ranking:
     def average_precision_sum(self):
         """Sum over relevant rows of the expected precision at their rank (McSherry & Najork)."""
         xp, ss = self.xp, self.ss
-        Cr = S.psum(self.relret, xp)
+        Cr = B.prefix_sum(self.relret, xp)
         st = self.seg_start_row
         a = st + ss.tie_lo
         b = st + ss.tie_hi + 1
@@ -328,7 +328,7 @@ class _Ranking:
         """Expected 1/rank of the first relevant retrieved row, 0 when none is retrieved."""
         xp, ss = self.xp, self.ss
         f = self.f
-        Cr = S.psum(self.relret, xp)
+        Cr = B.prefix_sum(self.relret, xp)
         st = self.seg_start_row
         a = st + ss.tie_lo
         r = xp.take(Cr, st + ss.tie_hi + 1) - xp.take(Cr, a)
@@ -355,7 +355,7 @@ class _Ranking:
         if "LF" not in self._cache:
             xp = self.xp
             i = xp.arange(1, self.lmax + 1, dtype=self.f, device=self.dev)
-            self._cache["LF"] = S.psum(xp.log(i), xp)
+            self._cache["LF"] = B.prefix_sum(xp.log(i), xp)
         return self._cache["LF"]
 
 
@@ -939,7 +939,7 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
         ws = xp.astype(xp.take(w, ss.order), cdt)
         wp = ws * xp.astype(y, cdt)
         wn = ws - wp
-    Cn = S.psum(wn, xp, cdt)
+    Cn = B.prefix_sum(wn, xp, cdt)
     st = xp.take(ss.seg_start, ss.seg)
     end = xp.take(ss.seg_start + ss.seg_size, ss.seg)
     lo = st + ss.tie_lo

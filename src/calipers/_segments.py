@@ -42,7 +42,7 @@ import numpy as np
 from . import _backend as B
 
 __all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "segment_sort", "segment_sums",
-           "sorted_within_segments", "take_segment"]
+           "sorted_within_segments"]
 
 
 class SegmentSort(NamedTuple):
@@ -335,26 +335,10 @@ def segment_sort(query_id, y_score, xp, *, num_segments=None, tie_key=None,
     return SegmentSort(order, seg, rank, starts, seg_size, lo, hi, Q, qids, invalid, grouped)
 
 
-def psum(x, xp, dtype=None):
-    """:func:`calipers._backend.prefix_sum` with a copy-free NumPy path."""
-    if B.is_numpy(xp) and not B.is_traced(x):
-        dt = x.dtype if dtype is None else dtype
-        out = np.empty(x.shape[0] + 1, dtype=dt)
-        out[0] = 0
-        np.cumsum(x, dtype=dt, out=out[1:])
-        return out
-    return B.prefix_sum(x, xp, dtype)
-
-
 def segment_sums(values_sorted, ss: SegmentSort, xp, dtype=None):
     """Per-segment sums of a per-row quantity given in sorted order: (Q,)."""
-    c = psum(values_sorted, xp, dtype)
+    c = B.prefix_sum(values_sorted, xp, dtype)
     return xp.take(c, ss.seg_start + ss.seg_size) - xp.take(c, ss.seg_start)
-
-
-def take_segment(per_segment, ss: SegmentSort, xp):
-    """Broadcast a per-segment array (Q,) to the sorted rows (n,)."""
-    return xp.take(per_segment, ss.seg)
 
 
 def sorted_within_segments(values, ss: SegmentSort, xp, codes=None):

@@ -352,19 +352,16 @@ class ProbabilityLossState(NamedTuple):
             _, onehot, p, w, invalid, _ = _prob._prepare_multiclass(y_true, y_prob,
                                                                    sample_weight, None)
             onehot, p = xp.astype(onehot, f), xp.astype(p, f)
-        else:
+            K = p.shape[1]
+            # clip as the one-shot log_loss: at the epsilon of the probabilities' dtype
+            eps = float(xp.finfo(B.out_float(xp, y_prob)).eps)
+            ll = -xp.sum(onehot * xp.log(xp.clip(p, eps, 1 - eps)), axis=1)
+            diff = p - onehot
+            br = xp.sum(diff * diff, axis=1) * (0.5 if K < 3 else 1.0)
+        else:  # the very per-row formulas of log_loss / brier_score_loss
             _, y, p, w, invalid, _ = _prob._prepare_prob(y_true, y_prob, sample_weight)
-            p = xp.astype(p, f)
-            p = xp.stack([1 - p, p], axis=1)
-            K = 2
-            cols = xp.reshape(xp.arange(K, dtype=y.dtype), (1, -1))
-            onehot = xp.astype(cols == xp.reshape(y, (-1, 1)), f)
-        K = p.shape[1]
-        # clip as the one-shot log_loss: at the epsilon of the probabilities' dtype
-        eps = float(xp.finfo(B.out_float(xp, y_prob)).eps)
-        ll = -xp.sum(onehot * xp.log(xp.clip(p, eps, 1 - eps)), axis=1)
-        diff = p - onehot
-        br = xp.sum(diff * diff, axis=1) * (0.5 if K < 3 else 1.0)
+            ll = xp.astype(_prob.binary_log_loss_rows(y, p, xp), f)
+            br = xp.astype(_prob.binary_brier_rows(y, p, xp), f)
         if w is None:
             ws = xp.asarray(ll.shape[0], dtype=self.weight.dtype)
             lsum, bsum = xp.sum(ll), xp.sum(br)

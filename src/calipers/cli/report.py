@@ -252,25 +252,33 @@ def calibration(y, scores: dict, *, n_bins=10) -> dict:
 # --------------------------------------------------------------------------- slices
 
 def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -> dict:
-    """Per slice and model: n, prevalence, ROC AUC, recall; nothing dropped."""
+    """Per slice and model: n, prevalence, ROC AUC, recall; nothing dropped.
+
+    AUC per slice comes from ``by_group``; positives and hits per slice are
+    counted in one pass (``bincount`` over the slice codes), not a mask per slice.
+    """
     out = {"min_support": min_support, "flag": "ROC AUC at or below 0.5 (chance)", "models": {}}
+    names, codes = np.unique(slice_values, return_inverse=True)
+    index = {g: i for i, g in enumerate(names.tolist())}
+    G = names.shape[0]
+    positives = np.bincount(codes, weights=y, minlength=G)
+    sizes = np.bincount(codes, minlength=G)
     for k, s in scores.items():
         rep = _quiet(_slices.by_group, _ranking.roc_auc_score, y, s, group_id=slice_values,
                      min_support=min_support)
         t = thresholds.get(k)
+        hits = None if t is None else np.bincount(codes, weights=(s >= t) & (y == 1), minlength=G)
         rows = []
         for g, auc, n, defined, small in zip(rep.group, rep.value, rep.support, rep.defined,
                                              rep.below_min_support):
-            m = slice_values == g
-            yy = y[m]
-            row = {"slice": str(g), "n": int(n), "prevalence": float(yy.mean()),
+            i = index[g.item() if hasattr(g, "item") else g]
+            row = {"slice": str(g), "n": int(n), "prevalence": float(positives[i] / sizes[i]),
                    "roc_auc": _num(auc), "defined": bool(defined),
                    "below_min_support": bool(small),
                    "note": ("one class only" if not defined else
                             "below min support" if small else "")}
-            if t is not None:
-                pos = yy.sum()
-                row["recall"] = float(((s[m] >= t) & (yy == 1)).sum() / pos) if pos else None
+            if hits is not None:
+                row["recall"] = float(hits[i] / positives[i]) if positives[i] else None
             row["at_or_below_chance"] = bool(defined and auc <= 0.5)
             rows.append(row)
         out["models"][k] = {"overall_roc_auc": _num(rep.overall), "threshold": t, "rows": rows}
