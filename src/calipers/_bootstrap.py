@@ -40,6 +40,7 @@ from . import _backend as B
 from . import _probability as _prob
 from . import _ranking as _rank
 from ._exceptions import UndefinedMetricWarning
+from ._results import ConfidenceInterval, result_type
 
 __all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap",
            "paired_bootstrap_replicates"]
@@ -47,13 +48,8 @@ __all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap",
 _NORMAL = NormalDist()
 
 
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
+@result_type(meta=("n_resamples", "confidence_level", "method", "alternative", "design",
+                   "resampling"))
 class BootstrapResult:
     """What :func:`paired_bootstrap` returns.
 
