@@ -23,6 +23,7 @@ from ._comparison import (
     sprt,
 )
 from ._exceptions import UndefinedMetricWarning
+from ._multiplicity import adjust_pvalues
 from ._probability import brier_score_loss, log_loss
 from ._classification import (
     accuracy_score,
@@ -143,6 +144,7 @@ __all__ = [
     "reciprocal_rank",
     "BootstrapResult",
     "ConfidenceInterval",
+    "adjust_pvalues",
     "UndefinedMetricWarning",
     "average_precision_score",
     "brier_score_loss",
