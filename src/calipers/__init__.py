@@ -24,6 +24,14 @@ from ._comparison import (
 )
 from ._exceptions import UndefinedMetricWarning
 from ._multiplicity import adjust_pvalues
+from ._power import (
+    AUCPowerResult,
+    auc_difference_power,
+    auc_difference_sample_size,
+    auc_minimum_detectable_difference,
+    mcnemar_power,
+    mcnemar_sample_size,
+)
 from ._probability import brier_score_loss, log_loss
 from ._classification import (
     accuracy_score,
@@ -145,6 +153,12 @@ __all__ = [
     "BootstrapResult",
     "ConfidenceInterval",
     "adjust_pvalues",
+    "AUCPowerResult",
+    "auc_difference_power",
+    "auc_difference_sample_size",
+    "auc_minimum_detectable_difference",
+    "mcnemar_power",
+    "mcnemar_sample_size",
     "UndefinedMetricWarning",
     "average_precision_score",
     "brier_score_loss",
