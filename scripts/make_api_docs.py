@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import calipers
+import calipers.plot
 import calipers.retrieval
 
 TITLES = {
@@ -25,6 +26,9 @@ TITLES = {
     "_comparison": "Tests for comparing models",
     "_states": "Mergeable states",
     "_slices": "Slices",
+    "_multiplicity": "Multiple comparisons",
+    "_power": "Power and sample size",
+    "plot": "Plots",
     "_exceptions": "Warnings",
 }
 
@@ -32,17 +36,18 @@ TITLES = {
 def main():
     groups: dict[str, list[str]] = {}
     for ns, names in (("calipers", calipers.__all__),
-                      ("calipers.retrieval", calipers.retrieval.__all__)):
+                      ("calipers.retrieval", calipers.retrieval.__all__),
+                      ("calipers.plot", calipers.plot.__all__)):
         for name in names:
             obj = getattr(__import__(ns, fromlist=[name]), name)
             mod = getattr(obj, "__module__", "calipers").rsplit(".", 1)[-1]
             path = f"{ns}.{name}"
-            if ns == "calipers.retrieval" and name in calipers.__all__:
+            if ns != "calipers" and name in calipers.__all__:
                 continue
             groups.setdefault(mod, []).append(path)
     lines = ["# API reference", "",
              "Generated from the docstrings by `scripts/make_api_docs.py`; a test checks that every",
-             "public name of `calipers` and `calipers.retrieval` is here.", ""]
+             "public name of `calipers`, `calipers.retrieval` and `calipers.plot` is here.", ""]
     for mod in sorted(groups, key=lambda m: list(TITLES).index(m) if m in TITLES else 99):
         lines += [f"## {TITLES.get(mod, mod)}", ""]
         for path in sorted(groups[mod], key=str.lower):

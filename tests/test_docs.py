@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import calipers
+import calipers.plot
 import calipers.retrieval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,6 +16,7 @@ def test_every_public_name_in_api_reference():
     missing = [n for n in calipers.__all__ if f"::: calipers.{n}\n" not in api]
     missing += [n for n in calipers.retrieval.__all__
                 if n not in calipers.__all__ and f"::: calipers.retrieval.{n}\n" not in api]
+    missing += [n for n in calipers.plot.__all__ if f"::: calipers.plot.{n}\n" not in api]
     assert not missing, f"run scripts/make_api_docs.py; missing: {missing}"
 
 
