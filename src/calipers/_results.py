@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import sys
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - type checkers only need it on the version they run
+    def dataclass_transform(**kwargs):
+        return lambda f: f
 
 __all__ = ["result_type", "ConfidenceInterval"]
 
 _HAS_JAX = importlib.util.find_spec("jax") is not None
 
 
+@dataclass_transform(frozen_default=True)
 def result_type(cls=None, *, meta: tuple[str, ...] = ()):
     """Make ``cls`` a frozen dataclass registered as a JAX pytree.
 
