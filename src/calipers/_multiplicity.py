@@ -25,6 +25,7 @@ the same adjusted value whatever their order.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import _backend as B
 
@@ -37,6 +38,7 @@ def _cumulative(x, xp, *, op: str, reverse: bool = False):
     """Running max or min along a 1-D array (native on NumPy and JAX)."""
     if reverse:
         x = xp.flip(x)
+    out: Any
     if B.is_numpy(xp):
         import numpy as np
 
