@@ -179,3 +179,88 @@ def test_paired_query_stats():
     # 6 of the 16 sign patterns reach |mean| of (0.4, 0.1, -0.2, 0.25): exact p = 0.375
     null = paired_query_stats(np.array([0.4, 0.1, -0.2, 0.25]), np.zeros(4), n_resamples=2000)
     assert 0.33 < null["p_randomization"] < 0.42
+
+
+# --------------------------------------------------------------------------
+# calipers.retrieval.evaluate: the library entry point the CLI prints
+# --------------------------------------------------------------------------
+
+def _random_trec(seed, n_q=6, n_docs=12):
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(n_q):
+        qid = f"q{q}"
+        docs = [f"d{j}" for j in range(n_docs)]
+        judged = rng.choice(docs, size=rng.integers(1, n_docs), replace=False)
+        # query q0 has no relevant document (trec_eval scores it 0)
+        qrels[qid] = {d: int(0 if q == 0 else rng.integers(-1, 4)) for d in judged}
+        ret = rng.choice(docs, size=rng.integers(1, n_docs), replace=False)
+        # quarter steps: exact in float32 and float64, with many score ties
+        run[qid] = {d: float(rng.integers(0, 5)) / 4 for d in ret}
+    return qrels, run
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_evaluate_matches_pytrec_eval(seed):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed)
+    names = {"map": "map", "Rprec": "Rprec", "recip_rank": "recip_rank", "ndcg": "ndcg",
+             "P_5": "P_5", "P_10": "P_10", "recall_5": "recall_5", "ndcg_cut_10": "ndcg_cut_10",
+             "num_rel": "num_rel", "num_ret": "num_ret", "num_rel_ret": "num_rel_ret"}
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {"map", "Rprec", "recip_rank", "ndcg", "P",
+                                                "recall", "ndcg_cut", "num_rel", "num_ret",
+                                                "num_rel_ret"})
+    ref = ev.evaluate(run)
+    res = R.evaluate(qrels, run, ["map", "Rprec", "recip_rank", "ndcg", "P.5,10", "recall.5",
+                                  "ndcg_cut.10", "num_rel", "num_ret", "num_rel_ret"])
+    assert res.query_ids.tolist() == sorted(ref)
+    for ours, theirs in names.items():
+        want = [ref[q][theirs] for q in res.query_ids]
+        np.testing.assert_allclose(res.values[ours], want, rtol=1e-12, atol=1e-12,
+                                   err_msg=ours)
+        assert res.mean[ours] == pytest.approx(np.mean(want), rel=1e-12, abs=1e-15)
+
+
+def test_evaluate_inputs_agree_and_result_is_a_pytree(tmp_path):
+    from calipers import retrieval as R
+    qrels, run = _random_trec(5)
+    q_rows = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    r_rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    qp = _write(tmp_path, "qrels", "".join(f"{q} 0 {d} {r}\n" for q, d, r in q_rows))
+    rp = _write(tmp_path, "run", "".join(f"{q} Q0 {d} 1 {s} tag\n" for q, d, s in r_rows))
+    arrays = (tuple(np.array(c) for c in zip(*q_rows)), tuple(np.array(c) for c in zip(*r_rows)))
+    a = R.evaluate(qrels, run, "all_trec")
+    for qq, rr in [(qp, rp), (R.read_qrels(qp), R.read_run(rp)), arrays]:
+        b = R.evaluate(qq, rr, "all_trec")
+        assert b.measures == a.measures and list(b.values) == list(a.values)
+        for name in a.values:
+            np.testing.assert_array_equal(b.values[name], a.values[name])
+    assert a.measures[:2] == ("runid", "num_q") and "P_1000" in a.values
+    assert R.evaluate(qp, rp, "map").run_id == "tag"
+    jax = pytest.importorskip("jax")
+    leaves = jax.tree_util.tree_leaves(R.evaluate(qrels, run, ["map", "P.5"]))
+    assert len(leaves) == 6   # 2 values, 2 means, query_ids, in_run
+    # -c: every query of the qrels; those without run rows score 0
+    qrels["extra"] = {"x": 1}
+    c = R.evaluate(qrels, run, "map", complete_qrels=True)
+    assert c.query_ids.tolist()[0] == "extra" and c.values["map"][0] == 0.0
+    assert not c.in_run[0] and c.in_run[1:].all()
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (dict(measures="bogus"), "unknown measure 'bogus'"),
+    (dict(measures="P.0"), "cut-offs must be positive"),
+    (dict(measures="map.3"), "takes no parameters"),
+    (dict(ties="first"), "ties must be"),
+    (dict(qrels=({"1": {"a": 0.5}})), "relevance must be integers"),
+    (dict(run=(["1", "1"], ["a", "a"], [0.2, 0.1])), "duplicate document"),
+    (dict(run=(["1"], ["a"], [np.nan])), "scores must be finite"),
+    (dict(run=(["1"], ["a"])), "three flat arrays"),
+])
+def test_evaluate_errors(bad, msg):
+    from calipers import retrieval as R
+    kw = dict(qrels={"1": {"a": 1}}, run={"1": {"a": 0.5}}, measures="map")
+    kw.update(bad)
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        R.evaluate(kw.pop("qrels"), kw.pop("run"), **kw)

@@ -31,13 +31,13 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import _backend as B
 from . import _segments as S
+from ._results import result_type
 
 __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
            "precision_at_k", "recall_at_k", "r_precision", "grouped_roc_auc"]
@@ -47,7 +47,7 @@ __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
 # result type
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@result_type(meta=("k", "metric"))
 class QueryResult:
     """Per-query (per-group) values of a metric and their mean.
 
@@ -78,21 +78,6 @@ class QueryResult:
     n_undefined: Any
     k: Any = None
     metric: str = ""
-
-
-_registered = False
-
-
-def _register_pytree():
-    global _registered
-    if _registered:
-        return
-    import jax
-
-    jax.tree_util.register_dataclass(
-        QueryResult, data_fields=["values", "query_ids", "mean", "n_undefined"],
-        meta_fields=["k", "metric"])
-    _registered = True
 
 
 # --------------------------------------------------------------------------
@@ -230,8 +215,6 @@ class _Ranking(_PerQuery):
             # Judged but not retrieved: after every retrieved row of the query.
             y_score = xp.where(retrieved, xp.astype(y_score, f),
                                xp.asarray(-math.inf, dtype=f, device=B.device(y_score)))
-        if B.is_jax(xp):
-            _register_pytree()
         ss = S.segment_sort(query_id, y_score, xp, num_segments=num_segments,
                             tie_key=doc_id if ties == "trec_eval" else None)
         self.ss = ss
@@ -962,8 +945,6 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
         B.check_weights("sample_weight", w, xp)
         if B.is_traced(w):
             invalid = invalid | ~xp.all(w >= 0)
-    if B.is_jax(xp):
-        _register_pytree()
     ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")
     f = B.acc_float(xp)
     cdt = B.acc_int(xp) if (w is None or xp.isdtype(w.dtype, "integral")) else f
