@@ -78,6 +78,12 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
+from ._permutation import (
+    PairedPermutationResult,
+    UnitBootstrapResult,
+    paired_permutation_test,
+    paired_unit_bootstrap,
+)
 from ._retrieval import (
     QueryResult,
     dcg,
@@ -159,6 +165,10 @@ __all__ = [
     "proportion_confint",
     "roc_auc_confint",
     "sprt",
+    "PairedPermutationResult",
+    "UnitBootstrapResult",
+    "paired_permutation_test",
+    "paired_unit_bootstrap",
     "precision_at_k",
     "precision_recall_auc",
     "precision_recall_curve",
