@@ -155,30 +155,57 @@ def test_compare_two_runs(capsys):
                                           "--no-progress", "-q"])
     doc = json.loads(out)["measures"]["map"]
     assert rc == 0 and doc["difference"] == 0.0 and doc["p_randomization"] == 1.0
-    assert doc["ci_low"] == doc["ci_high"] == 0.0
+    # 3 queries: exact randomisation test, no bootstrap interval (fewer than 10 units)
+    assert doc["p_exact"] and doc["ci_low"] is None and doc["ci_high"] is None
     assert set(doc["per_query_difference"]) == {"301", "302", "303"}
     rc, out, _ = _run_cli(capsys, base + [str(PEERS / "results.trunc"), "-m", "map",
                                           "-m", "ndcg_cut.10", "--n-resamples", "500",
                                           "--no-progress"])
     lines = out.splitlines()
-    assert rc == 0 and lines[0].startswith("# A = STANDARD") and len(lines) == 4
-    name, a, b, d = lines[2].split("\t")[:4]
+    assert rc == 0 and lines[0].startswith("# A = STANDARD") and len(lines) == 5
+    assert "exact over 2^3 sign patterns" in lines[0] and "no bootstrap interval" in lines[1]
+    name, a, b, d = lines[3].split("\t")[:4]
     # Query 302 is missing from results.trunc: it scores 0 there (same query set).
     assert name.strip() == "map" and a.strip() == "0.1785" and b.strip() == "0.1016"
     assert abs(float(d) - (0.1785 - 0.1016)) < 2e-4
 
 
 def test_paired_query_stats():
-    d = np.linspace(0.5, 1.5, 20)
-    st = paired_query_stats(d, np.zeros(20), n_resamples=2000, seed=1)
+    d = np.linspace(0.5, 1.5, 25)
+    st = paired_query_stats(d, np.zeros(25), n_resamples=2000, seed=1)
     assert abs(st["difference"] - 1.0) < 1e-12
     assert 0.8 < st["ci_low"] < 1.0 < st["ci_high"] < 1.2
     assert st["p_randomization"] == 1 / 2001 and st["prob_a_greater"] == 1.0
-    again = paired_query_stats(d, np.zeros(20), n_resamples=2000, seed=1)
+    assert not st["p_exact"]
+    again = paired_query_stats(d, np.zeros(25), n_resamples=2000, seed=1)
     assert again == st
     # 6 of the 16 sign patterns reach |mean| of (0.4, 0.1, -0.2, 0.25): exact p = 0.375
     null = paired_query_stats(np.array([0.4, 0.1, -0.2, 0.25]), np.zeros(4), n_resamples=2000)
-    assert 0.33 < null["p_randomization"] < 0.42
+    assert null["p_randomization"] == 0.375 and null["p_exact"] and null["ci_low"] is None
+
+
+def test_compare_calls_the_library_tests(tmp_path, capsys):
+    # 12 queries: bootstrap interval given, randomisation test exact (n <= 20)
+    rng = np.random.default_rng(4)
+    qrels = "".join(f"{q} 0 d{j} {int(rng.integers(0, 3))}\n" for q in range(12)
+                    for j in range(6))
+    runs = ["".join(f"{q} Q0 d{j} 1 {rng.integers(0, 9) / 4} t{i}\n" for q in range(12)
+                    for j in range(6)) for i in range(2)]
+    q = _write(tmp_path, "q", qrels)
+    a, b = _write(tmp_path, "a", runs[0]), _write(tmp_path, "b", runs[1])
+    rc, out, _ = _run_cli(capsys, ["trec", q, a, b, "-m", "map", "--format", "json",
+                                   "--n-resamples", "300", "--seed", "5", "--no-progress"])
+    doc = json.loads(out)["measures"]["map"]
+    import calipers
+    from calipers import retrieval as R
+    va = R.evaluate(q, a, "map").values["map"]
+    vb = R.evaluate(q, b, "map").values["map"]
+    boot = calipers.paired_unit_bootstrap(va, vb, n_resamples=300, seed=5)
+    perm = calipers.paired_permutation_test(va, vb)
+    assert rc == 0 and doc["p_exact"] and doc["p_randomization"] == perm.pvalue
+    assert (doc["ci_low"], doc["ci_high"]) == (boot.confidence_interval.low,
+                                               boot.confidence_interval.high)
+    assert doc["prob_a_greater"] == boot.prob_a_greater
 
 
 # --------------------------------------------------------------------------

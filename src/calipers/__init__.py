@@ -79,6 +79,7 @@ from ._regression import (
 )
 from ._slices import SliceReport, by_group
 from ._permutation import (
+    MIN_BOOTSTRAP_UNITS,
     PairedPermutationResult,
     UnitBootstrapResult,
     paired_permutation_test,
@@ -165,6 +166,7 @@ __all__ = [
     "proportion_confint",
     "roc_auc_confint",
     "sprt",
+    "MIN_BOOTSTRAP_UNITS",
     "PairedPermutationResult",
     "UnitBootstrapResult",
     "paired_permutation_test",

@@ -32,13 +32,14 @@ import numpy as np
 from . import _backend as B
 from ._results import ConfidenceInterval, result_type
 
-__all__ = ["MIN_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
+__all__ = ["MIN_BOOTSTRAP_UNITS", "MIN_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]
 
 # Below this many units a percentile interval of a mean badly under-covers (the
 # bootstrap distribution has at most n**n / n! distinct shapes and no tails), so no
 # interval is given: NaN plus a warning.
 MIN_UNITS = 10
+MIN_BOOTSTRAP_UNITS = MIN_UNITS   # public name
 _ALTERNATIVES = ("two-sided", "greater", "less")
 _CHUNK_CELLS = 4_000_000   # cells of one sign or index block (memory bound)
 

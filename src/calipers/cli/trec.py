@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+import calipers
 from calipers import retrieval
 
 from ._errors import InputError
@@ -102,35 +103,32 @@ def _line(name, qid, value):
 # --------------------------------------------------------------------------
 
 def paired_query_stats(a, b, *, n_resamples=10000, confidence=0.95, seed=0):
-    """Bootstrap over queries and sign-flip randomisation for mean(a - b).
+    """Bootstrap over queries and sign-flip randomisation test for mean(a - b).
 
-    Returns dict with the mean difference, a percentile interval, the share of
-    replicates where A > B, and a two-sided randomisation p-value
-    ``(1 + #{|mean*| >= |mean|}) / (1 + n_resamples)``.
+    A dict of :func:`calipers.paired_unit_bootstrap` (percentile interval,
+    share of replicates with A ahead; None below 10 queries) and
+    :func:`calipers.paired_permutation_test` (two-sided p-value: exact up to
+    20 queries, else Monte Carlo with ``(1 + hits) / (1 + n_resamples)``).
     """
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    Q = d.shape[0]
-    rng = np.random.default_rng(seed)
-    obs = float(d.mean())
-    chunk = max(1, min(n_resamples, 2_000_000 // max(Q, 1)))
-    boots, flips = [], []
-    done = 0
-    while done < n_resamples:
-        m = min(chunk, n_resamples - done)
-        idx = rng.integers(0, Q, size=(m, Q))
-        boots.append(d[idx].mean(axis=1))
-        signs = rng.integers(0, 2, size=(m, Q)) * 2 - 1
-        flips.append((signs * d).mean(axis=1))
-        done += m
-    boot = np.concatenate(boots)
-    flip = np.concatenate(flips)
-    alpha = 1 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    tol = 1e-12 * max(1.0, abs(obs))
-    p = (1 + int(np.sum(np.abs(flip) >= abs(obs) - tol))) / (1 + n_resamples)
-    return {"difference": obs, "ci_low": float(lo), "ci_high": float(hi),
-            "confidence": confidence, "prob_a_greater": float(np.mean(boot > 0)),
-            "p_randomization": p, "n_queries": Q, "n_resamples": n_resamples}
+    import warnings
+
+    with warnings.catch_warnings():
+        # Too few queries: the interval is left out and the printed note says why.
+        warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
+        boot = calipers.paired_unit_bootstrap(a, b, n_resamples=n_resamples,
+                                              confidence_level=confidence, seed=seed)
+    perm = calipers.paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+
+    def num(x):
+        x = float(x)
+        return None if math.isnan(x) else x
+
+    return {"difference": float(boot.difference),
+            "ci_low": num(boot.confidence_interval.low),
+            "ci_high": num(boot.confidence_interval.high),
+            "confidence": confidence, "prob_a_greater": num(boot.prob_a_greater),
+            "p_randomization": float(perm.pvalue), "p_exact": perm.exact,
+            "n_queries": boot.n_units, "n_resamples": n_resamples}
 
 
 # --------------------------------------------------------------------------
@@ -235,14 +233,21 @@ def _print_compare(args, ra, rb):
             for q, x in zip(qids, d):
                 out.write(_line(name + "_diff", q, f"{x:.4f}") + "\n")
     pct = f"{100 * args.confidence:g}%"
-    out.write(f"# A = {tag_a} ({args.run}), B = {tag_b} ({args.run_b}); {len(qids)} queries; "
-              f"{args.n_resamples} bootstrap replicates / randomisation permutations, "
-              f"seed {args.seed}\n")
+    nq = len(qids)
+    exact = bool(rows) and rows[0][3]["p_exact"]
+    perm = f"randomisation test exact over 2^{nq} sign patterns" if exact else \
+        f"{args.n_resamples} randomisation permutations"
+    out.write(f"# A = {tag_a} ({args.run}), B = {tag_b} ({args.run_b}); {nq} queries; "
+              f"{args.n_resamples} bootstrap replicates, {perm}, seed {args.seed}\n")
+    if nq < calipers.MIN_BOOTSTRAP_UNITS:
+        out.write(f"# fewer than {calipers.MIN_BOOTSTRAP_UNITS} queries: no bootstrap interval "
+                  f"(it would under-cover); rely on the randomisation test\n")
     head = f"{'measure':<22}\t{'A':>8}\t{'B':>8}\t{'A-B':>8}\t{pct + ' CI':>19}\t" \
            f"{'P(A>B)':>7}\t{'p_rand':>7}"
     out.write(head + "\n")
     for name, ma, mb, st, _ in rows:
-        ci = f"[{st['ci_low']:+.4f}, {st['ci_high']:+.4f}]"
+        ci = "-" if st["ci_low"] is None else f"[{st['ci_low']:+.4f}, {st['ci_high']:+.4f}]"
+        pa = "-" if st["prob_a_greater"] is None else f"{st['prob_a_greater']:7.4f}"
         out.write(f"{name:<22}\t{ma:8.4f}\t{mb:8.4f}\t{st['difference']:+8.4f}\t{ci:>19}\t"
-                  f"{st['prob_a_greater']:7.4f}\t{st['p_randomization']:7.4f}\n")
+                  f"{pa:>7}\t{st['p_randomization']:7.4f}\n")
     return 0
