@@ -96,7 +96,7 @@ def test_bootstrap_against_numpy_reference():
     a, b = rng.random(30), rng.random(30)
     r = calipers.paired_unit_bootstrap(a, b, n_resamples=3000, seed=11, confidence_level=0.9)
     # Reference: the same draws (one Generator, one (B, n) block), plain NumPy.
-    idx = np.random.default_rng(11).integers(0, 30, size=(3000, 30))
+    idx = np.random.default_rng(11).integers(0, 30, size=(3000, 30), dtype=np.int32)
     rep = (a - b)[idx].mean(axis=1)
     lo, hi = np.quantile(rep, [0.05, 0.95])
     assert r.difference == pytest.approx(np.mean(a - b), abs=1e-15)

@@ -130,20 +130,28 @@ def _check_resamples(n_resamples):
     return int(n_resamples)
 
 
-def _sign_blocks(n, exact, n_resamples, rng):
-    """Blocks of sign patterns (+1/-1 float64), (m, n) each; all 2**n of them when exact."""
+def _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
+    """Blocks of sign patterns (+1/-1 in float ``f``), (m, n) each; all 2**n when exact.
+
+    Exact patterns are the bits of ``lo .. hi-1`` computed in ``xp`` (no constant
+    under ``jit``); random ones travel as int8 (an eighth of float64).
+    """
     step = max(1, _CHUNK_CELLS // max(n, 1))
     if exact:
         total = 1 << n
-        bits = np.arange(n, dtype=np.int64)
+        ai = B.acc_int(xp)
+        bits = xp.reshape(xp.arange(n, dtype=ai, device=dev), (1, n))
         for lo in range(0, total, step):
-            codes = np.arange(lo, min(total, lo + step), dtype=np.int64)
-            yield 1.0 - 2.0 * ((codes[:, None] >> bits[None, :]) & 1)
+            codes = xp.reshape(xp.arange(lo, min(total, lo + step), dtype=ai, device=dev),
+                               (-1, 1))
+            b = xp.bitwise_and(xp.bitwise_right_shift(codes, bits), xp.ones_like(bits))
+            yield 1.0 - 2.0 * xp.astype(b, f)
         return
     done = 0
     while done < n_resamples:
         m = min(step, n_resamples - done)
-        yield 1.0 - 2.0 * rng.integers(0, 2, size=(m, n))
+        s = xp.asarray(rng.integers(0, 2, size=(m, n), dtype=np.int8), device=dev)
+        yield 1.0 - 2.0 * xp.astype(s, f)
         done += m
 
 
@@ -208,8 +216,8 @@ def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
     hits = xp.asarray(0, dtype=B.acc_int(xp), device=dev)
     total = 0
     dcol = xp.reshape(d, (n, 1))
-    for signs in _sign_blocks(n, exact, n_resamples, rng):
-        t = xp.reshape(xp.asarray(signs, dtype=f, device=dev) @ dcol, (-1,)) / n
+    for signs in _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
+        t = xp.reshape(signs @ dcol, (-1,)) / n
         if alternative == "two-sided":
             hit = xp.abs(t) >= xp.abs(obs) - gamma
         elif alternative == "greater":
@@ -285,7 +293,7 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
     done = 0
     while done < n_resamples:
         m = min(step, n_resamples - done)
-        idx = xp.asarray(rng.integers(0, n, size=(m, n)), device=dev)
+        idx = xp.asarray(rng.integers(0, n, size=(m, n), dtype=np.int32), device=dev)
         reps.append(xp.mean(xp.reshape(xp.take(d, xp.reshape(idx, (-1,))), (m, n)), axis=1))
         done += m
     rep = xp.concat(reps) if len(reps) > 1 else reps[0]
