@@ -32,14 +32,13 @@ import numpy as np
 from . import _backend as B
 from ._results import ConfidenceInterval, result_type
 
-__all__ = ["MIN_BOOTSTRAP_UNITS", "MIN_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
+__all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]
 
 # Below this many units a percentile interval of a mean badly under-covers (the
 # bootstrap distribution has at most n**n / n! distinct shapes and no tails), so no
 # interval is given: NaN plus a warning.
-MIN_UNITS = 10
-MIN_BOOTSTRAP_UNITS = MIN_UNITS   # public name
+MIN_BOOTSTRAP_UNITS = 10
 _ALTERNATIVES = ("two-sided", "greater", "less")
 _CHUNK_CELLS = 4_000_000   # cells of one sign or index block (memory bound)
 
@@ -84,7 +83,7 @@ class UnitBootstrapResult:
         ``mean(a - b)`` over the units.
     confidence_interval : ConfidenceInterval
         Percentile interval of the resampled mean differences; NaN ends when
-        there are fewer than ``MIN_UNITS`` (10) units.
+        there are fewer than ``MIN_BOOTSTRAP_UNITS`` (10) units.
     standard_error : float
         Standard deviation (ddof=1) of the resampled mean differences (NaN
         below 10 units).
@@ -253,7 +252,7 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
     Returns
     -------
     UnitBootstrapResult
-        With fewer than ``MIN_UNITS`` = 10 units no interval is given: its
+        With fewer than ``MIN_BOOTSTRAP_UNITS`` = 10 units no interval is given: its
         ends, the standard error and ``prob_a_greater`` are NaN and an
         :class:`calipers.UndefinedMetricWarning` says why (eagerly). A
         percentile interval from so few units under-covers badly; use
@@ -278,9 +277,9 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
     dev = B.device(d)
     obs = B.nan_if(invalid, xp.mean(d), xp)
     nan = xp.asarray(math.nan, dtype=f, device=dev)
-    if n < MIN_UNITS:
+    if n < MIN_BOOTSTRAP_UNITS:
         if not B.is_traced(d):
-            B.warn_undefined(f"paired_unit_bootstrap: {n} units, fewer than {MIN_UNITS}: no "
+            B.warn_undefined(f"paired_unit_bootstrap: {n} units, fewer than {MIN_BOOTSTRAP_UNITS}: no "
                              f"interval (NaN); the bootstrap over so few units under-covers. "
                              f"Use paired_permutation_test.", stacklevel=2)
         ci = ConfidenceInterval(B.finalize(nan, xp), B.finalize(nan, xp))

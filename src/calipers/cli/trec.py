@@ -8,7 +8,9 @@ floats, queries without relevant documents scored 0 and kept in the mean,
 
 With a second run it compares the two on the same queries: per-query
 differences (with ``-q``), a paired bootstrap over queries (percentile
-interval for the mean difference) and a paired randomisation (sign-flip) test.
+interval for the mean difference; none below 10 queries) and a paired
+randomisation (sign-flip) test, exact up to 20 queries
+(:func:`calipers.paired_unit_bootstrap`, :func:`calipers.paired_permutation_test`).
 """
 
 from __future__ import annotations
