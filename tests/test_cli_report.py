@@ -284,8 +284,8 @@ def test_cli_uses_public_functions_only():
 
     import calipers.cli
 
-    private = re.compile(r"^\s*(from\s+(calipers\._\w+|\.\.\s*_\w+|\.\._\w+|\.\.\s+import\s+.*\b_\w+)"
-                         r"|import\s+calipers\._\w+)", re.M)
+    private = re.compile(r"^\s*(from\s+(calipers\._\w+|\.\.\s*_\w+|\.\._\w+|"
+                         r"\.\.\s+import\s+.*\b_\w+)|import\s+calipers\._\w+)", re.M)
     also = re.compile(r"\bcalipers\._\w+")
     files = sorted(pathlib.Path(calipers.cli.__file__).parent.glob("*.py"))
     assert len(files) >= 3

@@ -148,3 +148,20 @@ def test_jit_nan_for_non_finite():
     f = jax.jit(lambda x, y: calipers.paired_permutation_test(x, y))
     r = f(jnp.asarray([1.0, jnp.nan, 0.5]), jnp.zeros(3))
     assert math.isnan(float(r.pvalue))
+
+
+@pytest.mark.parametrize("exact_max", [20, 0])
+def test_swapping_the_systems_mirrors_everything(exact_max):
+    rng = np.random.default_rng(9)
+    a, b = rng.random(15), rng.random(15)
+    for alt, mirrored in [("two-sided", "two-sided"), ("greater", "less")]:
+        ab = calipers.paired_permutation_test(a, b, alternative=alt, exact_max=exact_max,
+                                              n_resamples=3000, seed=2)
+        ba = calipers.paired_permutation_test(b, a, alternative=mirrored, exact_max=exact_max,
+                                              n_resamples=3000, seed=2)
+        assert ab.statistic == -ba.statistic and ab.pvalue == ba.pvalue
+    x = calipers.paired_unit_bootstrap(a, b, n_resamples=2000, seed=4)
+    y = calipers.paired_unit_bootstrap(b, a, n_resamples=2000, seed=4)
+    assert x.difference == -y.difference
+    assert x.confidence_interval.low == pytest.approx(-y.confidence_interval.high, abs=1e-15)
+    assert x.standard_error == pytest.approx(y.standard_error, rel=1e-12)
