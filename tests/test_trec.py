@@ -291,3 +291,17 @@ def test_evaluate_errors(bad, msg):
     kw.update(bad)
     with pytest.raises(ValueError, match=re.escape(msg)):
         R.evaluate(kw.pop("qrels"), kw.pop("run"), **kw)
+
+
+def test_H06_evaluate_on_pytrec_eval_dicts():
+    # Handed case H06 (usnistgov/trec_eval#22, pytrec_eval#56): tied run scores are broken
+    # by docno descending (c, b, a); averaged ties give the expectation over orderings.
+    from calipers import retrieval as R
+    qrels = {"q1": {"doc_b": 2, "doc_a": 1}}
+    run = {"q1": {"doc_a": 1.0, "doc_b": 1.0, "doc_c": 1.0}}
+    r = R.evaluate(qrels, run, ["ndcg", "map"])
+    assert r.values["ndcg"][0] == pytest.approx(0.66967181649423, abs=1e-12)
+    assert r.values["map"][0] == pytest.approx(7 / 12, abs=1e-15)
+    assert r.mean["map"] == pytest.approx(7 / 12, abs=1e-15)
+    avg = R.evaluate(qrels, run, "ndcg", ties="average")
+    assert avg.values["ndcg"][0] == pytest.approx(0.809953, abs=1e-6)

@@ -170,7 +170,7 @@ def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
         Random sign patterns for the Monte Carlo test (static).
     exact_max : int
         Enumerate all ``2**n`` sign patterns when ``n <= exact_max`` (default
-        20: about a million patterns). The exact p-value is at least
+        20: about a million patterns; values above 30 act as 30). The exact p-value is at least
         ``2**(1 - n)`` two-sided: with 5 units it cannot go below 0.0625.
     seed : int or numpy.random.Generator
         Seed of the sign draws (Monte Carlo only).
