@@ -274,3 +274,27 @@ def test_no_negative_zero_in_text_table(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
                            "--n-resamples", "30", "--no-progress")
     assert code == 0 and "-0.0000" not in out and " -0 " not in out
+
+
+def test_cli_uses_public_functions_only():
+    # The CLI is a thin layer over the public API: no calipers._private module in cli/*.py
+    # (its own cli._io / cli._errors helpers are fine).
+    import pathlib
+    import re
+
+    import calipers.cli
+
+    private = re.compile(r"^\s*(from\s+(calipers\._\w+|\.\.\s*_\w+|\.\._\w+|"
+                         r"\.\.\s+import\s+.*\b_\w+)|import\s+calipers\._\w+)", re.M)
+    also = re.compile(r"\bcalipers\._\w+")
+    files = sorted(pathlib.Path(calipers.cli.__file__).parent.glob("*.py"))
+    assert len(files) >= 3
+    for f in files:
+        text = f.read_text()
+        assert not private.findall(text), (f.name, private.findall(text))
+        assert not also.findall(text), (f.name, also.findall(text))
+    # the pattern does catch what it must
+    assert private.search("from .. import (_bootstrap, x)\n")
+    assert private.search("from .._trec import read_run\n")
+    assert private.search("    from calipers._retrieval import _Ranking\n")
+    assert not private.search("from ._io import read_predictions\n")

@@ -639,3 +639,14 @@ def test_grouped_auc_group_id_keyword(name):
     np.testing.assert_allclose(np.asarray(a.values), np.asarray(b.values))
     with pytest.raises(TypeError, match="multiple values"):
         calipers.grouped_roc_auc(y, s, g, group_id=g)
+
+
+def test_query_result_is_a_result_type_pytree():
+    jax = pytest.importorskip("jax")
+    r = R.ndcg([[1, 0, 2]], [[0.2, 0.1, 0.3]], k=2)
+    leaves, tree = jax.tree_util.tree_flatten(r)
+    assert len(leaves) == 4                       # values, query_ids, mean, n_undefined
+    back = jax.tree_util.tree_unflatten(tree, leaves)
+    assert back.k == 2 and back.metric == "ndcg"  # static (meta) fields survive
+    import dataclasses
+    assert dataclasses.is_dataclass(r)

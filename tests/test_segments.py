@@ -211,3 +211,31 @@ def test_out_of_range_ids_under_jit_flag_invalid():
                                  np.array([1.5, -2.0, 1.5])])
 def test_argsort_ints_is_a_stable_argsort(ids):
     np.testing.assert_array_equal(S.argsort_ints(ids), np.argsort(ids, kind="stable"))
+
+
+@pytest.mark.parametrize("sizes", [[3, 3, 3], [1, 4, 0, 2], [5]])
+def test_pad_segments_against_python_rows(backend, sizes):
+    # Reference: each segment's slice, padded by hand; the block rows and mask must match.
+    rng = np.random.default_rng(len(sizes))
+    sizes = np.array(sizes)
+    n = int(sizes.sum())
+    v = rng.integers(-5, 5, n).astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    L = int(sizes.max()) + 1
+    want = np.full((len(sizes), L), 99.0)
+    for q, (a, m) in enumerate(zip(starts, sizes)):
+        want[q, :m] = v[a:a + m]
+
+    def run(vv, st, sz):
+        xp = _jnp() if backend.is_jax else backend.xp
+        return S.pad_segments(vv, st, sz, L, xp, fill=99)
+
+    blk, mask = backend.call(run, v, starts, sizes)
+    np.testing.assert_array_equal(to_np(blk), want)
+    np.testing.assert_array_equal(to_np(mask).astype(bool),
+                                  np.arange(L)[None, :] < sizes[:, None])
+    # Equal sizes and L equal to the size: the NumPy shortcut (a reshape) agrees.
+    if backend.name == "numpy" and len(set(sizes.tolist())) == 1:
+        b2, m2 = S.pad_segments(v, starts, sizes, int(sizes[0]), np)
+        np.testing.assert_array_equal(b2, want[:, :sizes[0]])
+        assert m2.all()

@@ -155,27 +155,153 @@ def test_compare_two_runs(capsys):
                                           "--no-progress", "-q"])
     doc = json.loads(out)["measures"]["map"]
     assert rc == 0 and doc["difference"] == 0.0 and doc["p_randomization"] == 1.0
-    assert doc["ci_low"] == doc["ci_high"] == 0.0
+    # 3 queries: exact randomisation test, no bootstrap interval (fewer than 10 units)
+    assert doc["p_exact"] and doc["ci_low"] is None and doc["ci_high"] is None
     assert set(doc["per_query_difference"]) == {"301", "302", "303"}
     rc, out, _ = _run_cli(capsys, base + [str(PEERS / "results.trunc"), "-m", "map",
                                           "-m", "ndcg_cut.10", "--n-resamples", "500",
                                           "--no-progress"])
     lines = out.splitlines()
-    assert rc == 0 and lines[0].startswith("# A = STANDARD") and len(lines) == 4
-    name, a, b, d = lines[2].split("\t")[:4]
+    assert rc == 0 and lines[0].startswith("# A = STANDARD") and len(lines) == 5
+    assert "exact over 2^3 sign patterns" in lines[0] and "no bootstrap interval" in lines[1]
+    name, a, b, d = lines[3].split("\t")[:4]
     # Query 302 is missing from results.trunc: it scores 0 there (same query set).
     assert name.strip() == "map" and a.strip() == "0.1785" and b.strip() == "0.1016"
     assert abs(float(d) - (0.1785 - 0.1016)) < 2e-4
 
 
 def test_paired_query_stats():
-    d = np.linspace(0.5, 1.5, 20)
-    st = paired_query_stats(d, np.zeros(20), n_resamples=2000, seed=1)
+    d = np.linspace(0.5, 1.5, 25)
+    st = paired_query_stats(d, np.zeros(25), n_resamples=2000, seed=1)
     assert abs(st["difference"] - 1.0) < 1e-12
     assert 0.8 < st["ci_low"] < 1.0 < st["ci_high"] < 1.2
     assert st["p_randomization"] == 1 / 2001 and st["prob_a_greater"] == 1.0
-    again = paired_query_stats(d, np.zeros(20), n_resamples=2000, seed=1)
+    assert not st["p_exact"]
+    again = paired_query_stats(d, np.zeros(25), n_resamples=2000, seed=1)
     assert again == st
     # 6 of the 16 sign patterns reach |mean| of (0.4, 0.1, -0.2, 0.25): exact p = 0.375
     null = paired_query_stats(np.array([0.4, 0.1, -0.2, 0.25]), np.zeros(4), n_resamples=2000)
-    assert 0.33 < null["p_randomization"] < 0.42
+    assert null["p_randomization"] == 0.375 and null["p_exact"] and null["ci_low"] is None
+
+
+def test_compare_calls_the_library_tests(tmp_path, capsys):
+    # 12 queries: bootstrap interval given, randomisation test exact (n <= 20)
+    rng = np.random.default_rng(4)
+    qrels = "".join(f"{q} 0 d{j} {int(rng.integers(0, 3))}\n" for q in range(12)
+                    for j in range(6))
+    runs = ["".join(f"{q} Q0 d{j} 1 {rng.integers(0, 9) / 4} t{i}\n" for q in range(12)
+                    for j in range(6)) for i in range(2)]
+    q = _write(tmp_path, "q", qrels)
+    a, b = _write(tmp_path, "a", runs[0]), _write(tmp_path, "b", runs[1])
+    rc, out, _ = _run_cli(capsys, ["trec", q, a, b, "-m", "map", "--format", "json",
+                                   "--n-resamples", "300", "--seed", "5", "--no-progress"])
+    doc = json.loads(out)["measures"]["map"]
+    import calipers
+    from calipers import retrieval as R
+    va = R.evaluate(q, a, "map").values["map"]
+    vb = R.evaluate(q, b, "map").values["map"]
+    boot = calipers.paired_unit_bootstrap(va, vb, n_resamples=300, seed=5)
+    perm = calipers.paired_permutation_test(va, vb)
+    assert rc == 0 and doc["p_exact"] and doc["p_randomization"] == perm.pvalue
+    assert (doc["ci_low"], doc["ci_high"]) == (boot.confidence_interval.low,
+                                               boot.confidence_interval.high)
+    assert doc["prob_a_greater"] == boot.prob_a_greater
+
+
+# --------------------------------------------------------------------------
+# calipers.retrieval.evaluate: the library entry point the CLI prints
+# --------------------------------------------------------------------------
+
+def _random_trec(seed, n_q=6, n_docs=12):
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(n_q):
+        qid = f"q{q}"
+        docs = [f"d{j}" for j in range(n_docs)]
+        judged = rng.choice(docs, size=rng.integers(1, n_docs), replace=False)
+        # query q0 has no relevant document (trec_eval scores it 0)
+        qrels[qid] = {d: int(0 if q == 0 else rng.integers(-1, 4)) for d in judged}
+        ret = rng.choice(docs, size=rng.integers(1, n_docs), replace=False)
+        # quarter steps: exact in float32 and float64, with many score ties
+        run[qid] = {d: float(rng.integers(0, 5)) / 4 for d in ret}
+    return qrels, run
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_evaluate_matches_pytrec_eval(seed):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed)
+    names = {"map": "map", "Rprec": "Rprec", "recip_rank": "recip_rank", "ndcg": "ndcg",
+             "P_5": "P_5", "P_10": "P_10", "recall_5": "recall_5", "ndcg_cut_10": "ndcg_cut_10",
+             "num_rel": "num_rel", "num_ret": "num_ret", "num_rel_ret": "num_rel_ret"}
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {"map", "Rprec", "recip_rank", "ndcg", "P",
+                                                "recall", "ndcg_cut", "num_rel", "num_ret",
+                                                "num_rel_ret"})
+    ref = ev.evaluate(run)
+    res = R.evaluate(qrels, run, ["map", "Rprec", "recip_rank", "ndcg", "P.5,10", "recall.5",
+                                  "ndcg_cut.10", "num_rel", "num_ret", "num_rel_ret"])
+    assert res.query_ids.tolist() == sorted(ref)
+    for ours, theirs in names.items():
+        want = [ref[q][theirs] for q in res.query_ids]
+        np.testing.assert_allclose(res.values[ours], want, rtol=1e-12, atol=1e-12,
+                                   err_msg=ours)
+        assert res.mean[ours] == pytest.approx(np.mean(want), rel=1e-12, abs=1e-15)
+
+
+def test_evaluate_inputs_agree_and_result_is_a_pytree(tmp_path):
+    from calipers import retrieval as R
+    qrels, run = _random_trec(5)
+    q_rows = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    r_rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    qp = _write(tmp_path, "qrels", "".join(f"{q} 0 {d} {r}\n" for q, d, r in q_rows))
+    rp = _write(tmp_path, "run", "".join(f"{q} Q0 {d} 1 {s} tag\n" for q, d, s in r_rows))
+    arrays = (tuple(np.array(c) for c in zip(*q_rows)), tuple(np.array(c) for c in zip(*r_rows)))
+    a = R.evaluate(qrels, run, "all_trec")
+    for qq, rr in [(qp, rp), (R.read_qrels(qp), R.read_run(rp)), arrays]:
+        b = R.evaluate(qq, rr, "all_trec")
+        assert b.measures == a.measures and list(b.values) == list(a.values)
+        for name in a.values:
+            np.testing.assert_array_equal(b.values[name], a.values[name])
+    assert a.measures[:2] == ("runid", "num_q") and "P_1000" in a.values
+    assert R.evaluate(qp, rp, "map").run_id == "tag"
+    jax = pytest.importorskip("jax")
+    leaves = jax.tree_util.tree_leaves(R.evaluate(qrels, run, ["map", "P.5"]))
+    assert len(leaves) == 6   # 2 values, 2 means, query_ids, in_run
+    # -c: every query of the qrels; those without run rows score 0
+    qrels["extra"] = {"x": 1}
+    c = R.evaluate(qrels, run, "map", complete_qrels=True)
+    assert c.query_ids.tolist()[0] == "extra" and c.values["map"][0] == 0.0
+    assert not c.in_run[0] and c.in_run[1:].all()
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (dict(measures="bogus"), "unknown measure 'bogus'"),
+    (dict(measures="P.0"), "cut-offs must be positive"),
+    (dict(measures="map.3"), "takes no parameters"),
+    (dict(ties="first"), "ties must be"),
+    (dict(qrels=({"1": {"a": 0.5}})), "relevance must be integers"),
+    (dict(run=(["1", "1"], ["a", "a"], [0.2, 0.1])), "duplicate document"),
+    (dict(run=(["1"], ["a"], [np.nan])), "scores must be finite"),
+    (dict(run=(["1"], ["a"])), "three flat arrays"),
+])
+def test_evaluate_errors(bad, msg):
+    from calipers import retrieval as R
+    kw = dict(qrels={"1": {"a": 1}}, run={"1": {"a": 0.5}}, measures="map")
+    kw.update(bad)
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        R.evaluate(kw.pop("qrels"), kw.pop("run"), **kw)
+
+
+def test_H06_evaluate_on_pytrec_eval_dicts():
+    # Handed case H06 (usnistgov/trec_eval#22, pytrec_eval#56): tied run scores are broken
+    # by docno descending (c, b, a); averaged ties give the expectation over orderings.
+    from calipers import retrieval as R
+    qrels = {"q1": {"doc_b": 2, "doc_a": 1}}
+    run = {"q1": {"doc_a": 1.0, "doc_b": 1.0, "doc_c": 1.0}}
+    r = R.evaluate(qrels, run, ["ndcg", "map"])
+    assert r.values["ndcg"][0] == pytest.approx(0.66967181649423, abs=1e-12)
+    assert r.values["map"][0] == pytest.approx(7 / 12, abs=1e-15)
+    assert r.mean["map"] == pytest.approx(7 / 12, abs=1e-15)
+    avg = R.evaluate(qrels, run, "ndcg", ties="average")
+    assert avg.values["ndcg"][0] == pytest.approx(0.809953, abs=1e-6)

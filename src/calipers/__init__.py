@@ -87,6 +87,13 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
+from ._permutation import (
+    MIN_BOOTSTRAP_UNITS,
+    PairedPermutationResult,
+    UnitBootstrapResult,
+    paired_permutation_test,
+    paired_unit_bootstrap,
+)
 from ._retrieval import (
     QueryResult,
     dcg,
@@ -175,6 +182,11 @@ __all__ = [
     "proportion_confint",
     "roc_auc_confint",
     "sprt",
+    "MIN_BOOTSTRAP_UNITS",
+    "PairedPermutationResult",
+    "UnitBootstrapResult",
+    "paired_permutation_test",
+    "paired_unit_bootstrap",
     "precision_at_k",
     "precision_recall_auc",
     "precision_recall_curve",

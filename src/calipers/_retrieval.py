@@ -31,13 +31,13 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import _backend as B
 from . import _segments as S
+from ._results import result_type
 
 __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
            "precision_at_k", "recall_at_k", "r_precision", "grouped_roc_auc"]
@@ -47,7 +47,7 @@ __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
 # result type
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@result_type(meta=("k", "metric"))
 class QueryResult:
     """Per-query (per-group) values of a metric and their mean.
 
@@ -78,21 +78,6 @@ class QueryResult:
     n_undefined: Any
     k: Any = None
     metric: str = ""
-
-
-_registered = False
-
-
-def _register_pytree():
-    global _registered
-    if _registered:
-        return
-    import jax
-
-    jax.tree_util.register_dataclass(
-        QueryResult, data_fields=["values", "query_ids", "mean", "n_undefined"],
-        meta_fields=["k", "metric"])
-    _registered = True
 
 
 # --------------------------------------------------------------------------
@@ -170,7 +155,34 @@ def _value_checks(xp, y_true, y_score):
     return invalid
 
 
-class _Ranking:
+class _PerQuery:
+    """The per-query formulas, written once over two layouts.
+
+    A layout supplies per-row values (``_gain_rows``, ``_rel_rows``), prefix
+    tables (``_disc_prefix``: ``D[m] = sum_{r<m} 1/log2(r+2)``; ``_count_prefix``:
+    ``C[m] = m``) and two sums: ``top_sum(V, W, k)``, the expected (over
+    orderings of tied scores) ``sum_rows V * (W[min(pos+1, k)] - W[min(pos, k)])``,
+    and ``ideal_sum(W, k)``, the same over the ideal (gain-sorted) ranking.
+    :class:`_Ranking` is the segment-sort layout (every backend, every tie
+    rule); :class:`_Dense` the padded ``(Q, L)`` NumPy layout that only orders
+    the top k of each query.
+    """
+
+    def dcg(self, k):
+        return self.top_sum(self._gain_rows(), self._disc_prefix(), k)
+
+    def idcg(self, k):
+        return self.ideal_sum(self._disc_prefix(), k)
+
+    def hits(self, k):
+        """Expected number of relevant (retrieved) rows in the top k."""
+        return self.top_sum(self._rel_rows(), self._count_prefix(), k)
+
+    def no_gain(self):
+        return self.idcg(None) <= 0
+
+
+class _Ranking(_PerQuery):
     """One segment sort of a ranking problem and the per-row pieces every metric uses.
 
     All per-query results are (Q,) arrays in the accumulation float.
@@ -203,8 +215,6 @@ class _Ranking:
             # Judged but not retrieved: after every retrieved row of the query.
             y_score = xp.where(retrieved, xp.astype(y_score, f),
                                xp.asarray(-math.inf, dtype=f, device=B.device(y_score)))
-        if B.is_jax(xp):
-            _register_pytree()
         ss = S.segment_sort(query_id, y_score, xp, num_segments=num_segments,
                             tie_key=doc_id if ties == "trec_eval" else None)
         self.ss = ss
@@ -244,9 +254,6 @@ class _Ranking:
     def seg_sum(self, per_row):
         return S.segment_sums(per_row, self.ss, self.xp)
 
-    def no_gain(self):
-        return self.idcg(None) <= 0
-
     def n_rel(self):
         if "n_rel" not in self._cache:
             self._cache["n_rel"] = self.seg_sum(self.rel)
@@ -280,34 +287,40 @@ class _Ranking:
             return m
         return xp.minimum(m, xp.asarray(k, dtype=m.dtype, device=self.dev))
 
-    def dcg(self, k):
-        xp = self.xp
-        D = self._discount_prefix()
-        w = self._expected(lambda m: xp.take(D, self._cut(m, k)))
-        return self.seg_sum(self._mask_ret(self.gain * w))
+    def _gain_rows(self):
+        return self.gain
 
-    def idcg(self, k):
+    def _rel_rows(self):
+        return self.rel
+
+    def _disc_prefix(self):
+        return self._discount_prefix()
+
+    def _count_prefix(self):
+        if "C" not in self._cache:
+            self._cache["C"] = self.xp.arange(self.lmax + 1, dtype=self.f, device=self.dev)
+        return self._cache["C"]
+
+    def top_sum(self, V, W, k):
+        xp = self.xp
+        w = self._expected(lambda m: xp.take(W, self._cut(m, k)))
+        return self.seg_sum(self._mask_ret(V * w))
+
+    def ideal_sum(self, W, k):
         xp = self.xp
         key = ("ideal",)
         if key not in self._cache:
             self._cache[key] = S.sorted_within_segments(self._gain_input, self.ss, xp)
         ig = self._cache[key]
-        D = self._discount_prefix()
         r = self.ss.rank
-        disc = xp.take(D, self._cut(r + 1, k)) - xp.take(D, self._cut(r, k))
-        return self.seg_sum(ig * disc)
-
-    def hits(self, k):
-        """Expected number of relevant retrieved rows in the top k (k int or per-row array)."""
-        xp = self.xp
-        if isinstance(k, int):
-            w = self._expected(lambda m: xp.astype(self._cut(m, k), self.f))
-        else:  # per-row cut-off (R-precision)
-            w = self._expected(lambda m: xp.minimum(xp.astype(m, self.f), k))
-        return self.seg_sum(self._mask_ret(self.rel * w))
+        return self.seg_sum(ig * (xp.take(W, self._cut(r + 1, k)) - xp.take(W, self._cut(r, k))))
 
     def rprec_hits(self):
-        return self.hits(self.xp.take(self.n_rel(), self.ss.seg))
+        """Expected relevant rows in the top R (R = the query's relevant count, per row)."""
+        xp = self.xp
+        R = xp.take(self.n_rel(), self.ss.seg)
+        w = self._expected(lambda m: xp.minimum(xp.astype(m, self.f), R))
+        return self.seg_sum(self._mask_ret(self.rel * w))
 
     def average_precision_sum(self):
         """Sum over relevant rows of the expected precision at their rank (McSherry & Najork)."""
@@ -364,11 +377,13 @@ class _DenseSegments(NamedTuple):
     query_ids: Any
 
 
-class _Dense:
-    """NumPy fast path for DCG/NDCG/P@k/recall@k with averaged ties: a (Q, L) layout.
+class _Dense(_PerQuery):
+    """NumPy layout for DCG/NDCG/P@k/recall@k with averaged ties: a padded (Q, L) block.
 
-    Used for 2-D input and for flat input already grouped by query (padded to
-    the longest query when that stays small). Only the top k of each query are
+    Used for 2-D input and for flat input of integer query ids (grouped, then
+    padded to the longest query by :func:`calipers._segments.pad_segments` when
+    that stays small). The formulas are :class:`_PerQuery`'s; only the two sums
+    differ. Only the top k of each query are
     ordered: one partial sort (``argpartition``) per row finds them, the tie
     group straddling position k is found by comparing with the k-th largest
     score, and only the k leading columns are sorted. Same values as
@@ -411,13 +426,9 @@ class _Dense:
                 Y, Sm = y.reshape(Q, L), s.reshape(Q, L)
             elif Q * L <= 4 * n + 1024:
                 starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-                codes = np.repeat(np.arange(Q), sizes)
-                flat = codes * L + (np.arange(n) - np.repeat(starts, sizes))
-                Y = np.zeros(Q * L, dtype=np.float64)
-                Y[flat] = y
-                Sm = np.full(Q * L, -np.inf)
-                Sm[flat] = s
-                Y, Sm = Y.reshape(Q, L), Sm.reshape(Q, L)
+                Y = S.pad_segments(y.astype(np.float64), starts, sizes, L, np, fill=0.0)[0]
+                Sm = S.pad_segments(s.astype(np.float64), starts, sizes, L, np,
+                                    fill=-np.inf)[0]
             else:
                 return None
         return cls(Y, Sm, qids, gain, relevance_level)
@@ -497,8 +508,19 @@ class _Dense:
         boundary = V.sum(axis=1, where=eq) / m * (W[kk] - W[n_above])
         return inside + boundary
 
-    def dcg(self, k):
-        return self._expected_top(self.G, self.D, k)
+    top_sum = _expected_top
+
+    def _gain_rows(self):
+        return self.G
+
+    def _rel_rows(self):
+        return self.rel()
+
+    def _disc_prefix(self):
+        return self.D
+
+    def _count_prefix(self):
+        return self.C
 
     def _ideal(self):
         """Gains of each row sorted descending (the ideal ranking), computed once."""
@@ -506,18 +528,15 @@ class _Dense:
             self._part["ideal"] = np.sort(self.G, axis=1)[:, ::-1]
         return self._part["ideal"]
 
-    def idcg(self, k):
+    def ideal_sum(self, W, k):
         L = self.G.shape[1]
         kk = L if k is None else min(k, L)
-        return self._ideal()[:, :kk] @ np.diff(self.D[:kk + 1])
-
-    def hits(self, k):
-        return self._expected_top(self.rel(), self.C, k)
+        return self._ideal()[:, :kk] @ np.diff(W[:kk + 1])
 
     def n_rel(self):
         return self.rel().sum(axis=1)
 
-    def no_gain(self):
+    def no_gain(self):   # gains are >= 0: ideal DCG is 0 iff the largest gain is
         return self._ideal()[:, 0] <= 0
 
 
@@ -926,8 +945,6 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
         B.check_weights("sample_weight", w, xp)
         if B.is_traced(w):
             invalid = invalid | ~xp.all(w >= 0)
-    if B.is_jax(xp):
-        _register_pytree()
     ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")
     f = B.acc_float(xp)
     cdt = B.acc_int(xp) if (w is None or xp.isdtype(w.dtype, "integral")) else f

@@ -30,7 +30,8 @@ chain stable ``argsort`` calls (least significant key first), which is the
 same order.
 
 Segment sums of any per-row quantity are differences of one prefix sum at the
-segment bounds (:func:`segment_sums`).
+segment bounds (:func:`segment_sums`). The padded ``(Q, L)`` layout (one row
+per segment) is built in one place, :func:`pad_segments`.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ import numpy as np
 
 from . import _backend as B
 
-__all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "segment_sort", "segment_sums",
-           "sorted_within_segments"]
+__all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "pad_segments", "segment_sort",
+           "segment_sums", "sorted_within_segments"]
 
 
 class SegmentSort(NamedTuple):
@@ -184,6 +185,41 @@ def _factorize_sorted(a):
 
 
 # --------------------------------------------------------------------------
+# the padded (segments x list length) layout
+# --------------------------------------------------------------------------
+
+def pad_segments(values, seg_start, seg_size, L, xp, *, fill=0):
+    """Flat rows grouped by segment -> a padded ``(Q, L)`` block and its mask.
+
+    ``values`` (n,) holds the rows of segment 0, then segment 1, ...;
+    segment ``q`` occupies ``values[seg_start[q] : seg_start[q] + seg_size[q]]``
+    (as in a :class:`SegmentSort`'s sorted order, or grouped input order).
+    Row ``q`` of the block is that slice followed by ``fill`` up to length
+    ``L``; ``mask`` is True on real entries. Segments longer than ``L`` are
+    cut at ``L``. One gather, no scatter, so it runs on every namespace and
+    under ``jit`` with static ``Q`` (``seg_start.shape[0]``) and ``L``.
+    ``block[mask]`` gives the rows back in order (when no segment exceeds L).
+    """
+    Q = seg_start.shape[0]
+    n = values.shape[0]
+    if B.is_numpy(xp) and not B.is_traced(values) and Q * L == n \
+            and bool(np.all(np.asarray(seg_size) == L)):
+        # Equal-size segments: the block is a view.
+        return np.reshape(values, (Q, L)), np.ones((Q, L), dtype=bool)
+    ai = B.acc_int(xp)
+    dev = B.device(values)
+    j = xp.reshape(xp.arange(L, dtype=ai, device=dev), (1, L))
+    mask = j < xp.reshape(xp.astype(seg_size, ai), (Q, 1))
+    idx = xp.reshape(xp.astype(seg_start, ai), (Q, 1)) + j
+    if n == 0:
+        block = xp.full((Q, L), fill, dtype=values.dtype, device=dev)
+        return block, mask
+    idx = xp.where(mask, idx, xp.zeros_like(idx))
+    block = xp.reshape(xp.take(values, xp.reshape(idx, (-1,))), (Q, L))
+    return xp.where(mask, block, xp.asarray(fill, dtype=values.dtype, device=dev)), mask
+
+
+# --------------------------------------------------------------------------
 # the composite sort
 # --------------------------------------------------------------------------
 
@@ -254,24 +290,17 @@ def _order_numpy(codes, score, tie_key, Q, grouped, sizes, pre=None):
         o = _rows_order(keys)
         order = (o + (np.arange(Q, dtype=np.int64) * L)[:, None]).reshape(-1)
     elif Q * L <= 4 * n + 1024:
-        # Ragged: pad each segment to L with keys below every real key.
-        pos = np.arange(n, dtype=np.int64) - np.repeat(starts, sizes)
-        flat = codes * L + pos
-        # Negated keys, pads +inf at the end of each row, stable ascending sort: pads
-        # stay last even next to real -inf scores (judged, not retrieved rows).
-        s2 = np.full(Q * L, np.inf)
-        s2[flat] = -score.astype(np.float64)
-        keys = [s2.reshape(Q, L)]
+        # Ragged: pad each segment to L with keys below every real key. Negated
+        # keys, pads +inf at the end of each row, stable ascending sort: pads stay
+        # last even next to real -inf scores (judged, not retrieved rows).
+        keys = [pad_segments(-score.astype(np.float64), starts, sizes, L, np, fill=np.inf)[0]]
         if tie_key is not None:
-            t2 = np.full(Q * L, np.inf)
-            t2[flat] = -tie_key.astype(np.float64)
-            keys = [t2.reshape(Q, L), keys[0]]
+            keys = [pad_segments(-tie_key.astype(np.float64), starts, sizes, L, np,
+                                 fill=np.inf)[0], keys[0]]
         o = np.argsort(keys[0], axis=1, kind="stable") if len(keys) == 1 else \
             np.lexsort(keys, axis=1)
         keep = np.arange(L)[None, :] < sizes[:, None]
-        src = np.full(Q * L, -1, dtype=np.int64)
-        src[flat] = np.arange(n, dtype=np.int64)
-        order = src.reshape(Q, L)[np.arange(Q)[:, None], o][keep]
+        order = (starts[:, None] + o)[keep]
     else:
         keys = (-score.astype(np.float64),)
         if tie_key is not None:
@@ -359,11 +388,9 @@ def sorted_within_segments(values, ss: SegmentSort, xp, codes=None):
         if Q * L == n:
             return -np.sort(-v.reshape(Q, L), axis=1).reshape(-1)
         if Q * L <= 4 * n + 1024:
-            flat = np.asarray(ss.seg) * L + np.asarray(ss.rank)
-            v2 = np.full(Q * L, -np.inf)
-            v2[flat] = v.astype(np.float64)
-            srt = -np.sort(-v2.reshape(Q, L), axis=1).reshape(-1)
-            return srt[flat].astype(v.dtype, copy=False)
+            blk, mask = pad_segments(v.astype(np.float64), np.asarray(ss.seg_start), sizes, L,
+                                     np, fill=-np.inf)
+            return (-np.sort(-blk, axis=1))[mask].astype(v.dtype, copy=False)
         o = np.lexsort((-v, np.asarray(ss.seg)))
         return v[o]
     if B.is_jax(xp):

@@ -10,6 +10,10 @@ scikit-learn and ranx.
 per-query versions; the top-level ``calipers.precision_at_k``,
 ``calipers.recall_at_k`` and ``calipers.average_precision_score`` are the
 binary (one ranking) metrics.
+
+:func:`evaluate` computes many trec_eval measures at once (from TREC files,
+pytrec_eval-style dicts or flat arrays) on one segment sort; ``calipers trec``
+prints its result.
 """
 
 from ._retrieval import (
@@ -23,17 +27,30 @@ from ._retrieval import (
     recall_at_k,
     reciprocal_rank,
 )
-from ._trec import Qrels, Run, TrecFormatError, read_qrels, read_run, trec_arrays
+from ._trec import (
+    Qrels,
+    Run,
+    TrecEvaluation,
+    TrecFormatError,
+    evaluate,
+    parse_trec_measures,
+    read_qrels,
+    read_run,
+    trec_arrays,
+)
 
 __all__ = [
     "QueryResult",
     "Qrels",
     "Run",
+    "TrecEvaluation",
     "TrecFormatError",
     "average_precision",
     "dcg",
+    "evaluate",
     "grouped_roc_auc",
     "ndcg",
+    "parse_trec_measures",
     "precision_at_k",
     "r_precision",
     "read_qrels",

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import (_bootstrap, _calibration, _classification, _comparison, _multiclass,
-               _probability, _ranking, _slices)
+import calipers
 from ._errors import InputError
 from ._io import read_predictions
 
@@ -35,10 +34,10 @@ EXAMPLE_SCORES = ["logreg", "naive_bayes"]
 
 # (key, title, function, higher is better, needs probabilities)
 METRICS = [
-    ("roc_auc", "ROC AUC", _ranking.roc_auc_score, True, False),
-    ("average_precision", "AP", _ranking.average_precision_score, True, False),
-    ("log_loss", "log loss", _probability.log_loss, False, True),
-    ("brier", "Brier", _probability.brier_score_loss, False, True),
+    ("roc_auc", "ROC AUC", calipers.roc_auc_score, True, False),
+    ("average_precision", "AP", calipers.average_precision_score, True, False),
+    ("log_loss", "log loss", calipers.log_loss, False, True),
+    ("brier", "Brier", calipers.brier_score_loss, False, True),
 ]
 
 
@@ -139,7 +138,7 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     "n_undefined": res.n_undefined,
                 }
                 if key == "roc_auc":
-                    d = _comparison.delong_test(y, scores[other], scores[base])
+                    d = calipers.delong_test(y, scores[other], scores[base])
                     entry["delong_pvalue"] = _num(d.pvalue)
                 cmp["metrics"][key] = entry
     return out
@@ -148,12 +147,12 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
 def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
     import warnings
 
-    from .._exceptions import UndefinedMetricWarning
+    from calipers import UndefinedMetricWarning
 
     with warnings.catch_warnings():
         # Undefined estimates are reported as NaN ("undefined") and counted.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return _bootstrap.paired_bootstrap(
+        return calipers.paired_bootstrap(
             fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
             seed=seed, stratify=stratify, groups=groups, progress=progress)
 
@@ -195,7 +194,7 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
         s = scores[k]
         entry = {}
         if threshold is None:
-            sel = _multiclass.select_threshold(y, s, cost_fp=cost_fp, cost_fn=cost_fn)
+            sel = calipers.select_threshold(y, s, cost_fp=cost_fp, cost_fn=cost_fn)
             t = float(sel.threshold)
             entry["chosen_by"] = f"minimum cost {cost_fp:g}*FP + {cost_fn:g}*FN"
             entry["expected_cost"] = float(sel.expected_cost)
@@ -203,19 +202,19 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
             t = float(threshold)
         pred = (s >= t).astype(np.int64)
         preds[k] = pred
-        cm = np.asarray(_classification.confusion_matrix(y, pred, labels=[0, 1]))
+        cm = np.asarray(calipers.confusion_matrix(y, pred, labels=[0, 1]))
         tn, fp, fn, tp = (int(v) for v in cm.ravel())
         entry.update({
             "threshold": t, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-            "precision": _num(_quiet(_classification.precision_score, y, pred, zero_division=np.nan)),
-            "recall": _num(_quiet(_classification.recall_score, y, pred, zero_division=np.nan)),
-            "f1": _num(_quiet(_classification.f1_score, y, pred, zero_division=np.nan)),
-            "mcc": _num(_quiet(_classification.matthews_corrcoef, y, pred)),
+            "precision": _num(_quiet(calipers.precision_score, y, pred, zero_division=np.nan)),
+            "recall": _num(_quiet(calipers.recall_score, y, pred, zero_division=np.nan)),
+            "f1": _num(_quiet(calipers.f1_score, y, pred, zero_division=np.nan)),
+            "mcc": _num(_quiet(calipers.matthews_corrcoef, y, pred)),
         })
         out["models"][k] = entry
     for other in names[1:]:
-        table = _comparison.mcnemar_table(y, preds[other], preds[names[0]])
-        m = _comparison.mcnemar(table, method="exact")
+        table = calipers.mcnemar_table(y, preds[other], preds[names[0]])
+        m = calipers.mcnemar(table, method="exact")
         out["comparisons"].append({
             "a": other, "b": names[0],
             "churn": float(np.mean(preds[other] != preds[names[0]])),
@@ -228,7 +227,7 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
 def _quiet(fn, *args, **kwargs):
     import warnings
 
-    from .._exceptions import UndefinedMetricWarning
+    from calipers import UndefinedMetricWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -244,7 +243,7 @@ def calibration(y, scores: dict, *, n_bins=10) -> dict:
         if not np.all((s >= 0) & (s <= 1)):
             out["models"][k] = None
             continue
-        ece = _calibration.expected_calibration_error(y, s, n_bins=n_bins)
+        ece = calipers.expected_calibration_error(y, s, n_bins=n_bins)
         out["models"][k] = {"ece": float(ece)}
     return out
 
@@ -264,7 +263,7 @@ def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -
     positives = np.bincount(codes, weights=y, minlength=G)
     sizes = np.bincount(codes, minlength=G)
     for k, s in scores.items():
-        rep = _quiet(_slices.by_group, _ranking.roc_auc_score, y, s, group_id=slice_values,
+        rep = _quiet(calipers.by_group, calipers.roc_auc_score, y, s, group_id=slice_values,
                      min_support=min_support)
         t = thresholds.get(k)
         hits = None if t is None else np.bincount(codes, weights=(s >= t) & (y == 1), minlength=G)
@@ -289,8 +288,6 @@ def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -
 
 def multiclass(y, scores: dict, *, n_bins=10) -> dict:
     """One model's class-probability columns: accuracy, OvR AUC, log loss, Brier, ECE."""
-    from .. import _language
-
     names = list(scores)
     P = np.stack([scores[k] for k in names], axis=1)
     if np.any(P < 0) or np.any(P > 1):
@@ -301,7 +298,7 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"row {i + 1}: the class probabilities sum to {rowsum[i]:.6g}, not 1")
     pred = np.argmax(P, axis=1)  # ties: the first (lowest) class index
-    acc = _language.accuracy_with_error((pred == y).astype(np.int64))
+    acc = calipers.accuracy_with_error((pred == y).astype(np.int64))
     K = len(names)
     present = np.bincount(y, minlength=K) > 0
     out = {
@@ -309,13 +306,13 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
         "classes": {str(i): {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
         "accuracy": float(acc.accuracy),
         "accuracy_wilson_interval": [float(acc.ci_low), float(acc.ci_high)],
-        "macro_f1": _num(_quiet(_classification.f1_score, y, pred, labels=list(range(K)),
+        "macro_f1": _num(_quiet(calipers.f1_score, y, pred, labels=list(range(K)),
                                 average="macro", zero_division=np.nan)),
-        "roc_auc_ovr_macro": (_num(_quiet(_multiclass.multiclass_roc_auc_score, y, P,
+        "roc_auc_ovr_macro": (_num(_quiet(calipers.multiclass_roc_auc_score, y, P,
                                           multi_class="ovr", average="macro"))
                               if present.all() else None),
-        "log_loss": float(_probability.log_loss(y, P)),
-        "ece_top_label": float(_calibration.expected_calibration_error(y, P, n_bins=n_bins)),
+        "log_loss": float(calipers.log_loss(y, P)),
+        "ece_top_label": float(calipers.expected_calibration_error(y, P, n_bins=n_bins)),
         "n_bins": n_bins,
     }
     return out
@@ -426,11 +423,11 @@ def plot(y, scores: dict, path: str, *, n_bins=10) -> None:
     fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 4.5))
     ax1, ax2 = axes[0], axes[1]
     for name, s in scores.items():
-        fpr, tpr, _ = _ranking.roc_curve(y, s)
-        auc = _ranking.roc_auc_score(y, s)
+        fpr, tpr, _ = calipers.roc_curve(y, s)
+        auc = calipers.roc_auc_score(y, s)
         ax1.plot(fpr, tpr, label=f"{name} (AUC {auc:.3f})")
-        prec, rec, _ = _ranking.precision_recall_curve(y, s)
-        ap = _ranking.average_precision_score(y, s)
+        prec, rec, _ = calipers.precision_recall_curve(y, s)
+        ap = calipers.average_precision_score(y, s)
         ax2.step(rec, prec, where="post", label=f"{name} (AP {ap:.3f})")
     ax1.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
     ax1.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC")
@@ -441,10 +438,10 @@ def plot(y, scores: dict, path: str, *, n_bins=10) -> None:
     if probs:
         ax3 = axes[2]
         for name, s in probs.items():
-            rd = _calibration.reliability_diagram(y, s, n_bins=n_bins)
+            rd = calipers.reliability_diagram(y, s, n_bins=n_bins)
             conf, acc, cnt = (np.asarray(v) for v in (rd.confidence, rd.accuracy, rd.count))
             ok = cnt > 0
-            ece = float(_calibration.expected_calibration_error(y, s, n_bins=n_bins))
+            ece = float(calipers.expected_calibration_error(y, s, n_bins=n_bins))
             ax3.plot(conf[ok], acc[ok], marker="o", label=f"{name} (ECE {ece:.3f})")
         ax3.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax3.set(xlabel="mean predicted probability", ylabel="observed frequency",

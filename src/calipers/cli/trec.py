@@ -8,7 +8,9 @@ floats, queries without relevant documents scored 0 and kept in the mean,
 
 With a second run it compares the two on the same queries: per-query
 differences (with ``-q``), a paired bootstrap over queries (percentile
-interval for the mean difference) and a paired randomisation (sign-flip) test.
+interval for the mean difference; none below 10 queries) and a paired
+randomisation (sign-flip) test, exact up to 20 queries
+(:func:`calipers.paired_unit_bootstrap`, :func:`calipers.paired_permutation_test`).
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import sys
 
 import numpy as np
 
+import calipers
+from calipers import retrieval
+
 from ._errors import InputError
 
-_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# trec_eval's printing order; parameterised measures take cut-offs.
-_ORDER = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec",
-          "recip_rank", "P", "recall", "ndcg", "ndcg_cut"]
-_PARAM = {"P", "recall", "ndcg_cut"}
-_COUNTS = {"num_ret", "num_rel", "num_rel_ret"}
+# Counts: printed as integers, and trec_eval's "all" line is their sum.
+_COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret"})
 
 
 def add_parser(subparsers):
@@ -68,94 +69,22 @@ def add_parser(subparsers):
 # --------------------------------------------------------------------------
 
 def parse_measures(specs):
-    """``["P.5,10", "map"]`` -> ordered list of (family, cutoff or None), trec_eval order."""
-    if not specs:
-        specs = ["all_trec"]
-    want = {}
-    for spec in specs:
-        for one in [spec]:
-            name, _, params = one.partition(".")
-            if name == "all_trec":
-                for fam in _ORDER:
-                    want.setdefault(fam, set()).update(_CUTOFFS if fam in _PARAM else {None})
-                continue
-            if name not in _ORDER:
-                raise InputError(f"-m {one}: unknown measure {name!r}; supported: "
-                                 f"{', '.join(_ORDER)}, all_trec")
-            if name in _PARAM:
-                if params:
-                    try:
-                        ks = {int(v) for v in params.split(",") if v != ""}
-                    except ValueError:
-                        raise InputError(f"-m {one}: cut-offs must be positive integers") \
-                            from None
-                    if not ks or min(ks) <= 0:
-                        raise InputError(f"-m {one}: cut-offs must be positive integers")
-                else:
-                    ks = set(_CUTOFFS)
-                want.setdefault(name, set()).update(ks)
-            else:
-                if params:
-                    raise InputError(f"-m {one}: measure {name} takes no parameters")
-                want.setdefault(name, set()).add(None)
-    out = []
-    for fam in _ORDER:
-        if fam in want:
-            for k in sorted(want[fam], key=lambda v: -1 if v is None else v):
-                out.append((fam, k))
-    return out
+    """``["P.5,10", "map"]`` -> ordered (family, cut-off or None) pairs, trec_eval order."""
+    try:
+        return retrieval.parse_trec_measures(specs)
+    except ValueError as exc:
+        raise InputError(f"-m {exc}") from None
 
 
-def measure_name(fam, k):
-    return fam if k is None else f"{fam}_{k}"
-
-
-def evaluate(ta, measures, *, level=1, ties="trec_eval"):
-    """Per-query values (NumPy, one per query of ``ta.queries``) of every measure."""
-    from calipers._retrieval import _Ranking
-
-    ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
-                   retrieved=ta.retrieved, ties=ties, gain="linear", relevance_level=level,
-                   num_segments=int(ta.queries.shape[0]))
-    R = np.asarray(ctx.n_rel())
-    den = np.where(R > 0, R, 1.0)
-    res = {}
-    for fam, k in measures:
-        if fam in ("runid", "num_q"):
-            continue
-        if fam == "num_ret":
-            v = np.asarray(ctx.n_ret())
-        elif fam == "num_rel":
-            v = R
-        elif fam == "num_rel_ret":
-            v = np.asarray(ctx.n_rel_ret())
-        elif fam == "map":
-            v = np.asarray(ctx.average_precision_sum()) / den
-        elif fam == "Rprec":
-            v = np.asarray(ctx.rprec_hits()) / den
-        elif fam == "recip_rank":
-            v = np.asarray(ctx.reciprocal_rank())
-        elif fam == "P":
-            v = np.asarray(ctx.hits(k)) / k
-        elif fam == "recall":
-            v = np.asarray(ctx.hits(k)) / den
-        elif fam in ("ndcg", "ndcg_cut"):
-            ideal = np.asarray(ctx.idcg(k))
-            v = np.asarray(ctx.dcg(k)) / np.where(ideal > 0, ideal, 1.0)
-        else:  # pragma: no cover - parse_measures rejects others
-            raise InputError(f"unknown measure {fam}")
-        v = np.asarray(v, dtype=np.float64)
-        # trec_eval prints 0 for queries without relevant documents and averages them in.
-        res[measure_name(fam, k)] = np.where(np.isfinite(v), v, 0.0)
-    return res
+def _family(name):
+    """``"P_10"`` -> ``"P"``; counts are printed as integers."""
+    return name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
 
 
 def _load(path, reader, progress):
-    from calipers._trec import TrecFormatError
-
     try:
         return reader(path, progress=progress)
-    except TrecFormatError as exc:
+    except retrieval.TrecFormatError as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -176,35 +105,32 @@ def _line(name, qid, value):
 # --------------------------------------------------------------------------
 
 def paired_query_stats(a, b, *, n_resamples=10000, confidence=0.95, seed=0):
-    """Bootstrap over queries and sign-flip randomisation for mean(a - b).
+    """Bootstrap over queries and sign-flip randomisation test for mean(a - b).
 
-    Returns dict with the mean difference, a percentile interval, the share of
-    replicates where A > B, and a two-sided randomisation p-value
-    ``(1 + #{|mean*| >= |mean|}) / (1 + n_resamples)``.
+    A dict of :func:`calipers.paired_unit_bootstrap` (percentile interval,
+    share of replicates with A ahead; None below 10 queries) and
+    :func:`calipers.paired_permutation_test` (two-sided p-value: exact up to
+    20 queries, else Monte Carlo with ``(1 + hits) / (1 + n_resamples)``).
     """
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    Q = d.shape[0]
-    rng = np.random.default_rng(seed)
-    obs = float(d.mean())
-    chunk = max(1, min(n_resamples, 2_000_000 // max(Q, 1)))
-    boots, flips = [], []
-    done = 0
-    while done < n_resamples:
-        m = min(chunk, n_resamples - done)
-        idx = rng.integers(0, Q, size=(m, Q))
-        boots.append(d[idx].mean(axis=1))
-        signs = rng.integers(0, 2, size=(m, Q)) * 2 - 1
-        flips.append((signs * d).mean(axis=1))
-        done += m
-    boot = np.concatenate(boots)
-    flip = np.concatenate(flips)
-    alpha = 1 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    tol = 1e-12 * max(1.0, abs(obs))
-    p = (1 + int(np.sum(np.abs(flip) >= abs(obs) - tol))) / (1 + n_resamples)
-    return {"difference": obs, "ci_low": float(lo), "ci_high": float(hi),
-            "confidence": confidence, "prob_a_greater": float(np.mean(boot > 0)),
-            "p_randomization": p, "n_queries": Q, "n_resamples": n_resamples}
+    import warnings
+
+    with warnings.catch_warnings():
+        # Too few queries: the interval is left out and the printed note says why.
+        warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
+        boot = calipers.paired_unit_bootstrap(a, b, n_resamples=n_resamples,
+                                              confidence_level=confidence, seed=seed)
+    perm = calipers.paired_permutation_test(a, b, n_resamples=n_resamples, seed=seed)
+
+    def num(x):
+        x = float(x)
+        return None if math.isnan(x) else x
+
+    return {"difference": float(boot.difference),
+            "ci_low": num(boot.confidence_interval.low),
+            "ci_high": num(boot.confidence_interval.high),
+            "confidence": confidence, "prob_a_greater": num(boot.prob_a_greater),
+            "p_randomization": float(perm.pvalue), "p_exact": perm.exact,
+            "n_queries": boot.n_units, "n_resamples": n_resamples}
 
 
 # --------------------------------------------------------------------------
@@ -212,24 +138,21 @@ def paired_query_stats(a, b, *, n_resamples=10000, confidence=0.95, seed=0):
 # --------------------------------------------------------------------------
 
 def run(args) -> int:
-    from calipers._trec import read_qrels, read_run, trec_arrays
-
     if args.n_resamples <= 0:
         raise InputError("--n-resamples must be a positive integer")
     if not 0 < args.confidence < 1:
         raise InputError("--confidence-level must be in (0, 1)")
-    measures = parse_measures(args.measures)
+    specs = [f"{f}.{k}" if k is not None else f for f, k in parse_measures(args.measures)]
     progress = not args.no_progress
-    qrels = _load(args.qrels, read_qrels, progress)
-    run_a = _load(args.run, read_run, progress)
+    qrels = _load(args.qrels, retrieval.read_qrels, progress)
+    run_a = _load(args.run, retrieval.read_run, progress)
     if run_a.qid.shape[0] == 0:
         raise InputError(f"{args.run}: the run holds no document")
+    opts = dict(relevance_level=args.level, ties=args.ties)
     if args.run_b is None:
-        ta = trec_arrays(qrels, run_a, complete_qrels=args.complete)
-        vals = evaluate(ta, measures, level=args.level, ties=args.ties) if \
-            ta.queries.shape[0] else {}
-        return _print_single(args, measures, ta, vals, run_a.tag, qrels)
-    run_b = _load(args.run_b, read_run, progress)
+        res = retrieval.evaluate(qrels, run_a, specs, complete_qrels=args.complete, **opts)
+        return _print_single(args, res)
+    run_b = _load(args.run_b, retrieval.read_run, progress)
     if run_b.qid.shape[0] == 0:
         raise InputError(f"{args.run_b}: the run holds no document")
     qq = np.unique(qrels.qid)
@@ -237,29 +160,28 @@ def run(args) -> int:
         qq, np.union1d(np.unique(run_a.qid), np.unique(run_b.qid)))
     if queries.shape[0] == 0:
         raise InputError(f"{args.qrels}: no query of the qrels appears in either run")
-    ta = trec_arrays(qrels, run_a, queries=queries)
-    tb = trec_arrays(qrels, run_b, queries=queries)
-    va = evaluate(ta, measures, level=args.level, ties=args.ties)
-    vb = evaluate(tb, measures, level=args.level, ties=args.ties)
-    return _print_compare(args, measures, queries, va, vb, run_a.tag, run_b.tag)
+    ra = retrieval.evaluate(qrels, run_a, specs, queries=queries, **opts)
+    rb = retrieval.evaluate(qrels, run_b, specs, queries=queries, **opts)
+    return _print_compare(args, ra, rb)
 
 
-def _print_single(args, measures, ta, vals, tag, qrels):
+def _print_single(args, res):
     out = sys.stdout
-    qids = [str(q) for q in ta.queries]
-    shown = np.asarray(ta.in_run)   # -c: queries missing from the run are not printed
+    qids = [str(q) for q in res.query_ids]
+    shown = np.asarray(res.in_run)   # -c: queries missing from the run are not printed
     num_q = len(qids)
+    vals = res.values if num_q else {}   # no query: only runid and num_q are printed
     if args.fmt == "json":
-        doc = {"runid": tag, "num_q": num_q, "measures": {}}
-        for fam, k in measures:
-            name = measure_name(fam, k)
+        doc = {"runid": res.run_id, "num_q": num_q, "measures": {}}
+        for name in res.measures:
             if name not in vals:
                 continue
             v = vals[name]
-            agg = float(v.sum()) if fam in _COUNTS else (float(v.mean()) if num_q else math.nan)
-            entry = {"all": int(round(agg)) if fam in _COUNTS else agg}
+            cnt = _family(name) in _COUNTS
+            agg = float(v.sum()) if cnt else res.mean[name]
+            entry = {"all": int(round(agg)) if cnt else agg}
             if args.per_query:
-                entry["per_query"] = {q: (int(round(x)) if fam in _COUNTS else float(x))
+                entry["per_query"] = {q: (int(round(x)) if cnt else float(x))
                                       for q, x, s in zip(qids, v, shown) if s}
             doc["measures"][name] = entry
         json.dump(doc, out, indent=1)
@@ -269,30 +191,30 @@ def _print_single(args, measures, ta, vals, tag, qrels):
         for i, q in enumerate(qids):
             if not shown[i]:
                 continue
-            for fam, k in measures:
-                name = measure_name(fam, k)
+            for name in res.measures:
                 if name in vals:
-                    out.write(_line(name, q, _fmt_value(fam, vals[name][i])) + "\n")
-    for fam, k in measures:
-        name = measure_name(fam, k)
-        if fam == "runid":
-            out.write(_line("runid", "all", tag) + "\n")
-        elif fam == "num_q":
+                    out.write(_line(name, q, _fmt_value(_family(name), vals[name][i])) + "\n")
+    for name in res.measures:
+        if name == "runid":
+            out.write(_line("runid", "all", res.run_id) + "\n")
+        elif name == "num_q":
             out.write(_line("num_q", "all", str(num_q)) + "\n")
         elif name in vals:
-            v = vals[name]
-            agg = v.sum() if fam in _COUNTS else (v.mean() if num_q else math.nan)
+            fam = _family(name)
+            agg = vals[name].sum() if fam in _COUNTS else (vals[name].mean() if num_q
+                                                           else math.nan)
             out.write(_line(name, "all", _fmt_value(fam, agg)) + "\n")
     return 0
 
 
-def _print_compare(args, measures, queries, va, vb, tag_a, tag_b):
+def _print_compare(args, ra, rb):
     out = sys.stdout
-    qids = [str(q) for q in queries]
+    qids = [str(q) for q in ra.query_ids]
+    va, vb = ra.values, rb.values
+    tag_a, tag_b = ra.run_id, rb.run_id
     rows = []
-    for fam, k in measures:
-        name = measure_name(fam, k)
-        if name not in va or fam in _COUNTS:
+    for name in ra.measures:
+        if name not in va or _family(name) in _COUNTS:
             continue
         st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
                                 confidence=args.confidence, seed=args.seed)
@@ -313,14 +235,21 @@ def _print_compare(args, measures, queries, va, vb, tag_a, tag_b):
             for q, x in zip(qids, d):
                 out.write(_line(name + "_diff", q, f"{x:.4f}") + "\n")
     pct = f"{100 * args.confidence:g}%"
-    out.write(f"# A = {tag_a} ({args.run}), B = {tag_b} ({args.run_b}); {len(qids)} queries; "
-              f"{args.n_resamples} bootstrap replicates / randomisation permutations, "
-              f"seed {args.seed}\n")
+    nq = len(qids)
+    exact = bool(rows) and rows[0][3]["p_exact"]
+    perm = f"randomisation test exact over 2^{nq} sign patterns" if exact else \
+        f"{args.n_resamples} randomisation permutations"
+    out.write(f"# A = {tag_a} ({args.run}), B = {tag_b} ({args.run_b}); {nq} queries; "
+              f"{args.n_resamples} bootstrap replicates, {perm}, seed {args.seed}\n")
+    if nq < calipers.MIN_BOOTSTRAP_UNITS:
+        out.write(f"# fewer than {calipers.MIN_BOOTSTRAP_UNITS} queries: no bootstrap interval "
+                  f"(it would under-cover); rely on the randomisation test\n")
     head = f"{'measure':<22}\t{'A':>8}\t{'B':>8}\t{'A-B':>8}\t{pct + ' CI':>19}\t" \
            f"{'P(A>B)':>7}\t{'p_rand':>7}"
     out.write(head + "\n")
     for name, ma, mb, st, _ in rows:
-        ci = f"[{st['ci_low']:+.4f}, {st['ci_high']:+.4f}]"
+        ci = "-" if st["ci_low"] is None else f"[{st['ci_low']:+.4f}, {st['ci_high']:+.4f}]"
+        pa = "-" if st["prob_a_greater"] is None else f"{st['prob_a_greater']:7.4f}"
         out.write(f"{name:<22}\t{ma:8.4f}\t{mb:8.4f}\t{st['difference']:+8.4f}\t{ci:>19}\t"
-                  f"{st['prob_a_greater']:7.4f}\t{st['p_randomization']:7.4f}\n")
+                  f"{pa:>7}\t{st['p_randomization']:7.4f}\n")
     return 0
