@@ -208,6 +208,27 @@ def test_cluster_bootstrap_groups(capsys, sliced_file):
                            "--no-progress")
     rep = json.loads(out)
     assert code == 0 and rep["resampling"] == "cluster"
+    # DeLong's variance assumes independent rows: no DeLong p beside cluster intervals.
+    assert all("delong_pvalue" not in m for c in rep["comparisons"]
+               for m in c["metrics"].values())
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
+                           "--groups", "user", "--n-resamples", "50", "--no-progress")
+    assert "DeLong's p is not shown" in out
+
+
+def test_several_comparisons_get_holm_adjusted_p(capsys):
+    code, out, _ = run_cli(capsys, "report", "--format", "json", "--n-resamples", "200",
+                           "--no-progress")
+    rep = json.loads(out)
+    entries = [m for c in rep["comparisons"] for m in c["metrics"].values()]
+    assert rep["multiplicity"] == {"method": "holm", "n_tests": len(entries)} and len(entries) == 4
+    raw = np.array([m["pvalue"] for m in entries])
+    np.testing.assert_allclose([m["pvalue_holm"] for m in entries],
+                               calipers.adjust_pvalues(raw, method="holm"))
+    code, out, _ = run_cli(capsys, "report", "--n-resamples", "200", "--no-progress")
+    assert "p (Holm, 4 tests)" in out
+    # p = 0 from 200 replicates is printed as below the resolution, never 0.0000
+    assert "< 5e-3" in out and "0.0000 " not in out.split("paired difference")[1]
 
 
 def test_multiclass_file(capsys, tmp_path):

@@ -136,12 +136,33 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     "higher_is_better": higher,
                     "share_a_better": _share_better(res, higher),
                     "n_undefined": res.n_undefined,
+                    "pvalue": _num(res.pvalue),
                 }
-                if key == "roc_auc":
+                if key == "roc_auc" and groups is None:
+                    # DeLong's variance assumes independent rows: with clusters it
+                    # would sit beside cluster intervals as if it agreed with them.
                     d = calipers.delong_test(y, scores[other], scores[base])
                     entry["delong_pvalue"] = _num(d.pvalue)
                 cmp["metrics"][key] = entry
+    _adjust(out)
     return out
+
+
+def _adjust(out) -> None:
+    """Holm-adjusted bootstrap p-values over every comparison the report prints.
+
+    Several metrics and models compared at once make several tests; each
+    p-value alone overstates the evidence. Holm (1979) controls the chance of
+    any false claim among them under any dependence.
+    """
+    entries = [m for c in out["comparisons"] for m in c["metrics"].values()
+               if m.get("pvalue") is not None]
+    out["multiplicity"] = {"method": "holm", "n_tests": len(entries)}
+    if len(entries) < 2:
+        return
+    adj = calipers.adjust_pvalues(np.array([m["pvalue"] for m in entries]), method="holm")
+    for m, a in zip(entries, adj):
+        m["pvalue_holm"] = float(a)
 
 
 def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
@@ -320,6 +341,16 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
 
 # --------------------------------------------------------------------------- rendering
 
+def _p(x, floor=1e-4):
+    """A p-value: 4 decimals, and "< floor" rather than a misleading 0.0000.
+
+    A bootstrap p-value cannot resolve below one replicate: its floor is 1/B.
+    """
+    if x is None:
+        return "undefined"
+    return f"< {floor:.0e}".replace("e-0", "e-") if x < floor else f"{x:.4f}"
+
+
 def _fmt(x, digits=4):
     if x is None:
         return "undefined"
@@ -366,18 +397,29 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     if "calibration" in rep:
         heads.append(f"ECE ({rep['calibration']['n_bins']} bins)")
     lines += ["", tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True)]
+    n_tests = rep.get("multiplicity", {}).get("n_tests", 0)
+    floor_b = max(1e-4, 1.0 / rep["n_resamples"])
     for c in rep["comparisons"]:
         lines += ["", f"paired difference {c['a']} - {c['b']}:"]
         rows = []
         for key, m in c["metrics"].items():
-            rows.append([titles[key], _fmt(m["difference"]),
-                         f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
-                         _fmt(m["share_a_better"], 3), m["n_undefined"],
-                         "higher" if m["higher_is_better"] else "lower",
-                         _fmt(m.get("delong_pvalue")) if "delong_pvalue" in m else ""])
-        lines.append(tabulate(rows, headers=["metric", "difference", "interval",
-                                             f"share {c['a']} better", "undefined", "better is",
-                                             "DeLong p"], tablefmt=fmt, disable_numparse=True))
+            row = [titles[key], _fmt(m["difference"]),
+                   f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
+                   _fmt(m["share_a_better"], 3), m["n_undefined"],
+                   "higher" if m["higher_is_better"] else "lower", _p(m.get("pvalue"), floor_b)]
+            if n_tests > 1:
+                row.append(_p(m.get("pvalue_holm"), floor_b))
+            row.append(_p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
+            rows.append(row)
+        heads = ["metric", "difference", "interval", f"share {c['a']} better", "undefined",
+                 "better is", "bootstrap p"]
+        if n_tests > 1:
+            heads.append(f"p (Holm, {n_tests} tests)")
+        heads.append("DeLong p" if rep.get("resampling") != "cluster" else "")
+        lines.append(tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True))
+    if rep["comparisons"] and rep.get("resampling") == "cluster":
+        lines.append("DeLong's p is not shown: it assumes independent rows, and --groups says "
+                     "they are clustered.")
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
@@ -413,42 +455,21 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
 
 
 def plot(y, scores: dict, path: str, *, n_bins=10) -> None:
+    """ROC and PR curves (and a reliability diagram for probabilities) via calipers.plot."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from calipers import plot as cplot
+
     probs = {k: s for k, s in scores.items() if np.all((s >= 0) & (s <= 1))}
     ncol = 3 if probs else 2
     fig, axes = plt.subplots(1, ncol, figsize=(5 * ncol, 4.5))
-    ax1, ax2 = axes[0], axes[1]
-    for name, s in scores.items():
-        fpr, tpr, _ = calipers.roc_curve(y, s)
-        auc = calipers.roc_auc_score(y, s)
-        ax1.plot(fpr, tpr, label=f"{name} (AUC {auc:.3f})")
-        prec, rec, _ = calipers.precision_recall_curve(y, s)
-        ap = calipers.average_precision_score(y, s)
-        ax2.step(rec, prec, where="post", label=f"{name} (AP {ap:.3f})")
-    ax1.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-    ax1.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC")
-    ax2.axhline(float(np.mean(y)), color="grey", lw=0.8, ls="--")
-    ax2.set(xlabel="recall", ylabel="precision", title="precision-recall", ylim=(0, 1.02))
-    ax1.legend(loc="lower right")
-    ax2.legend(loc="lower left")
+    cplot.roc_curves(y, scores, ax=axes[0])
+    cplot.pr_curves(y, scores, ax=axes[1])
     if probs:
-        ax3 = axes[2]
-        for name, s in probs.items():
-            rd = calipers.reliability_diagram(y, s, n_bins=n_bins)
-            conf, acc, cnt = (np.asarray(v) for v in (rd.confidence, rd.accuracy, rd.count))
-            ok = cnt > 0
-            ece = float(calipers.expected_calibration_error(y, s, n_bins=n_bins))
-            ax3.plot(conf[ok], acc[ok], marker="o", label=f"{name} (ECE {ece:.3f})")
-        ax3.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-        ax3.set(xlabel="mean predicted probability", ylabel="observed frequency",
-                title=f"reliability ({n_bins} equal-width bins)", xlim=(0, 1), ylim=(0, 1))
-        ax3.legend(loc="upper left")
-    for ax in axes:
-        ax.grid(alpha=0.3)
+        cplot.reliability(y, probs, n_bins=n_bins, ax=axes[2])
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
