@@ -78,6 +78,19 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
+from ._conformal import (
+    CalibrationSizeWarning,
+    ConformalIntervals,
+    ConformalSets,
+    conformal_quantile,
+    conformal_rank,
+    interval_coverage,
+    mean_interval_width,
+    mean_set_size,
+    set_coverage,
+    split_conformal_classification,
+    split_conformal_regression,
+)
 from ._retrieval import (
     QueryResult,
     dcg,
@@ -92,6 +105,17 @@ from ._states import CalibrationState, ConfusionState, NLLState, ProbabilityLoss
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibrationSizeWarning",
+    "ConformalIntervals",
+    "ConformalSets",
+    "conformal_quantile",
+    "conformal_rank",
+    "interval_coverage",
+    "mean_interval_width",
+    "mean_set_size",
+    "set_coverage",
+    "split_conformal_classification",
+    "split_conformal_regression",
     "ThresholdSelection",
     "accuracy_score",
     "balanced_accuracy_score",
