@@ -78,6 +78,16 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
+from ._offpolicy import (
+    OffPolicyInterval,
+    direct_method_estimate,
+    doubly_robust_estimate,
+    effective_sample_size,
+    importance_weights,
+    ips_estimate,
+    off_policy_interval,
+    snips_estimate,
+)
 from ._conformal import (
     CalibrationSizeWarning,
     ConformalIntervals,
@@ -105,6 +115,14 @@ from ._states import CalibrationState, ConfusionState, NLLState, ProbabilityLoss
 __version__ = "0.1.0"
 
 __all__ = [
+    "OffPolicyInterval",
+    "direct_method_estimate",
+    "doubly_robust_estimate",
+    "effective_sample_size",
+    "importance_weights",
+    "ips_estimate",
+    "off_policy_interval",
+    "snips_estimate",
     "CalibrationSizeWarning",
     "ConformalIntervals",
     "ConformalSets",
