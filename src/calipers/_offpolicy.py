@@ -601,7 +601,7 @@ def _replicates(num, den, idx, n, xp):
 
     parts = []
     for s in range(0, idx.shape[0], chunk):
-        sub = idx[s:s + chunk, :]
+        sub = idx[s:min(s + chunk, idx.shape[0]), :]
         parts.append(_ratio(resampled_sum(num, sub),
                             None if den is None else resampled_sum(den, sub), n, xp))
     return xp.concat(parts) if len(parts) > 1 else parts[0]
