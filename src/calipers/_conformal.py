@@ -196,9 +196,23 @@ def _quantile(scores, alpha, xp, *, invalid, stacklevel=4):
     if k > n:
         _warn_small(n, k, alpha, stacklevel)
         q = xp.asarray(math.inf, dtype=scores.dtype, device=B.device(scores))
+    elif B.is_numpy(xp):  # selection, O(n), instead of a full sort
+        q = np.partition(scores, k - 1)[k - 1]
     else:
         q = xp.sort(scores)[k - 1]
-    return B.nan_if(invalid, q, xp), k, n
+    return _nan_if(invalid, q, xp), k, n
+
+
+def _nan_if(invalid, value, xp):
+    """NaN where ``invalid``; a concrete False costs nothing (no full-array ``where``)."""
+    if not B.is_traced(invalid) and not bool(invalid):
+        return value
+    return B.nan_if(invalid, value, xp)
+
+
+def _as(x, dtype, xp):
+    """``astype`` without a copy when the dtype already matches."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)
 
 
 def _finite_or_flag(name, x, xp):
@@ -328,12 +342,12 @@ def split_conformal_regression(y_calib, y_pred_calib, y_pred_test, *, alpha=0.1)
     bad_test = _finite_or_flag("y_pred_test", y_pred_test, xp)
     acc = B.acc_float(xp)
     out = B.out_float(xp, y_calib, y_pred_calib, y_pred_test)
-    resid = xp.abs(xp.astype(y_calib, acc) - xp.astype(y_pred_calib, acc))
+    resid = xp.abs(_as(y_calib, acc, xp) - _as(y_pred_calib, acc, xp))
     q, k, n = _quantile(resid, alpha, xp, invalid=invalid)
-    yp = xp.astype(y_pred_test, acc)
-    lower = B.nan_if(bad_test, yp - q, xp)
-    upper = B.nan_if(bad_test, yp + q, xp)
-    return ConformalIntervals(lower=xp.astype(lower, out), upper=xp.astype(upper, out),
+    yp = _as(y_pred_test, acc, xp)
+    lower = _nan_if(bad_test, yp - q, xp)
+    upper = _nan_if(bad_test, yp + q, xp)
+    return ConformalIntervals(lower=_as(lower, out, xp), upper=_as(upper, out, xp),
                               q_hat=B.finalize(xp.astype(q, out), xp), k=k, n_calibration=n,
                               alpha=float(alpha) if not isinstance(alpha, str) else alpha)
 
