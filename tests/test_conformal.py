@@ -307,3 +307,13 @@ def test_result_is_pytree():
     assert len(leaves) == 3
     back = jax.tree_util.tree_unflatten(tree, leaves)
     assert back.k == res.k == 2
+
+
+def test_half_precision_gives_float32():
+    r = perm_residuals(19).astype(np.float16)
+    q = calipers.conformal_quantile(r, alpha=0.1)
+    assert q.dtype == np.float32 and q == 18
+    res = calipers.split_conformal_regression(r, np.zeros(19, np.float16),
+                                              np.full(2, 1000.5, np.float16), alpha=0.1)
+    assert res.upper.dtype == np.float32
+    np.testing.assert_array_equal(res.upper, [1018.5, 1018.5])  # not rounded to float16

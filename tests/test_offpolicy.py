@@ -270,3 +270,11 @@ def test_bootstrap_bad_options():
         calipers.off_policy_interval("ips", r, p, t, action=a, n_resamples=0)
     with pytest.raises(ValueError, match="confidence_level"):
         calipers.off_policy_interval("ips", r, p, t, action=a, confidence_level=1.0)
+
+
+def test_half_precision_gives_float32():
+    p = H30["pscore"].astype(np.float16)
+    t = H30["pi_e"].astype(np.float16)
+    got = calipers.ips_estimate(H30["reward"].astype(np.float16), p, t, action=H30["action"])
+    assert got.dtype == np.float32
+    assert got == pytest.approx(1.75, abs=1e-6)
