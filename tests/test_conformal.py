@@ -317,3 +317,42 @@ def test_half_precision_gives_float32():
                                               np.full(2, 1000.5, np.float16), alpha=0.1)
     assert res.upper.dtype == np.float32
     np.testing.assert_array_equal(res.upper, [1018.5, 1018.5])  # not rounded to float16
+
+
+# --------------------------------------------------------------------------
+# properties (hypothesis)
+# --------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.integers(1, 99))
+def test_quantile_is_the_kth_order_statistic(scores, pct):
+    """q_hat = sorted(scores)[k-1] with k by counting, +inf beyond n; ties change nothing."""
+    s = np.asarray(scores, dtype=float)
+    k = brute_rank(len(s), Fraction(pct, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationSizeWarning)
+        q = calipers.conformal_quantile(s, alpha=pct / 100)
+        q_rev = calipers.conformal_quantile(s[::-1].copy(), alpha=pct / 100)
+    want = sorted(s)[k - 1] if k <= len(s) else math.inf
+    assert q == want == q_rev
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(5, 40), st.integers(2, 5),
+       st.sampled_from(["lac", "aps"]), st.integers(5, 50))
+def test_sets_cover_at_least_k_calibration_points(seed, n, K, method, pct):
+    """Every calibration point with score <= q_hat is covered, and at least k scores are."""
+    rng = np.random.default_rng(seed)
+    p = dyadic_proba(rng, n, K, 8)
+    y = rng.integers(0, K, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationSizeWarning)
+        res = calipers.split_conformal_classification(y, p, p, alpha=pct / 100, method=method)
+    cov = calipers.set_coverage(y, res.sets)
+    assert cov >= min(res.k, n) / n
+    if method == "aps":  # never empty when q_hat > 0 (the crossing class is included)
+        assert res.sets.any(axis=1).all() or res.q_hat <= 0

@@ -278,3 +278,37 @@ def test_half_precision_gives_float32():
     got = calipers.ips_estimate(H30["reward"].astype(np.float16), p, t, action=H30["action"])
     assert got.dtype == np.float32
     assert got == pytest.approx(1.75, abs=1e-6)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0, 50, allow_nan=False), min_size=1, max_size=30))
+def test_ess_bounds(w):
+    """Kish ESS lies in [1, n] for weights that are not all 0, equals n for equal weights."""
+    w = np.asarray(w)
+    ess = calipers.effective_sample_size(w)
+    if w.sum() == 0:
+        assert ess == 0
+    else:
+        assert 1 - 1e-12 <= ess <= len(w) * (1 + 1e-12)
+        assert calipers.effective_sample_size(np.full(len(w), w.max())) == pytest.approx(len(w))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.5, 20))
+def test_clipping_only_lowers_weights_and_never_below_min(seed, lam):
+    rng = np.random.default_rng(seed)
+    n, K = 20, 3
+    pe = rng.dirichlet(np.ones(K), size=n)
+    a = rng.integers(0, K, n)
+    p = rng.uniform(0.01, 1, n)
+    w = calipers.importance_weights(p, pe, action=a)
+    wc = calipers.importance_weights(p, pe, action=a, max_weight=lam)
+    np.testing.assert_array_equal(wc, np.minimum(w, lam))
+    r = rng.integers(0, 2, n).astype(float)
+    # a cap above every weight changes nothing
+    assert calipers.ips_estimate(r, p, pe, action=a, max_weight=float(w.max()) + 1) == \
+        calipers.ips_estimate(r, p, pe, action=a)

@@ -323,6 +323,9 @@ def effective_sample_size(weights):
     else:
         B.check_weights("weights", w, xp)
         invalid = xp.asarray(False)
+    # scale by the largest weight: ESS is scale-free, and w**2 neither under- nor overflows
+    m = xp.max(wf)
+    wf = wf / xp.where(m > 0, m, xp.ones_like(m))
     s1 = xp.sum(wf)
     s2 = xp.sum(wf * wf)
     ess = xp.where(s2 > 0, s1 * s1 / xp.where(s2 > 0, s2, xp.ones_like(s2)), xp.zeros_like(s2))
