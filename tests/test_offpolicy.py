@@ -312,3 +312,15 @@ def test_clipping_only_lowers_weights_and_never_below_min(seed, lam):
     # a cap above every weight changes nothing
     assert calipers.ips_estimate(r, p, pe, action=a, max_weight=float(w.max()) + 1) == \
         calipers.ips_estimate(r, p, pe, action=a)
+
+
+def test_bootstrap_chunks_do_not_change_replicates():
+    """n = 2**20 rows: replicates are drawn in chunks of 4; equal to one draw of the whole matrix."""
+    n = 1 << 20
+    rng = np.random.default_rng(0)
+    r = rng.integers(0, 2, n).astype(float)
+    p = np.full(n, 0.5)
+    t = rng.uniform(0, 1, n)
+    res = calipers.off_policy_interval("ips", r, p, t, n_resamples=10, seed=9)
+    idx = np.random.default_rng(9).integers(0, n, size=(10, n))
+    np.testing.assert_allclose(res.distribution, (t / p * r)[idx].mean(1), rtol=1e-12)

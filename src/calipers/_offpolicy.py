@@ -511,9 +511,10 @@ def off_policy_interval(estimator, reward, propensity, target, estimated_rewards
 
     The row indices are drawn on the host by NumPy from ``seed``
     (``numpy.random.default_rng(seed).integers``), so the same seed gives the
-    same replicates on every backend, and under ``jax.jit`` they are a
-    constant of the compiled program (shapes static). Memory
-    O(n_resamples * n) for the index matrix.
+    same replicates on every backend. Eagerly they are drawn in chunks of
+    about 2**22 indices (memory bounded whatever ``n_resamples`` is); under
+    ``jax.jit`` the index matrix is a constant of the compiled program
+    (O(n_resamples * n) memory; shapes static).
 
     Parameters
     ----------
@@ -567,8 +568,7 @@ def off_policy_interval(estimator, reward, propensity, target, estimated_rewards
 
     full = _ratio(xp.sum(num), None if den is None else xp.sum(den), n, xp)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    idx = xp.asarray(rng.integers(0, n, size=(int(n_resamples), n)), dtype=B.acc_int(xp))
-    dist = _replicates(num, den, idx, n, xp)
+    dist = _replicates(num, den, rng, int(n_resamples), n, xp)
     undefined = xp.isnan(dist)
     n_undef = xp.sum(xp.astype(undefined, B.acc_int(xp)))
     count = int(n_resamples) - n_undef
@@ -600,16 +600,21 @@ def _ratio(tot, den_tot, n, xp):
     return B.nan_if(~ok, tot / xp.where(ok, den_tot, xp.ones_like(den_tot)), xp)
 
 
-def _replicates(num, den, idx, n, xp):
-    """Every replicate's estimate, in chunks of the index matrix (temporaries of ~4M rows)."""
+def _replicates(num, den, rng, n_resamples, n, xp):
+    """Every replicate's estimate, drawing row indices in chunks of about 2**22 (bounded memory).
+
+    Drawing the (n_resamples, n) index matrix chunk by chunk from one Generator gives the same
+    indices as drawing it at once, so the chunk size never changes the replicates.
+    """
     chunk = max(1, (1 << 22) // max(n, 1))
 
     def resampled_sum(v, sub):
         return xp.sum(xp.reshape(xp.take(v, xp.reshape(sub, (-1,))), sub.shape), axis=1)
 
     parts = []
-    for s in range(0, idx.shape[0], chunk):
-        sub = idx[s:min(s + chunk, idx.shape[0]), :]
+    for s in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - s)
+        sub = xp.asarray(rng.integers(0, n, size=(rows, n)), dtype=B.acc_int(xp))
         parts.append(_ratio(resampled_sum(num, sub),
                             None if den is None else resampled_sum(den, sub), n, xp))
     return xp.concat(parts) if len(parts) > 1 else parts[0]
