@@ -356,3 +356,18 @@ def test_sets_cover_at_least_k_calibration_points(seed, n, K, method, pct):
     assert cov >= min(res.k, n) / n
     if method == "aps":  # never empty when q_hat > 0 (the crossing class is included)
         assert res.sets.any(axis=1).all() or res.q_hat <= 0
+
+
+def test_jit_second_call_does_not_recompile():
+    import jax
+    import jax.numpy as jnp
+    f = jax.jit(lambda y, p, t: calipers.split_conformal_regression(y, p, t, alpha=0.2))
+    g = jax.jit(lambda y, p, t: calipers.split_conformal_classification(y, p, t, alpha=0.2,
+                                                                        method="aps"))
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        f(jnp.asarray(rng.normal(size=20)), jnp.asarray(rng.normal(size=20)),
+          jnp.asarray(rng.normal(size=3)))
+        pr = dyadic_proba(rng, 20, 3)
+        g(jnp.asarray(rng.integers(0, 3, 20)), jnp.asarray(pr), jnp.asarray(pr[:4]))
+    assert f._cache_size() == 1 and g._cache_size() == 1

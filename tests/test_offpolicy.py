@@ -324,3 +324,14 @@ def test_bootstrap_chunks_do_not_change_replicates():
     res = calipers.off_policy_interval("ips", r, p, t, n_resamples=10, seed=9)
     idx = np.random.default_rng(9).integers(0, n, size=(10, n))
     np.testing.assert_allclose(res.distribution, (t / p * r)[idx].mean(1), rtol=1e-12)
+
+
+def test_jit_second_call_does_not_recompile():
+    import jax
+    import jax.numpy as jnp
+    f = jax.jit(lambda r, p, t, q, a: calipers.doubly_robust_estimate(r, p, t, q, action=a,
+                                                                      max_weight=3.0))
+    for scale in (1.0, 0.5):
+        f(jnp.asarray(H30["reward"] * scale), jnp.asarray(H30["pscore"]),
+          jnp.asarray(H30["pi_e"]), jnp.asarray(H30["q_hat"]), jnp.asarray(H30["action"]))
+    assert f._cache_size() == 1
