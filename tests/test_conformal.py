@@ -168,7 +168,7 @@ def test_jit_invalid_gives_nan():
 # --------------------------------------------------------------------------
 
 def dyadic_proba(rng, n, K, denom=16):
-    """Probabilities that are multiples of 1/denom (exact in binary: sums are exact, ties common)."""
+    """Probabilities in multiples of 1/denom (exact in binary: sums are exact, ties common)."""
     cuts = np.sort(rng.integers(0, denom + 1, size=(n, K - 1)), axis=1)
     edges = np.concatenate([np.zeros((n, 1), int), cuts, np.full((n, 1), denom)], axis=1)
     return np.diff(edges, axis=1) / denom
@@ -276,7 +276,7 @@ def test_weighted_coverage_is_repetition():
 
 
 def test_marginal_coverage_guarantee_holds_on_average():
-    """Over many exchangeable draws the mean coverage is >= 1 - alpha (and < 1 - alpha + 1/(n+1))."""
+    """Over many exchangeable draws mean coverage is >= 1 - alpha (and < 1 - alpha + 1/(n+1))."""
     rng = np.random.default_rng(11)
     n, m, alpha, reps = 19, 50, 0.1, 400
     cov = []

@@ -315,7 +315,7 @@ def test_clipping_only_lowers_weights_and_never_below_min(seed, lam):
 
 
 def test_bootstrap_chunks_do_not_change_replicates():
-    """n = 2**20 rows: replicates are drawn in chunks of 4; equal to one draw of the whole matrix."""
+    """n = 2**20 rows: replicates drawn in chunks of 4 equal one draw of the whole matrix."""
     n = 1 << 20
     rng = np.random.default_rng(0)
     r = rng.integers(0, 2, n).astype(float)

@@ -409,7 +409,7 @@ def _aps_scores(p, y, xp):
 
 
 def _aps_sets(p, q, xp):
-    """Classes in decreasing probability until the mass reaches ``q_hat``, the crossing one included.
+    """Classes by decreasing probability until the mass reaches ``q_hat``, crossing one included.
 
     Class ``j`` is in the set when the mass of the classes strictly more
     probable than ``j`` is below ``q_hat`` (MAPIE's ``include_last_label=True``),

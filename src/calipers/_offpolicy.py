@@ -112,16 +112,16 @@ def _check_option(name, value, *, upper=None):
     return v
 
 
-def _target_logged(target, action, n, xp, acc):
+def _target_logged(target, action, xp, acc):
     """``pi_e(a_i | x_i)`` from a flat (n,) array or an (n, n_actions) matrix."""
     if target.ndim == 1:
         if action is not None:
             raise ValueError("action is only used with a 2-D target (n, n_actions); a 1-D "
                              "target already gives pi_e of the logged action")
-        return xp.astype(target, acc), xp.asarray(False)
+        return xp.astype(target, acc)
     if action is None:
         raise ValueError("action is required when target is a 2-D action distribution")
-    return _gather(xp.astype(target, acc), action, xp), xp.asarray(False)
+    return _gather(xp.astype(target, acc), action, xp)
 
 
 def _gather(matrix, action, xp):
@@ -205,7 +205,7 @@ def _prepare(reward, propensity, target, action, estimated_rewards, *, max_weigh
     if need_model and action is None:  # the direct method needs no weights
         d.w = xp.zeros(n, dtype=acc)
     else:
-        pi_e, _ = _target_logged(target, action, n, xp, acc)
+        pi_e = _target_logged(target, action, xp, acc)
         if min_propensity is not None:
             p = xp.maximum(p, xp.asarray(min_propensity, dtype=acc))
         w = pi_e / p

@@ -44,7 +44,7 @@ def main(n=100_000, m=100_000, conf=0.9, repeats=7):
     for _ in range(repeats):
         for name, fn in (("mapie", run_mapie), ("calipers", run_calipers)):
             t0 = time.perf_counter()
-            out = fn()
+            fn()
             times[name].append(time.perf_counter() - t0)
     res, iv = run_calipers(), run_mapie()
     assert np.array_equal(res.upper, iv[:, 1, 0]) and np.array_equal(res.lower, iv[:, 0, 0])
