@@ -94,6 +94,29 @@ from ._permutation import (
     paired_permutation_test,
     paired_unit_bootstrap,
 )
+from ._offpolicy import (
+    OffPolicyInterval,
+    direct_method_estimate,
+    doubly_robust_estimate,
+    effective_sample_size,
+    importance_weights,
+    ips_estimate,
+    off_policy_interval,
+    snips_estimate,
+)
+from ._conformal import (
+    CalibrationSizeWarning,
+    ConformalIntervals,
+    ConformalSets,
+    conformal_quantile,
+    conformal_rank,
+    interval_coverage,
+    mean_interval_width,
+    mean_set_size,
+    set_coverage,
+    split_conformal_classification,
+    split_conformal_regression,
+)
 from ._retrieval import (
     QueryResult,
     dcg,
@@ -108,6 +131,25 @@ from ._states import CalibrationState, ConfusionState, NLLState, ProbabilityLoss
 __version__ = "0.1.0"
 
 __all__ = [
+    "OffPolicyInterval",
+    "direct_method_estimate",
+    "doubly_robust_estimate",
+    "effective_sample_size",
+    "importance_weights",
+    "ips_estimate",
+    "off_policy_interval",
+    "snips_estimate",
+    "CalibrationSizeWarning",
+    "ConformalIntervals",
+    "ConformalSets",
+    "conformal_quantile",
+    "conformal_rank",
+    "interval_coverage",
+    "mean_interval_width",
+    "mean_set_size",
+    "set_coverage",
+    "split_conformal_classification",
+    "split_conformal_regression",
     "ThresholdSelection",
     "accuracy_score",
     "balanced_accuracy_score",
