@@ -22,7 +22,7 @@ else:  # pragma: no cover - type checkers only need it on the version they run
     def dataclass_transform(**kwargs):
         return lambda f: f
 
-__all__ = ["result_type", "ConfidenceInterval"]
+__all__ = ["ConfidenceInterval"]  # result_type is for calipers' own modules
 
 _HAS_JAX = importlib.util.find_spec("jax") is not None
 
