@@ -39,6 +39,7 @@ import numpy as np
 from . import _backend as B
 from . import _probability as _prob
 from . import _ranking as _rank
+from . import _rankstats as R
 from ._exceptions import UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
 
@@ -146,39 +147,17 @@ class _AUCKernel:
     def evaluate(self, state, counts, xp):
         perm, y, lo, hi, w = state
         c = counts if perm is None else xp.take(counts, perm)
-        c = _weights(c, w, xp)
-        cy = c * xp.astype(y, c.dtype)
-        cn = c - cy
-        cdt = c.dtype
-        Cn = xp.cumulative_sum(cn, dtype=cdt)           # negative weight at or below
-        P = _f(xp.sum(cy, dtype=cdt), xp)
-        N = _f(xp.sum(cn, dtype=cdt), xp)
-        Cn0 = xp.concat([xp.zeros(1, dtype=cdt, device=B.device(c)), Cn])
-        num = xp.sum(_f(cy, xp) * _f(xp.take(Cn0, lo) + xp.take(Cn0, hi + 1), xp))
-        den = 2 * P * N
-        undefined = (P == 0) | (N == 0)
-        return B.nan_if(undefined, num / xp.where(undefined, 1.0, den), xp)
+        tg = R.presorted_groups(y, lo, hi)
+        return R.binary_auc(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
 
     def loo(self, state, xp):
-        """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n)."""
+        """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n).
+
+        Counts stay integers without weights (:func:`calipers._rankstats.loo_auc`).
+        """
         perm, y, lo, hi, w = state
-        n = y.shape[0]
-        f = B.acc_float(xp)
-        ww = xp.ones(n, dtype=f, device=B.device(y)) if w is None else _f(w, xp)
-        yf = _f(y, xp)
-        wp, wn = ww * yf, ww * (1 - yf)
-        Cp0, Cn0 = B.prefix_sum(wp, xp), B.prefix_sum(wn, xp)
-        P, N = Cp0[n], Cn0[n]
-        below, upto = xp.take(Cn0, lo), xp.take(Cn0, hi + 1)
-        num2 = xp.sum(wp * (below + upto))
-        above_p = P - xp.take(Cp0, hi + 1)
-        tied_p = xp.take(Cp0, hi + 1) - xp.take(Cp0, lo)
-        rm = xp.where(y == 1, wp * (below + upto), wn * (2 * above_p + tied_p))
-        P1 = xp.where(y == 1, P - ww, P)
-        N1 = xp.where(y == 1, N, N - ww)
-        bad = (P1 <= 0) | (N1 <= 0)
-        val = B.nan_if(bad, (num2 - rm) / xp.where(bad, 1.0, 2 * P1 * N1), xp)
-        return _unpermute(val, perm, xp)
+        tg = R.presorted_groups(y, lo, hi)
+        return _unpermute(R.loo_auc(tg, R.class_weights(tg, w, xp), xp), perm, xp)
 
 
 @dataclass(frozen=True)
@@ -202,9 +181,7 @@ class _AUCSplitKernel:
         sneg, spos = s[:N], s[N:]
         perm = None if identity else xp.argsort(sneg, stable=False)
         sneg_sorted = sneg if identity else xp.take(sneg, perm)
-        idt = B.acc_int(xp)
-        k_lo = xp.astype(xp.searchsorted(sneg_sorted, spos, side="left"), idt)
-        k_hi = xp.astype(xp.searchsorted(sneg_sorted, spos, side="right"), idt)
+        k_lo, k_hi = R.split_ranks(sneg_sorted, spos, xp)
         wneg = wpos = None
         if w is not None:
             wneg = w[:N] if identity else xp.take(w[:N], perm)
@@ -227,21 +204,13 @@ class _AUCSplitKernel:
             cneg = xp.take(cneg, perm)
         if wneg is not None:
             cneg, cpos = _f(cneg, xp) * _f(wneg, xp), _f(cpos, xp) * _f(wpos, xp)
-        exact = xp.isdtype(cneg.dtype, "integral") and B.acc_int(xp) == xp.int64
-        mdt = xp.int64 if exact else B.acc_float(xp)
-        cum0 = B.prefix_sum(cneg, xp, mdt)       # negative weight below each rank
-        cp = xp.astype(cpos, mdt)
-        if self.ties:
-            num2 = xp.sum(cp * (xp.take(cum0, k_lo) + xp.take(cum0, k_hi)))
-        else:
-            num2 = 2 * xp.sum(cp * xp.take(cum0, k_lo))
-        Pw = _f(xp.sum(cp), xp)
-        Nw = _f(cum0[N], xp)
-        undefined = (Pw == 0) | (Nw == 0)
-        return B.nan_if(undefined, _f(num2, xp) / xp.where(undefined, 1.0, 2 * Pw * Nw), xp)
+        cdt = R.count_dtype(xp, cneg)
+        cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
+        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, xp, ties=self.ties)
+        return R.auc_from_u2(num2, xp.sum(xp.astype(cpos, cdt)), cum0[N], xp)[0]
 
     def _evaluate_numpy(self, perm, k_lo, k_hi, counts, scratch):
-        # NumPy integer counts: fewest passes over memory, exact integer arithmetic.
+        # NumPy integer counts: fewest passes over memory (buffers reused), exact integers.
         N = self.N
         bufs = scratch.get(threading.get_ident())
         if bufs is None:
@@ -253,12 +222,7 @@ class _AUCSplitKernel:
         cum0[0] = 0
         np.cumsum(cneg, out=cum0[1:])
         cpos = counts[N:]
-        np.take(cum0, k_lo, out=g1)
-        if self.ties:
-            np.add(g1, np.take(cum0, k_hi, out=g2), out=g1)
-            num2 = int(np.dot(cpos, g1))
-        else:
-            num2 = 2 * int(np.dot(cpos, g1))
+        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
         Pw, Nw = int(cpos.sum()), int(cum0[N])
         if Pw == 0 or Nw == 0:
             return np.float64(math.nan)
@@ -278,9 +242,8 @@ class _APKernel:
     def evaluate(self, state, counts, xp):
         perm, y, lo, hi, w = state
         c = counts if perm is None else xp.take(counts, perm)
-        ps = _rank.Presorted(None, y, y, lo, hi)
-        st = _rank.stats_from_presorted(ps, _weights(c, w, xp), xp)
-        return _rank.ap_from_stats(st, xp)[0]
+        tg = R.presorted_groups(y, lo, hi)
+        return R.ap_steps(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
 
     def loo(self, state, xp):
         """Leave-one-out AP per row, unweighted only (else None: grouped jackknife)."""
