@@ -106,6 +106,7 @@ def _kernel(y, s, w):
                 twice=xp.take(R.placements(tg, cw, xp), inv),
                 auc=R.binary_auc(tg, cw, xp)[0],
                 loo=xp.take(R.loo_auc(tg, cw, xp), inv),
+                loo_ap=xp.take(R.loo_ap(tg, cw, xp), inv) if w is None else None,
                 ap=R.ap_steps(tg, cw, xp)[0])
 
 
@@ -129,12 +130,15 @@ def test_kernel_matches_brute_force(backend, weights, seed):
     close(got["auc"], brute_auc(y, s, w), backend)
     close(got["ap"], brute_ap(y, s, w), backend)
     keep = np.ones(len(y), dtype=bool)
-    loo = []
+    loo, loo_ap = [], []
     for i in range(len(y)):
         keep[i] = False
         loo.append(brute_auc(y[keep], s[keep], w[keep]))
+        loo_ap.append(brute_ap(y[keep], s[keep], w[keep]))
         keep[i] = True
     close(got["loo"], loo, backend)
+    if weights == "none":
+        close(got["loo_ap"], loo_ap, backend)
 
 
 def _segmented(y, s, g, w, *, num_segments):

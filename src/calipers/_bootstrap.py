@@ -250,28 +250,8 @@ class _APKernel:
         perm, y, lo, hi, w = state
         if w is not None:
             return None
-        n = y.shape[0]
-        yf = _f(y, xp)
-        Cp0, Cn0 = B.prefix_sum(yf, xp), B.prefix_sum(1 - yf, xp)
-        P, N = Cp0[n], Cn0[n]
-        tp = P - xp.take(Cp0, lo)
-        fp = N - xp.take(Cn0, lo)
-
-        def sdiv(a, b):
-            return xp.where(b > 0, a / xp.where(b > 0, b, 1.0), 0.0)
-
-        prec = yf * sdiv(tp, tp + fp)
-        g = yf * sdiv(tp, tp + fp - 1)          # a negative at or above removed
-        h = yf * sdiv(tp - 1, tp + fp - 1)      # another positive at or above removed
-        Cprec, Cg, Ch = B.prefix_sum(prec, xp), B.prefix_sum(g, xp), B.prefix_sum(h, xp)
-        tot = Cprec[n]
-        k = hi + 1
-        head = tot - xp.take(Cprec, k)
-        neg = (head + xp.take(Cg, k)) / xp.where(P > 0, P, 1.0)
-        pos = (head + xp.take(Ch, k) - h) / xp.where(P > 1, P - 1, 1.0)
-        bad = xp.where(y == 1, P <= 1, P <= 0)
-        val = B.nan_if(bad, xp.where(y == 1, pos, neg), xp)
-        return _unpermute(val, perm, xp)
+        tg = R.presorted_groups(y, lo, hi)
+        return _unpermute(R.loo_ap(tg, R.class_weights(tg, None, xp), xp), perm, xp)
 
 
 @dataclass(frozen=True)

@@ -134,9 +134,9 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     -------
     0-d array (NumPy scalar on NumPy): float64 for float64 (and integer)
     scores, float32 for float32, float16 and bfloat16 scores (the counts are
-    exact; a float16 result would keep three digits). NaN when undefined: only one class present (also
-    for all-zero weight of a class), with an :class:`UndefinedMetricWarning`
-    in eager mode. scikit-learn raises ``ValueError`` there instead.
+    exact; a float16 result would keep three digits). NaN when undefined:
+    only one class present (also for all-zero weight of a class), with an
+    :class:`UndefinedMetricWarning` in eager mode. scikit-learn raises ``ValueError`` there instead.
 
     Raises
     ------

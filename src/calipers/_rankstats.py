@@ -73,6 +73,7 @@ __all__ = [
     "auc_from_u2",
     "loo_auc",
     "ap_steps",
+    "loo_ap",
     "roc_auc",
     "average_precision",
     "split_ranks",
@@ -351,7 +352,7 @@ def _at_or_above(C, tg: TieGroups, xp):
 
 
 def ap_steps(tg: TieGroups, cw: ClassWeights, xp):
-    """Average precision (step sum, ties together): ``(ap, undefined)``; per segment if segmented."""
+    """Average precision (step sum, ties together): ``(ap, undefined)``, per segment if any."""
     f = B.acc_float(xp)
     tp = _f(_at_or_above(cw.Cp, tg, xp), xp)
     fp = _f(_at_or_above(cw.Cn, tg, xp), xp)
@@ -359,10 +360,45 @@ def ap_steps(tg: TieGroups, cw: ClassWeights, xp):
     prec = tp / xp.where(den > 0, den, xp.ones_like(den))
     wp = _f(cw.wp, xp)
     term = xp.where(wp > 0, wp * prec, xp.zeros_like(prec))
-    num = xp.sum(term) if tg.seg_lo is None else _segment_total(B.prefix_sum(term, xp, f), tg, xp)
+    if tg.seg_lo is None:
+        num = xp.sum(term)
+    else:
+        num = _segment_total(B.prefix_sum(term, xp, f), tg, xp)
     P = _f(cw.P, xp)
     undefined = P == 0
     return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(P), P), xp), undefined
+
+
+def loo_ap(tg: TieGroups, cw: ClassWeights, xp):
+    """Average precision with each row left out, per sorted row (unweighted, unsegmented).
+
+    Removing row r changes the precision only of positives scored at or below
+    it: by one negative (``tp / (tp + fp - 1)``) or one other positive
+    (``(tp - 1) / (tp + fp - 1)``) fewer at or above. The counts ``tp``, ``fp``
+    are integers; the precisions are summed in the widest float. NaN where no
+    positive is left.
+    """
+    f = B.acc_float(xp)
+    n = tg.y.shape[0]
+    tp = _at_or_above(cw.Cp, tg, xp)         # integer counts
+    fp = _at_or_above(cw.Cn, tg, xp)
+    yf = _f(tg.y, xp)
+
+    def sdiv(a, b):
+        a, b = _f(a, xp), _f(b, xp)
+        return xp.where(b > 0, a / xp.where(b > 0, b, xp.ones_like(b)), xp.zeros_like(b))
+
+    prec = yf * sdiv(tp, tp + fp)
+    g = yf * sdiv(tp, tp + fp - 1)          # a negative at or above removed
+    h = yf * sdiv(tp - 1, tp + fp - 1)      # another positive at or above removed
+    Cprec, Cg, Ch = (B.prefix_sum(v, xp, f) for v in (prec, g, h))
+    P = _f(cw.P, xp)
+    k = tg.hi + 1
+    head = Cprec[n] - xp.take(Cprec, k)      # positives scored higher: unchanged
+    neg = (head + xp.take(Cg, k)) / xp.where(P > 0, P, xp.ones_like(P))
+    pos = (head + xp.take(Ch, k) - h) / xp.where(P > 1, P - 1, xp.ones_like(P))
+    bad = xp.where(tg.y == 1, P <= 1, P <= 0)
+    return B.nan_if(bad, xp.where(tg.y == 1, pos, neg), xp)
 
 
 # --------------------------------------------------------------------------
