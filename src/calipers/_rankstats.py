@@ -56,29 +56,8 @@ import numpy as np
 
 from . import _backend as B
 
-__all__ = [
-    "Binary",
-    "prepare_binary",
-    "TieGroups",
-    "ClassWeights",
-    "count_dtype",
-    "out_float",
-    "sort_groups",
-    "from_segment_sort",
-    "class_weights",
-    "twice_below",
-    "twice_above",
-    "placements",
-    "u2",
-    "auc_from_u2",
-    "loo_auc",
-    "ap_steps",
-    "loo_ap",
-    "roc_auc",
-    "average_precision",
-    "split_ranks",
-    "u2_split",
-]
+# Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
+# _comparison, _retrieval and the bootstrap kernels.
 
 
 # --------------------------------------------------------------------------
