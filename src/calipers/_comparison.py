@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
-from . import _ranking as _rank
+from . import _rankstats as R
 from ._bootstrap import ConfidenceInterval
 
 __all__ = [
@@ -153,26 +153,28 @@ class DeLongResult(NamedTuple):
 def _placements(y01, s, xp):
     """Structural components of one model (DeLong et al. 1988), O(n log n).
 
-    One sort of the scores; for each positive, the share of negatives ranked
-    below it (ties 1/2): V10; for each negative, the share of positives ranked
-    above it (ties 1/2): V01. Both in input order, as 0 for the other class.
-    This is Sun & Xu's (2014) midrank algorithm written with prefix sums over
-    the sorted order (midrank differences are these counts).
+    One sort of the scores and the doubled placements of
+    :func:`calipers._rankstats.placements` (integer counts: exact, also in
+    32-bit), divided once: for each positive, the share of negatives ranked
+    below it (ties 1/2), V10; for each negative, the share of positives ranked
+    above it (ties 1/2), V01. Both in input order, 0 for the other class. This
+    is Sun & Xu's (2014) midrank algorithm written with prefix sums over the
+    sorted order (midrank differences are these counts). Returns
+    ``(v10, v01, auc, P, N)``, the AUC from the exact pair count.
     """
+    tg = R.sort_groups(y01, s, xp)
+    cw = R.class_weights(tg, None, xp)
+    twice = R.placements(tg, cw, xp)
     f = B.acc_float(xp)
-    ps = _rank.presort(y01, s, xp)
-    yf = xp.astype(ps.y, f)
-    Cp0, Cn0 = B.prefix_sum(yf, xp), B.prefix_sum(1 - yf, xp)
-    n = yf.shape[0]
-    P, N = Cp0[n], Cn0[n]
-    below_n = xp.take(Cn0, ps.lo)
-    tied_n = xp.take(Cn0, ps.hi + 1) - below_n
-    above_p = P - xp.take(Cp0, ps.hi + 1)
-    tied_p = xp.take(Cp0, ps.hi + 1) - xp.take(Cp0, ps.lo)
-    v10 = yf * (below_n + 0.5 * tied_n) / xp.where(N > 0, N, 1.0)
-    v01 = (1 - yf) * (above_p + 0.5 * tied_p) / xp.where(P > 0, P, 1.0)
-    inv = xp.argsort(ps.order)
-    return xp.take(v10, inv), xp.take(v01, inv), P, N
+    P, N = xp.astype(cw.P, f), xp.astype(cw.N, f)
+    tf = xp.astype(twice, f)
+    pos = tg.y == 1
+    zero = xp.zeros_like(tf)
+    v10 = xp.where(pos, tf / (2 * xp.where(N > 0, N, 1.0)), zero)
+    v01 = xp.where(pos, zero, tf / (2 * xp.where(P > 0, P, 1.0)))
+    auc = R.auc_from_u2(R.u2(tg, cw.wp, cw.Cn, xp), cw.P, cw.N, xp)[0]
+    inv = xp.argsort(tg.order)
+    return xp.take(v10, inv), xp.take(v01, inv), auc, P, N
 
 
 def _delong_parts(y_true, scores, xp):
@@ -180,8 +182,9 @@ def _delong_parts(y_true, scores, xp):
     y01, invalid = B.binary_labels(y_true, xp)
     yf = xp.astype(y01, B.acc_float(xp))
     comps = [_placements(y01, s, xp) for s in scores]
-    P, N = comps[0][2], comps[0][3]
-    aucs = [xp.sum(v10) / xp.where(P > 0, P, 1.0) for v10, _, _, _ in comps]
+    P, N = comps[0][3], comps[0][4]
+    # the AUC is the mean V10; 0 (not NaN) for one class, as the undefined flag reports it
+    aucs = [xp.where((P > 0) & (N > 0), auc, 0.0) for _, _, auc, _, _ in comps]
     ddp = xp.where(P > 1, P - 1, 1.0)
     ddn = xp.where(N > 1, N - 1, 1.0)
 
@@ -230,7 +233,9 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     ``z = (AUC_A - AUC_B) / sqrt(Var)``, ``Var = (S10_AA + S10_BB - 2 S10_AB) / P
     + (S01_AA + S01_BB - 2 S01_AB) / N`` from the structural components
     (placement values) of each model (DeLong, DeLong & Clarke-Pearson 1988),
-    computed in O(n log n) with one sort per model (Sun & Xu 2014) and
+    computed in O(n log n) with one sort per model (Sun & Xu 2014). The
+    placements are integer counts (:func:`calipers._rankstats.placements`,
+    exact also on JAX without x64), divided once; the variances are
     accumulated in the widest float (float64; float32 on JAX without x64).
     AUC ties count 1/2. Tested against the direct O(P * N) computation of the
     placement values.

@@ -1,12 +1,13 @@
 """Multiclass ROC AUC (one-vs-rest, one-vs-one) and cost-minimising threshold selection.
 
-Both stand on the exact binary kernel of :mod:`calipers._ranking`: one sort of a
-score column (:func:`~calipers._ranking.presort`), prefix sums of class weight
-(:func:`~calipers._ranking.stats_from_presorted`) and the Mann-Whitney AUC with
-tied pairs counted 1/2 (:func:`~calipers._ranking.auc_from_stats`). Restricting
-to a subset of rows (one-vs-one pairs) is a weight of zero on the other rows,
-never boolean indexing, so everything keeps static shapes and runs under
-``jax.jit``.
+Both stand on the rank-statistics core :mod:`calipers._rankstats`: one sort of
+a score column (:func:`~calipers._rankstats.sort_groups`), prefix sums of class
+weight (:func:`~calipers._rankstats.class_weights`) and the Mann-Whitney count
+with tied pairs counted 1/2 (:func:`~calipers._rankstats.u2`). Restricting to a
+subset of rows (one-vs-one pairs) is a weight of zero on the other rows, never
+boolean indexing, so everything keeps static shapes and runs under
+``jax.jit``. This module imports nothing from :mod:`calipers._ranking` (which
+dispatches 2-D scores here).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import numpy as np
 
 from . import _backend as B
 from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
-from ._ranking import _prepare as _prepare_binary
-from ._ranking import _sorted_stats
-from ._ranking import auc_from_stats, presort, stats_from_presorted
+from . import _rankstats as R
 
 __all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
 
@@ -104,7 +103,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
-    out = B.out_float(xp, s, w)
+    out = R.out_float(xp, s, w)
 
     if multi_class == "ovr" and average == "micro":
         onehot = xp.astype(xp.reshape(ti, (-1, 1)) == xp.reshape(
@@ -113,9 +112,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         s_flat = xp.reshape(s, (-1,))
         w_flat = None if w is None else xp.reshape(
             xp.broadcast_to(xp.reshape(w, (-1, 1)), (yt.shape[0], C)), (-1,))
-        ps = presort(y_flat, s_flat, xp)
-        st = stats_from_presorted(ps, None if w_flat is None else xp.take(w_flat, ps.order), xp)
-        value, undefined = auc_from_stats(st, xp)
+        value, undefined = R.roc_auc(y_flat, s_flat, w_flat, xp)
         value = B.nan_if(invalid, xp.astype(value, out), xp)
         if not traced and not bool(invalid) and bool(undefined):
             B.warn_undefined("micro-averaged ROC AUC is undefined: total weight is zero; "
@@ -127,19 +124,19 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         # class c against the rest: the binary kernel on column c, one sort per column
         vals, Wcs = [], []
         for c in range(C):
-            ps = presort(xp.astype(ti == c, B.acc_int(xp)), s[:, c], xp)
-            st = stats_from_presorted(ps, None if w is None else xp.take(w, ps.order), xp)
-            vals.append(auc_from_stats(st, xp)[0])
-            Wcs.append(st.P)
+            tg = R.sort_groups(xp.astype(ti == c, B.acc_int(xp)), s[:, c], xp)
+            cw = R.class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
+            vals.append(R.binary_auc(tg, cw, xp)[0])
+            Wcs.append(_f(cw.P, xp))
         values = xp.stack(vals)                # NaN where class c or the rest is absent
-        Wc = xp.astype(xp.stack(Wcs), f)
-        undefined = (Wc == 0) | (st.P + st.N - Wc == 0)
+        Wc = xp.stack(Wcs)
+        undefined = (Wc == 0) | (_f(cw.P + cw.N, xp) - Wc == 0)
         support = Wc
         names = lab
         what = "class(es)"
     else:
         # One sort per score column gives every pairwise AUC of that column at once
-        # (the Mann-Whitney count of auc_from_stats, with one prefix sum per class).
+        # (the Mann-Whitney count of _rankstats.u2, with one prefix sum per class).
         num, Wc = _pairwise_auc_matrix(ti, s, None if w is None else w, C, xp)
         pairs = [(i, j) for i in range(C) for j in range(i + 1, C)]
         ii = xp.asarray([p[0] for p in pairs], dtype=B.acc_int(xp))
@@ -173,34 +170,27 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
 def _pairwise_auc_matrix(ti, s, w, C, xp):
     """Pairwise Mann-Whitney counts of every score column, one sort per column.
 
-    For column i, rows sorted ascending by ``s[:, i]`` with tie groups
-    ``[lo, hi]`` (:func:`calipers._ranking.presort`), and ``Cm[:, j]`` the prefix
-    sums of class-j weight, a class-i row ``r`` beats ``Cm[lo_r, j]`` class-j
-    weight and ties with ``Cm[hi_r + 1, j] - Cm[lo_r, j]``; so twice its
-    Mann-Whitney contribution is ``w_r (Cm[lo_r, j] + Cm[hi_r + 1, j])``, the
-    formula of :func:`calipers._ranking.auc_from_stats`. Prefix sums are
-    integers without (or with integer) weights, the products in the widest
-    float (handed case H15).
-
-    Returns the (C, C) counts ``num[i, j] = 2 * sum over (a in class i, b in
-    class j) of w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)`` and the class
-    weights ``Wc`` (C,).
+    For column i, :func:`calipers._rankstats.u2` with the class-i rows as the
+    higher class and the prefix sums of every class's weight (an (n + 1, C)
+    matrix) as the lower classes gives ``num[i, j] = 2 * sum over (a in class
+    i, b in class j) of w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)`` for all
+    j at once: integers without (or with integer) weights (exact), else the
+    widest float. Returns ``num`` (C, C) and the class weights ``Wc`` (C,),
+    both in the widest float.
     """
-    cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
-    f = B.acc_float(xp)
+    cdt = R.count_dtype(xp, w)
     classes = xp.reshape(xp.arange(C, dtype=ti.dtype), (1, C))
     rows = []
     Wc = None
     for i in range(C):
-        ps = presort(ti, s[:, i], xp)
-        onehot = xp.astype(xp.reshape(ps.y, (-1, 1)) == classes, cdt)
+        tg = R.sort_groups(ti, s[:, i], xp)
+        onehot = xp.astype(xp.reshape(tg.y, (-1, 1)) == classes, cdt)
         if w is not None:
-            onehot = onehot * xp.reshape(xp.astype(xp.take(w, ps.order), cdt), (-1, 1))
-        Cm = xp.cumulative_sum(onehot, axis=0, include_initial=True)
-        G = xp.astype(xp.take(Cm, ps.lo, axis=0) + xp.take(Cm, ps.hi + 1, axis=0), f)
-        rows.append(xp.sum(xp.astype(onehot[:, i:i + 1], f) * G, axis=0))
+            onehot = onehot * xp.reshape(xp.astype(xp.take(w, tg.order), cdt), (-1, 1))
+        Cm = R._prefix(onehot, xp, cdt)
+        rows.append(_f(R.u2(tg, onehot[:, i], Cm, xp), xp))
         if Wc is None:
-            Wc = xp.astype(xp.sum(onehot, axis=0), f)
+            Wc = _f(Cm[Cm.shape[0] - 1, ...], xp)
     return xp.stack(rows), Wc
 
 
@@ -241,7 +231,7 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     between the next lower distinct score (exclusive) and the returned one gives
     the same decisions on this data. Among thresholds with equal minimal cost the
     **highest** is returned (the fewest positive calls). Computed from one sort
-    of the scores (:func:`calipers._ranking.presort`) and prefix sums: O(n log n).
+    of the scores (:func:`calipers._rankstats.sort_groups`) and prefix sums: O(n log n).
 
     Parameters
     ----------
@@ -273,16 +263,15 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     """
     cfp = _check_cost("cost_fp", cost_fp)
     cfn = _check_cost("cost_fn", cost_fn)
-    d = _prepare_binary(y_true, y_score, sample_weight, pos_label)
+    d = R.prepare_binary(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    st = _sorted_stats(d)  # the one sort of the binary family
-    n = st.s.shape[0]
-    Pn = st.Cp[n]
-    Nn = st.Cn[n]
+    tg = R.sort_groups(d.y, d.s, xp)  # the one sort of the binary family
+    cw = R.class_weights(tg, None if d.w is None else xp.take(d.w, tg.order), xp)
+    Pn, Nn = cw.P, cw.N
     # ascending order: at the threshold of row i (its tie group starts at lo)
     # the rows lo.. are predicted positive
-    fn = xp.take(st.Cp, st.lo)
-    tn = xp.take(st.Cn, st.lo)
+    fn = xp.take(cw.Cp, tg.lo)
+    tn = xp.take(cw.Cn, tg.lo)
     fn = xp.concat([fn, xp.reshape(Pn, (1,))])     # last candidate: +inf
     tn = xp.concat([tn, xp.reshape(Nn, (1,))])
     tp = Pn - fn
@@ -291,9 +280,9 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     # highest threshold among the minima: argmin of the reversed array
     m = cost.shape[0]
     idx = (m - 1) - xp.argmax(xp.astype(xp.flip(cost) == xp.min(cost), xp.int8))
-    thr_all = xp.concat([xp.astype(st.s, d.out),
-                         xp.full(1, math.inf, dtype=d.out, device=B.device(st.s))])
-    total = st.P + st.N
+    thr_all = xp.concat([xp.astype(tg.s, d.out),
+                         xp.full(1, math.inf, dtype=d.out, device=B.device(tg.s))])
+    total = _f(Pn + Nn, xp)
     undefined = total == 0
     threshold = B.nan_if(d.invalid | undefined, _pick(thr_all, idx, xp), xp)
     exp_cost = _pick(cost, idx, xp) / xp.where(undefined, xp.asarray(1.0, dtype=total.dtype), total)

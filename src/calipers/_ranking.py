@@ -1,14 +1,16 @@
 """Binary threshold-free metrics: ROC and PR curves, ROC AUC, average precision.
 
-All of them stand on one sort of the scores (:func:`_sorted_stats`): ascending
-order, tie groups from :func:`calipers._backend.group_bounds`, and prefix sums
-of positive and negative weight.  A tie group is one threshold, so every
-metric here is independent of the order of tied rows.
+All of them stand on the rank-statistics core :mod:`calipers._rankstats`: one
+ascending sort of the scores, tie groups from
+:func:`calipers._backend.group_bounds`, and prefix sums of positive and
+negative weight; ROC AUC is its Mann-Whitney count and average precision its
+step sum. A tie group is one threshold, so every metric here is independent
+of the order of tied rows.
 
 Counts are accumulated in integers when there are no weights or the weights
 are integers (bootstrap counts), else in the widest float the backend gives
-(handed case H15: float32 running counts stop at 2**24).
-"""
+(float32 running counts stop at 2**24). Results are at least float32
+(float16 / bfloat16 scores give float32), float64 for float64 input."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _rankstats as R
+from ._multiclass import multiclass_roc_auc_score
 
 __all__ = [
     "roc_curve",
@@ -30,46 +34,8 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------
-# input handling shared by every function of the family
-# --------------------------------------------------------------------------
-
-class _Binary(NamedTuple):
-    xp: object
-    y: object          # int 0/1
-    s: object          # scores
-    w: object          # weights or None
-    invalid: object    # scalar bool: under jit, input broke a rule -> NaN
-    out: object        # output float dtype
-
-
-def _prepare(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
-    xp, (y_true, y_score, sample_weight) = B.as_arrays(y_true, y_score, sample_weight)
-    B.check_1d("y_true", y_true)
-    B.check_1d(score_name, y_score)
-    if sample_weight is not None:
-        B.check_1d("sample_weight", sample_weight)
-    B.check_same_length(y_true=y_true, **{score_name: y_score}, sample_weight=sample_weight)
-    B.check_nonempty("y_true", y_true)
-    B.check_numeric(score_name, y_score, xp)
-    if xp.isdtype(y_score.dtype, "bool"):
-        raise ValueError(f"{score_name} must be numeric scores, not booleans")
-    B.check_finite(score_name, y_score, xp)
-    y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
-    if sample_weight is not None:
-        B.check_weights("sample_weight", sample_weight, xp)
-    if B.is_traced(y_score):
-        invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
-            y_score.dtype, "real floating") else invalid
-    if sample_weight is not None and B.is_traced(sample_weight):
-        invalid = invalid | ~xp.all(sample_weight >= 0)
-    return _Binary(xp, y, y_score, sample_weight, invalid, B.out_float(xp, y_score))
-
-
-def _count_dtype(xp, w):
-    if w is None or xp.isdtype(w.dtype, "integral"):
-        return B.acc_int(xp)
-    return B.acc_float(xp)
+_prepare = R.prepare_binary
+_Binary = R.Binary
 
 
 class _Stats(NamedTuple):
@@ -83,49 +49,12 @@ class _Stats(NamedTuple):
     N: object    # total negative weight
 
 
-class Presorted(NamedTuple):
-    """One model's scores sorted once: reused by every bootstrap replicate."""
-
-    order: object  # argsort of the scores, ascending
-    s: object      # sorted scores
-    y: object      # labels (0/1 ints) in sorted order
-    lo: object
-    hi: object
-
-
-def presort(y01, y_score, xp) -> Presorted:
-    """The one sort every metric of this family stands on."""
-    order = xp.argsort(y_score, stable=False)
-    s = xp.take(y_score, order)
-    lo, hi = B.group_bounds(s, xp)
-    return Presorted(order, s, xp.take(y01, order), lo, hi)
-
-
-def stats_from_presorted(ps: Presorted, w_sorted, xp) -> _Stats:
-    """Prefix sums of positive/negative weight over a presorted order: O(n).
-
-    ``w_sorted`` are the row weights already in sorted order, or ``None``.
-    """
-    cdt = _count_dtype(xp, w_sorted)
-    if w_sorted is None:
-        wp = xp.astype(ps.y, cdt)
-        wn = 1 - wp
-    else:
-        w = xp.astype(w_sorted, cdt)
-        wp = w * xp.astype(ps.y, cdt)
-        wn = w - wp
-    Cp = B.prefix_sum(wp, xp, cdt)
-    Cn = B.prefix_sum(wn, xp, cdt)
-    f = B.acc_float(xp)
-    n = ps.s.shape[0]
-    return _Stats(ps.s, wp, Cp, Cn, ps.lo, ps.hi, xp.astype(Cp[n], f), xp.astype(Cn[n], f))
-
-
 def _sorted_stats(d: _Binary) -> _Stats:
+    """The family's one sort (:func:`calipers._rankstats.sort_groups`) with class weights."""
     xp = d.xp
-    ps = presort(d.y, d.s, xp)
-    w = None if d.w is None else xp.take(d.w, ps.order)
-    return stats_from_presorted(ps, w, xp)
+    tg = R.sort_groups(d.y, d.s, xp)
+    cw = R.class_weights(tg, None if d.w is None else xp.take(d.w, tg.order), xp)
+    return _Stats(tg.s, cw.wp, cw.Cp, cw.Cn, tg.lo, tg.hi, _f(cw.P, xp), _f(cw.N, xp))
 
 
 class _Points(NamedTuple):
@@ -145,28 +74,6 @@ def _group_points(st: _Stats, xp) -> _Points:
                    st.P - _f(xp.take(st.Cp, st.lo), xp), st.N - _f(xp.take(st.Cn, st.lo), xp),
                    st.P - _f(xp.take(st.Cp, st.hi + 1), xp),
                    st.N - _f(xp.take(st.Cn, st.hi + 1), xp))
-
-
-def auc_from_stats(st: _Stats, xp):
-    """Mann-Whitney AUC (ties 1/2) from sorted stats; NaN when one class is absent."""
-    below = _f(xp.take(st.Cn, st.lo), xp)       # negative weight strictly below
-    upto = _f(xp.take(st.Cn, st.hi + 1), xp)    # ... at or below (same tie group)
-    num = xp.sum(_f(st.wp, xp) * (below + upto))
-    undefined = (st.P == 0) | (st.N == 0)
-    den = 2 * st.P * st.N
-    return B.nan_if(undefined, num / xp.where(undefined, 1.0, den), xp), undefined
-
-
-def ap_from_stats(st: _Stats, xp):
-    """Step-sum average precision from sorted stats; NaN without positives."""
-    tp = st.P - _f(xp.take(st.Cp, st.lo), xp)   # positive weight with score >= s
-    fp = st.N - _f(xp.take(st.Cn, st.lo), xp)
-    den = tp + fp
-    prec = tp / xp.where(den > 0, den, 1.0)
-    wp = _f(st.wp, xp)
-    undefined = st.P == 0
-    value = xp.sum(xp.where(wp > 0, wp * prec, 0.0)) / xp.where(undefined, 1.0, st.P)
-    return B.nan_if(undefined, value, xp), undefined
 
 
 def _f(x, xp):
@@ -225,10 +132,11 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
 
     Returns
     -------
-    0-d array (NumPy scalar on NumPy) of the scores' float dtype (float64 for
-    integer scores). NaN when undefined: only one class present (also
-    for all-zero weight of a class), with an :class:`UndefinedMetricWarning`
-    in eager mode. scikit-learn raises ``ValueError`` there instead.
+    0-d array (NumPy scalar on NumPy): float64 for float64 (and integer)
+    scores, float32 for float32, float16 and bfloat16 scores (the counts are
+    exact; a float16 result would keep three digits). NaN when undefined:
+    only one class present (also for all-zero weight of a class), with an
+    :class:`UndefinedMetricWarning` in eager mode. scikit-learn raises ``ValueError`` there instead.
 
     Raises
     ------
@@ -240,9 +148,11 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
 
     Notes
     -----
-    One sort of the scores (O(n log n)); counts in integers when unweighted.
-    On NumPy without weights the two classes are sorted apart (keys only) and
-    pairs counted by binary search, which is faster than an argsort.
+    One sort of the scores (O(n log n)) and the Mann-Whitney count of
+    :func:`calipers._rankstats.roc_auc`; counts in integers when unweighted
+    or integer-weighted, one division at the end. On NumPy without weights the
+    two classes are sorted apart (keys only) and pairs counted by binary
+    search, which is faster than an argsort.
 
     Examples
     --------
@@ -259,8 +169,6 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
                              f"got multi_class={multi_class!r}")
         if max_fpr is not None or pos_label is not None:
             raise ValueError("max_fpr and pos_label apply to binary y_score (1-D) only")
-        from ._multiclass import multiclass_roc_auc_score
-
         return multiclass_roc_auc_score(y_true, y_score, multi_class=multi_class,
                                         average=average, sample_weight=sample_weight,
                                         labels=labels)
@@ -269,10 +177,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     if max_fpr is None or max_fpr == 1:
-        if B.is_numpy(xp) and d.w is None:
-            value, undefined = _auc_numpy_unweighted(d)
-        else:
-            value, undefined = _auc_kernel(d, xp)
+        value, undefined = R.roc_auc(d.y, d.s, d.w, xp)
         return _result(value, d, undefined,
                        "ROC AUC is undefined when y_true has only one class; returning NaN")
     st = _sorted_stats(d)
@@ -282,42 +187,6 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     undefined = (st.P == 0) | (st.N == 0)
     return _result(value, d, undefined,
                    "ROC AUC is undefined when y_true has only one class; returning NaN")
-
-
-def _auc_kernel(d, xp):
-    return auc_from_stats(_sorted_stats(d), xp)
-
-
-def _split_sorted_numpy(d):
-    """Scores of each class, each sorted keys-only (no argsort, no gathers)."""
-    is_pos = d.y.astype(bool)
-    return np.sort(d.s[is_pos]), np.sort(d.s[~is_pos])
-
-
-def _count_below_numpy(neg, pos):
-    """Per positive: negatives strictly below, and negatives tied with it.
-
-    One binary search; the second (side="right") only for the positives that
-    actually tie with a negative, which continuous scores rarely do.
-    """
-    left = np.searchsorted(neg, pos, side="left")
-    tied = np.zeros(pos.shape[0], dtype=np.int64)
-    cand = left < neg.shape[0]
-    idx = np.flatnonzero(cand)
-    hit = idx[neg[left[idx]] == pos[idx]]
-    if hit.size:
-        tied[hit] = np.searchsorted(neg, pos[hit], side="right") - left[hit]
-    return left, tied
-
-
-def _auc_numpy_unweighted(d):
-    pos, neg = _split_sorted_numpy(d)
-    P, N = pos.shape[0], neg.shape[0]
-    if P == 0 or N == 0:
-        return np.float64(math.nan), True
-    left, tied = _count_below_numpy(neg, pos)
-    num = 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
-    return np.float64(num / (2.0 * P * N)), False
 
 
 def _partial_area(st: _Stats, max_fpr, xp):
@@ -374,18 +243,7 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     """
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    if B.is_numpy(xp) and d.w is None:
-        pos, neg = _split_sorted_numpy(d)
-        P = pos.shape[0]
-        if P == 0:
-            value, undefined = np.float64(math.nan), True
-        else:
-            lo, _ = B.group_bounds(pos, xp)            # first index of each tie group
-            tp = P - lo                                 # positives with score >= s
-            fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
-            value, undefined = np.float64(np.sum(tp / (tp + fp)) / P), False
-    else:
-        value, undefined = ap_from_stats(_sorted_stats(d), xp)
+    value, undefined = R.average_precision(d.y, d.s, d.w, xp)
     return _result(value, d, undefined,
                    "average precision is undefined when y_true has no positive; returning NaN")
 

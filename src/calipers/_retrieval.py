@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _rankstats as R
 from . import _segments as S
 from ._results import result_type
 
@@ -947,28 +948,10 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
             invalid = invalid | ~xp.all(w >= 0)
     ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")
     f = B.acc_float(xp)
-    cdt = B.acc_int(xp) if (w is None or xp.isdtype(w.dtype, "integral")) else f
-    y = xp.take(y01, ss.order)
-    if w is None:
-        wp = xp.astype(y, cdt)
-        wn = 1 - wp
-    else:
-        ws = xp.astype(xp.take(w, ss.order), cdt)
-        wp = ws * xp.astype(y, cdt)
-        wn = ws - wp
-    Cn = B.prefix_sum(wn, xp, cdt)
-    st = xp.take(ss.seg_start, ss.seg)
-    end = xp.take(ss.seg_start + ss.seg_size, ss.seg)
-    lo = st + ss.tie_lo
-    hi1 = st + ss.tie_hi + 1
-    # Scores descend within a group: negatives strictly below lie after the tie group.
-    below = xp.astype(xp.take(Cn, end) - xp.take(Cn, hi1), f)
-    tied = xp.astype(xp.take(Cn, hi1) - xp.take(Cn, lo), f)
-    num = S.segment_sums(xp.astype(wp, f) * (below + 0.5 * tied), ss, xp)
-    P = xp.astype(S.segment_sums(wp, ss, xp, cdt), f)
-    N = xp.astype(S.segment_sums(wn, ss, xp, cdt), f)
-    undef = (P == 0) | (N == 0)
-    auc = num / xp.where(undef, 1.0, P * N)
+    tg = R.from_segment_sort(ss, y01, xp)
+    cw = R.class_weights(tg, None if w is None else xp.take(w, ss.order), xp)
+    auc, undef = R.binary_auc(tg, cw, xp)   # per group; integer counts, one division
+    P, N = xp.astype(cw.P, f), xp.astype(cw.N, f)
 
     class _Ctx:
         pass

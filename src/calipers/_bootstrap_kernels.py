@@ -1,0 +1,290 @@
+"""Bootstrap metric kernels: prepare once per model (layout order), evaluate per replicate.
+
+The ROC AUC and AP kernels evaluate the one rank-statistics core
+(:mod:`calipers._rankstats`) with the replicate's integer counts as weights;
+log loss and Brier are weighted means of per-row losses computed once; any
+other metric is called with weights (or on resampled rows). Each kernel also
+gives exact leave-one-out values where it can (BCa's jackknife).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import _backend as B
+from . import _probability as _prob
+from . import _ranking as _rank
+from . import _rankstats as R
+
+
+# --------------------------------------------------------------------------
+# kernels: prepare once per model (in layout order), evaluate per replicate
+# --------------------------------------------------------------------------
+# A kernel is a small frozen (hashable) object holding only static facts, so
+# compiled JAX programs are cached across calls; its state is a tuple of
+# arrays (a pytree) passed to the compiled program as an argument.
+
+def _f(x, xp):
+    return xp.astype(x, B.acc_float(xp))
+
+
+def _weights(counts, w, xp):
+    """Replicate weights: integer counts, or counts * sample_weight (float)."""
+    if w is None:
+        return counts
+    return _f(counts, xp) * _f(w, xp)
+
+
+@dataclass(frozen=True)
+class _AUCKernel:
+    """ROC AUC over one presorted order: O(n) per replicate (Mann-Whitney, ties 1/2)."""
+
+    def prepare(self, y01, s, w, xp, identity):
+        perm = None if identity else xp.argsort(s, stable=False)
+        ss = s if identity else xp.take(s, perm)
+        y = y01 if identity else xp.take(y01, perm)
+        lo, hi = B.group_bounds(ss, xp)
+        ww = None if w is None else (w if identity else xp.take(w, perm))
+        return (perm, y, lo, hi, ww)
+
+    def evaluate(self, state, counts, xp):
+        perm, y, lo, hi, w = state
+        c = counts if perm is None else xp.take(counts, perm)
+        tg = R.presorted_groups(y, lo, hi)
+        return R.binary_auc(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
+
+    def loo(self, state, xp):
+        """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n).
+
+        Counts stay integers without weights (:func:`calipers._rankstats.loo_auc`).
+        """
+        perm, y, lo, hi, w = state
+        tg = R.presorted_groups(y, lo, hi)
+        return _unpermute(R.loo_auc(tg, R.class_weights(tg, w, xp), xp), perm, xp)
+
+
+@dataclass(frozen=True)
+class _AUCSplitKernel:
+    """ROC AUC when the layout is [negatives | positives], each in model A's order.
+
+    Eager only (the class sizes ``N``, ``P`` are static). Per replicate:
+    prefix sums of the negatives' weights (in this model's order: a gather of
+    N for model B, none for A), then for each positive the negative weight
+    below it read at a precomputed rank (``searchsorted`` once, at set-up),
+    and one dot product. Integer counts stay integers (exact) on 64-bit
+    backends.
+    """
+
+    N: int
+    P: int
+    ties: bool = True
+
+    def prepare(self, y01, s, w, xp, identity):
+        N = self.N
+        sneg, spos = s[:N], s[N:]
+        perm = None if identity else xp.argsort(sneg, stable=False)
+        sneg_sorted = sneg if identity else xp.take(sneg, perm)
+        k_lo, k_hi = R.split_ranks(sneg_sorted, spos, xp)
+        wneg = wpos = None
+        if w is not None:
+            wneg = w[:N] if identity else xp.take(w[:N], perm)
+            wpos = w[N:]
+        # the layout is not one sorted order: the general state sorts for itself
+        general = _AUCKernel().prepare(y01, s, w, xp, False)
+        # NumPy: buffers reused across replicates (no allocation and page faults
+        # per replicate), one set per worker thread.
+        scratch = {} if B.is_numpy(xp) else None
+        return (perm, k_lo, k_hi, wneg, wpos, scratch, general)
+
+    def evaluate(self, state, counts, xp):
+        perm, k_lo, k_hi, wneg, wpos, scratch, _ = state
+        N = self.N
+        if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
+                and counts.dtype == np.int64:
+            return self._evaluate_numpy(perm, k_lo, k_hi, counts, scratch)
+        cneg, cpos = counts[:N], counts[N:]
+        if perm is not None:
+            cneg = xp.take(cneg, perm)
+        if wneg is not None:
+            cneg, cpos = _f(cneg, xp) * _f(wneg, xp), _f(cpos, xp) * _f(wpos, xp)
+        cdt = R.count_dtype(xp, cneg)
+        cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
+        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, xp, ties=self.ties)
+        return R.auc_from_u2(num2, xp.sum(xp.astype(cpos, cdt)), cum0[N], xp)[0]
+
+    def _evaluate_numpy(self, perm, k_lo, k_hi, counts, scratch):
+        # NumPy integer counts: fewest passes over memory (buffers reused), exact integers.
+        N = self.N
+        bufs = scratch.get(threading.get_ident())
+        if bufs is None:
+            bufs = scratch[threading.get_ident()] = (
+                np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=np.int64),
+                np.empty(self.P, dtype=np.int64), np.empty(self.P, dtype=np.int64))
+        cum0, negbuf, g1, g2 = bufs
+        cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf)
+        cum0[0] = 0
+        np.cumsum(cneg, out=cum0[1:])
+        cpos = counts[N:]
+        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
+        Pw, Nw = int(cpos.sum()), int(cum0[N])
+        if Pw == 0 or Nw == 0:
+            return np.float64(math.nan)
+        return np.float64(num2 / (2 * Pw * Nw))   # exact integers, one rounding
+
+    def loo(self, state, xp):
+        return _AUCKernel().loo(state[-1], xp)
+
+
+@dataclass(frozen=True)
+class _APKernel:
+    """Average precision (step sum, ties together) over one presorted order."""
+
+    def prepare(self, y01, s, w, xp, identity):
+        return _AUCKernel.prepare(self, y01, s, w, xp, identity)
+
+    def evaluate(self, state, counts, xp):
+        perm, y, lo, hi, w = state
+        c = counts if perm is None else xp.take(counts, perm)
+        tg = R.presorted_groups(y, lo, hi)
+        return R.ap_steps(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
+
+    def loo(self, state, xp):
+        """Leave-one-out AP per row, unweighted only (else None: grouped jackknife)."""
+        perm, y, lo, hi, w = state
+        if w is not None:
+            return None
+        tg = R.presorted_groups(y, lo, hi)
+        return _unpermute(R.loo_ap(tg, R.class_weights(tg, None, xp), xp), perm, xp)
+
+
+@dataclass(frozen=True)
+class _MeanKernel:
+    """Log loss / Brier: per-row losses once, then a weighted mean per replicate."""
+
+    name: str
+
+    def prepare(self, y01, p, w, xp, identity):
+        rows = _log_loss_rows(y01, p, xp) if self.name == "log_loss" else _brier_rows(y01, p, xp)
+        return (rows, w)
+
+    def evaluate(self, state, counts, xp):
+        loss, w = state
+        c = _f(_weights(counts, w, xp), xp)
+        tot = xp.sum(c)
+        return B.nan_if(tot == 0, xp.sum(loss * c) / xp.where(tot == 0, 1.0, tot), xp)
+
+    def loo(self, state, xp):
+        loss, w = state
+        ww = xp.ones_like(loss) if w is None else _f(w, xp)
+        S, W = xp.sum(ww * loss), xp.sum(ww)
+        bad = (W - ww) <= 0
+        return B.nan_if(bad, (S - ww * loss) / xp.where(bad, 1.0, W - ww), xp)
+
+
+def _log_loss_rows(y01, p, xp):
+    # clip at the epsilon of the probabilities' dtype (as log_loss does), then the widest float
+    eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
+    return _prob.binary_log_loss_rows(y01, xp.clip(_f(p, xp), eps, 1 - eps), xp)
+
+
+def _brier_rows(y01, p, xp):
+    return _prob.binary_brier_rows(y01, _f(p, xp), xp)
+
+
+@dataclass(frozen=True)
+class _WeightKernel:
+    """Any ``metric(y_true, y_score, *, sample_weight=...)``: one call per replicate.
+
+    On JAX the call is traced once and ``vmap``-ped, so any JAX-traceable
+    metric (calipers' weighted kernels among them) runs compiled.
+    """
+
+    metric: Callable
+
+    def prepare(self, y, s, w, xp, identity):
+        return (y, s, w)
+
+    def evaluate(self, state, counts, xp):
+        y, s, w = state
+        return xp.asarray(self.metric(y, s, sample_weight=_weights(counts, w, xp)))
+
+    def loo(self, state, xp):
+        return None
+
+
+@dataclass(frozen=True)
+class _IndexKernel:
+    """Any ``metric(y_true, y_score)``: the rows are resampled explicitly (eager only)."""
+
+    metric: Callable
+
+    def prepare(self, y, s, w, xp, identity):
+        return (y, s)
+
+    def evaluate(self, state, counts, xp):
+        y, s = state
+        c = B.to_numpy(counts).astype(np.int64)
+        idx = np.repeat(np.arange(c.shape[0]), c)
+        idx = idx if B.is_numpy(xp) else xp.asarray(idx)
+        return xp.asarray(self.metric(xp.take(y, idx), xp.take(s, idx)))
+
+    def loo(self, state, xp):
+        return None
+
+
+def _unpermute(val_sorted, perm, xp):
+    """Values in a model's sorted order back to layout order."""
+    if perm is None:
+        return val_sorted
+    inv = xp.argsort(perm)
+    return xp.take(val_sorted, inv)
+
+
+_FAST = {
+    _rank.roc_auc_score: "roc_auc",
+    _rank.average_precision_score: "average_precision",
+    _prob.log_loss: "log_loss",
+    _prob.brier_score_loss: "brier",
+}
+
+_NAMES = {
+    "roc_auc": _rank.roc_auc_score,
+    "average_precision": _rank.average_precision_score,
+    "log_loss": _prob.log_loss,
+    "brier": _prob.brier_score_loss,
+}
+
+
+def _resolve_metric(metric, resample_by):
+    if isinstance(metric, str):
+        if metric not in _NAMES:
+            raise ValueError(f"metric must be a callable or one of {sorted(_NAMES)}, "
+                             f"got {metric!r}")
+        metric = _NAMES[metric]
+    if not callable(metric):
+        raise ValueError(f"metric must be callable or a metric name, got {metric!r}")
+    if resample_by not in ("auto", "weights", "indices"):
+        raise ValueError(f"resample_by must be 'auto', 'weights' or 'indices', got {resample_by!r}")
+    name = _FAST.get(metric)
+    if resample_by == "indices":
+        return metric, "indices", None
+    if name is not None:
+        return metric, "fast", name
+    if resample_by == "weights" or _accepts_sample_weight(metric):
+        return metric, "weights", None
+    return metric, "indices", None
+
+
+def _accepts_sample_weight(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "sample_weight" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

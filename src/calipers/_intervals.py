@@ -1,0 +1,125 @@
+"""Bootstrap intervals: percentile, basic and BCa, and the jackknife for BCa's acceleration."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from statistics import NormalDist
+
+import numpy as np
+
+from . import _backend as B
+from ._bootstrap_engine import _compiled_masked, _default_batch, _is_trace_error
+from ._exceptions import UndefinedMetricWarning
+from ._results import ConfidenceInterval
+
+
+_NORMAL = NormalDist()
+
+
+# --------------------------------------------------------------------------
+# intervals
+# --------------------------------------------------------------------------
+
+def _quantiles(x, probs):
+    return [float(v) for v in np.quantile(x, probs)]
+
+
+def _bca_probs(d, theta, jack, alpha_lo, alpha_hi):
+    """BCa quantile levels (Efron & Tibshirani 1993, 14.3; scipy's formulas)."""
+    pct = (np.count_nonzero(d < theta) + np.count_nonzero(d <= theta)) / (2.0 * d.size)
+    jack = jack[np.isfinite(jack)]
+    if not (0 < pct < 1) or jack.size < 2:
+        return None
+    z0 = _NORMAL.inv_cdf(pct)
+    u = (jack.size - 1) * (jack.mean() - jack)
+    den = np.sum(u**2)
+    a = 0.0 if den == 0 else float(np.sum(u**3) / (6.0 * den**1.5))
+    out = []
+    for al in (alpha_lo, alpha_hi):
+        z = z0 + _NORMAL.inv_cdf(al)
+        q = 1 - a * z
+        out.append(_NORMAL.cdf(z0 + z / q) if q > 0 else math.nan)
+    if not all(np.isfinite(out)):
+        return None
+    return out
+
+
+def _interval(d, theta, method, confidence_level, alternative, jack):
+    """Interval of the defined replicates ``d`` around the estimate ``theta``."""
+    if d.size == 0 or not np.isfinite(theta):
+        return ConfidenceInterval(math.nan, math.nan)
+    alpha = (1 - confidence_level) / 2 if alternative == "two-sided" else 1 - confidence_level
+    probs = [alpha, 1 - alpha]
+    if method == "bca":
+        probs = _bca_probs(d, theta, jack, alpha, 1 - alpha)
+        if probs is None:
+            B.warn_undefined("the BCa interval is undefined here (all replicates on one side "
+                             "of the estimate, or no usable jackknife values); returning NaN", 4)
+            return ConfidenceInterval(math.nan, math.nan)
+    lo, hi = _quantiles(d, probs)
+    if method == "basic":
+        lo, hi = 2 * theta - hi, 2 * theta - lo
+    if alternative == "less":
+        lo = -math.inf
+    elif alternative == "greater":
+        hi = math.inf
+    return ConfidenceInterval(lo, hi)
+
+
+def _jackknife(s, jackknife_groups):
+    """Jackknife values of (metric A, metric B) for BCa's acceleration, no O(n^2) work.
+
+    Plain or stratified rows with a kernel that has exact leave-one-out values
+    (AUC, unweighted AP, log loss, Brier): those, from the sorted order, O(n).
+    Otherwise a grouped jackknife: the resampling units (rows, clusters or
+    blocks) in at most ``jackknife_groups`` groups (unit % G), each group
+    deleted in turn: G evaluations of O(n).
+    """
+    xp = s.xp
+    if s.design.kind in ("plain", "stratified"):
+        la = s.kernel_a.loo(s.state_a, xp)
+        lb = s.kernel_b.loo(s.state_b, xp)
+        if la is not None and lb is not None:
+            return (np.asarray(B.to_numpy(la), dtype=np.float64),
+                    np.asarray(B.to_numpy(lb), dtype=np.float64))
+    n = s.n
+    if s.design.kind == "cluster":
+        unit = np.asarray(B.to_numpy(s.design_data[0]))
+        n_units = s.design.n_units
+    elif s.design.kind == "block":
+        time = np.arange(n) if not s.design_data else np.asarray(B.to_numpy(s.design_data[0]))
+        unit = time // s.design.block_length
+        n_units = int(unit.max()) + 1
+    else:
+        unit = np.arange(n)
+        n_units = n
+    G = min(n_units, jackknife_groups)
+    grp = unit % G
+    ja, jb = np.empty(G), np.empty(G)
+    idt = np.int64 if not B.is_jax(xp) else np.dtype(B.acc_int(xp))
+    if B.is_jax(xp) and s.kind != "indices":
+        import jax.numpy as jnp
+
+        fn = _compiled_masked(s.kernel_a, s.kernel_b, idt.name)
+        step = _default_batch(n)
+        grp_j = jnp.asarray(grp.astype(idt))
+        try:
+            for g0 in range(0, G, step):
+                gs = jnp.arange(g0, g0 + step, dtype=idt)
+                ra, rb = fn(gs, grp_j, s.state_a, s.state_b)
+                m = min(step, G - g0)
+                ja[g0:g0 + m] = np.asarray(ra, dtype=np.float64)[:m]
+                jb[g0:g0 + m] = np.asarray(rb, dtype=np.float64)[:m]
+            return ja, jb
+        except Exception as exc:  # metric not traceable: evaluate eagerly below
+            if s.kind != "weights" or not _is_trace_error(exc):
+                raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for g in range(G):
+            c = (grp != g).astype(idt)
+            c = c if B.is_numpy(xp) else xp.asarray(c)
+            ja[g] = float(s.kernel_a.evaluate(s.state_a, c, xp))
+            jb[g] = float(s.kernel_b.evaluate(s.state_b, c, xp))
+    return ja, jb

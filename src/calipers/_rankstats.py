@@ -1,0 +1,471 @@
+"""The one rank-statistics core: tie-grouped sort, Mann-Whitney counts, placements, AP.
+
+Every AUC in calipers (``roc_auc_score``, grouped AUC, one-vs-rest and
+one-vs-one multiclass AUC, DeLong's test, the bootstrap's AUC kernels and
+their leave-one-out values) and the average-precision step sum stand on the
+functions here; no other module counts pairs.
+
+Definitions
+-----------
+* **Mann-Whitney AUC** (Hanley & McNeil 1982): the share of (positive,
+  negative) pairs in which the positive scores higher, a tied pair counting
+  1/2; with weights a pair counts ``w_pos * w_neg``. Here it is computed as
+  ``U2 / (2 P N)`` with ``U2 = sum over positives of w * (2 * [negative
+  weight strictly below] + [negative weight tied])``, so ``U2`` is an integer
+  whenever the weights are.
+* **Placements** (DeLong, DeLong & Clarke-Pearson 1988): for a positive, the
+  negative weight below it plus half the tied negative weight (``V10`` once
+  divided by ``N``); for a negative, the mirror: the positive weight above it
+  plus half the tied positive weight (``V01`` once divided by ``P``). They are
+  returned doubled (``twice``), so they stay integers. ``U2`` is the
+  weighted sum of the positives' doubled placements; leaving one row out
+  removes exactly its own weighted doubled placement from ``U2``.
+* **Average precision** (scikit-learn's definition): the step sum
+  ``AP = sum_j (R_j - R_{j-1}) P_j`` over distinct thresholds, tied scores
+  entering together; equivalently the mean over positive weight of the
+  precision at the threshold equal to that positive's score.
+
+The one sort: :func:`sort_groups` (ascending argsort and tie groups from
+:func:`calipers._backend.group_bounds`), or a segmented order taken from
+:func:`calipers._segments.segment_sort` (:func:`from_segment_sort`, scores
+descending within each segment). Every count is a difference of prefix sums
+(:func:`calipers._backend.prefix_sum`) at tie-group and segment bounds, so
+nothing depends on the order of tied rows and everything keeps static
+shapes (``jax.jit``).
+
+The count-dtype rule (:func:`count_dtype`): without weights, or with integer
+weights (bootstrap counts), counts are integers (``B.acc_int``: exact); with
+float weights, the widest float (``B.acc_float``). Pair totals (``U2``) stay
+integers where the integer type is 64-bit (exact while ``2 P N < 2**63``);
+with 32-bit integers (JAX without x64) the per-row counts and placements are
+still exact below ``2**31`` but the pair total is summed in ``acc_float``.
+The division by ``2 P N`` happens once, at the end.
+
+NumPy, unweighted: :func:`roc_auc` and :func:`average_precision` sort the two
+classes apart (keys only, no argsort) and count by binary search, which is
+the same count (``twice = left + (left + tied)``, the prefix sums of unit
+weights) and faster than an argsort.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _backend as B
+
+# Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
+# _comparison, _retrieval and the bootstrap kernels.
+
+
+# --------------------------------------------------------------------------
+# dtypes
+# --------------------------------------------------------------------------
+
+def count_dtype(xp, w):
+    """Integer counts without weights or with integer weights (exact); else the widest float."""
+    if w is None or xp.isdtype(w.dtype, "integral") or xp.isdtype(w.dtype, "bool"):
+        return B.acc_int(xp)
+    return B.acc_float(xp)
+
+
+def _sum_dtype(xp, cdt):
+    """Dtype of a sum of products of counts: 64-bit integers stay exact, else the widest float."""
+    if xp.isdtype(cdt, "integral") and cdt == xp.int64:
+        return cdt
+    return B.acc_float(xp)
+
+
+def out_float(xp, *arrays):
+    """Result dtype of the family: at least float32; float64 when an input is float64.
+
+    float16 / bfloat16 inputs give float32 results (the counts are exact; only
+    the result's rounding is at stake); integer inputs give the widest float.
+    """
+    floats = [a.dtype for a in arrays if a is not None and xp.isdtype(a.dtype, "real floating")]
+    if not floats:
+        return B.acc_float(xp)
+    if any(d == xp.float64 for d in floats):
+        return xp.float64
+    return xp.float32
+
+
+def _f(x, xp):
+    return xp.astype(x, B.acc_float(xp))
+
+
+# --------------------------------------------------------------------------
+# binary input shared by the family (roc_auc_score, curves, select_threshold)
+# --------------------------------------------------------------------------
+
+class Binary(NamedTuple):
+    xp: object
+    y: object          # int 0/1
+    s: object          # scores
+    w: object          # weights or None
+    invalid: object    # scalar bool: under jit, input broke a rule -> NaN
+    out: object        # output float dtype (:func:`out_float`)
+
+
+def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
+    """Validate binary labels, 1-D finite scores and non-negative weights."""
+    xp, (y_true, y_score, sample_weight) = B.as_arrays(y_true, y_score, sample_weight)
+    B.check_1d("y_true", y_true)
+    B.check_1d(score_name, y_score)
+    if sample_weight is not None:
+        B.check_1d("sample_weight", sample_weight)
+    B.check_same_length(y_true=y_true, **{score_name: y_score}, sample_weight=sample_weight)
+    B.check_nonempty("y_true", y_true)
+    B.check_numeric(score_name, y_score, xp)
+    if xp.isdtype(y_score.dtype, "bool"):
+        raise ValueError(f"{score_name} must be numeric scores, not booleans")
+    B.check_finite(score_name, y_score, xp)
+    y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
+    if sample_weight is not None:
+        B.check_weights("sample_weight", sample_weight, xp)
+    if B.is_traced(y_score):
+        invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
+            y_score.dtype, "real floating") else invalid
+    if sample_weight is not None and B.is_traced(sample_weight):
+        invalid = invalid | ~xp.all(sample_weight >= 0)
+    return Binary(xp, y, y_score, sample_weight, invalid, out_float(xp, y_score))
+
+
+# --------------------------------------------------------------------------
+# the one sort
+# --------------------------------------------------------------------------
+
+class TieGroups(NamedTuple):
+    """Rows in sorted order with their tie groups (and segments, when segmented).
+
+    Indices are positions in the sorted order. ``lo``/``hi``: first and last
+    position of the row's tie group. Unsegmented: ascending scores,
+    ``start``/``end``/``seg`` are None. Segmented: descending scores within each
+    segment; ``start``/``end`` the row's segment bounds (``end`` one past the
+    last), ``seg_lo``/``seg_end`` the bounds per segment (Q,).
+    """
+
+    order: object      # sorted position -> input row (None: input already in sorted order)
+    s: object          # sorted scores (None when not kept)
+    y: object          # labels in sorted order (0/1, or class codes for multiclass)
+    lo: object
+    hi: object
+    start: object = None
+    end: object = None
+    seg_lo: object = None
+    seg_end: object = None
+    descending: bool = False
+
+
+def sort_groups(y, s, xp) -> TieGroups:
+    """One ascending sort of the scores and its tie groups (keys compared for equality only)."""
+    order = xp.argsort(s, stable=False)
+    ss = xp.take(s, order)
+    lo, hi = B.group_bounds(ss, xp)
+    return TieGroups(order, ss, xp.take(y, order), lo, hi)
+
+
+def presorted_groups(y_sorted, lo, hi) -> TieGroups:
+    """Tie groups of rows already in ascending score order (the bootstrap's state)."""
+    return TieGroups(None, None, y_sorted, lo, hi)
+
+
+def from_segment_sort(ss, y, xp) -> TieGroups:
+    """Tie groups of a :func:`calipers._segments.segment_sort` (descending within segments)."""
+    end_seg = ss.seg_start + ss.seg_size
+    start = xp.take(ss.seg_start, ss.seg)
+    return TieGroups(ss.order, None, xp.take(y, ss.order), start + ss.tie_lo,
+                     start + ss.tie_hi, start, xp.take(end_seg, ss.seg), ss.seg_start,
+                     end_seg, True)
+
+
+class ClassWeights(NamedTuple):
+    """Positive / negative weight per sorted row, their prefix sums and totals (count dtype)."""
+
+    wp: object
+    wn: object
+    Cp: object   # (n + 1,) prefix sums of wp
+    Cn: object
+    P: object    # total positive weight: scalar, or (Q,) per segment
+    N: object
+
+
+def class_weights(tg: TieGroups, w_sorted, xp) -> ClassWeights:
+    """Class weights in the count dtype (``w_sorted``: weights in sorted order, or None)."""
+    cdt = count_dtype(xp, w_sorted)
+    if w_sorted is None:
+        wp = xp.astype(tg.y, cdt)
+        wn = 1 - wp
+    else:
+        w = xp.astype(w_sorted, cdt)
+        wp = w * xp.astype(tg.y, cdt)
+        wn = w - wp
+    Cp = B.prefix_sum(wp, xp, cdt)
+    Cn = B.prefix_sum(wn, xp, cdt)
+    if tg.seg_lo is None:
+        # totals by reduction, not read off the prefix sums, so that under jit a
+        # kernel that needs only Cn (the AUC) leaves Cp to dead-code elimination
+        return ClassWeights(wp, wn, Cp, Cn, xp.sum(wp, dtype=cdt), xp.sum(wn, dtype=cdt))
+    return ClassWeights(wp, wn, Cp, Cn, _segment_total(Cp, tg, xp),
+                        _segment_total(Cn, tg, xp))
+
+
+def _segment_total(C, tg, xp):
+    if tg.seg_lo is None:
+        return C[C.shape[0] - 1, ...]
+    return xp.take(C, tg.seg_end, axis=0) - xp.take(C, tg.seg_lo, axis=0)
+
+
+def _prefix(x, xp, dtype):
+    if x.ndim == 1:
+        return B.prefix_sum(x, xp, dtype)
+    return xp.cumulative_sum(xp.astype(x, dtype), axis=0, include_initial=True)
+
+
+# --------------------------------------------------------------------------
+# the one Mann-Whitney / placement kernel
+# --------------------------------------------------------------------------
+
+def _bounds_sum(C, lo, hi1, xp):
+    """``C[lo] + C[hi1]``: twice the weight before a tie group plus the group's own weight.
+
+    With ``C`` the prefix sums of a class's weight over an order, and
+    ``[lo, hi1)`` a tie group, this is ``2 * (weight before) + (weight tied)``:
+    the doubled Mann-Whitney count. ``C`` may be (n + 1,) or (n + 1, k).
+    """
+    return xp.take(C, lo, axis=0) + xp.take(C, hi1, axis=0)
+
+
+def _twice_toward(C, tg: TieGroups, xp, *, low_end: bool):
+    a = _bounds_sum(C, tg.lo, tg.hi + 1, xp)
+    if low_end:
+        return a if tg.start is None else a - 2 * xp.take(C, tg.start, axis=0)
+    last = C[C.shape[0] - 1, ...] if tg.end is None else xp.take(C, tg.end, axis=0)
+    return 2 * last - a
+
+
+def twice_below(C, tg: TieGroups, xp):
+    """Per sorted row: 2 x (weight with a lower score, same segment) + (weight tied)."""
+    return _twice_toward(C, tg, xp, low_end=not tg.descending)
+
+
+def twice_above(C, tg: TieGroups, xp):
+    """Per sorted row: 2 x (weight with a higher score, same segment) + (weight tied)."""
+    return _twice_toward(C, tg, xp, low_end=tg.descending)
+
+
+def placements(tg: TieGroups, cw: ClassWeights, xp):
+    """Doubled placements per sorted row, in the count dtype (exact for integer weights).
+
+    A positive: ``2 * (negative weight below) + (negative weight tied)``; a
+    negative: ``2 * (positive weight above) + (positive weight tied)``.
+    DeLong's ``V10 = twice / (2 N)`` and ``V01 = twice / (2 P)``.
+    """
+    return xp.where(tg.y == 1, twice_below(cw.Cn, tg, xp), twice_above(cw.Cp, tg, xp))
+
+
+def u2(tg: TieGroups, wpos, Cneg, xp):
+    """``U2 = sum over rows of wpos * twice_below(Cneg)``: twice the Mann-Whitney U.
+
+    ``wpos`` (n,): the weight of each sorted row as a member of the "higher"
+    class (0 for other rows); ``Cneg``: prefix sums (n + 1,) of the "lower"
+    class's weight, or (n + 1, k) for k lower classes at once (one-vs-one).
+    Returns a scalar, (k,), or per segment (Q,) when ``tg`` is segmented.
+    Integer in 64-bit integer count dtypes, else the widest float.
+    """
+    sdt = _sum_dtype(xp, Cneg.dtype)
+    t = xp.astype(twice_below(Cneg, tg, xp), sdt)
+    wp = xp.astype(wpos, sdt)
+    if Cneg.ndim == 2:
+        return xp.sum(xp.reshape(wp, (-1, 1)) * t, axis=0)
+    prod = wp * t
+    if tg.seg_lo is None:
+        return xp.sum(prod)
+    return _segment_total(B.prefix_sum(prod, xp, sdt), tg, xp)
+
+
+def auc_from_u2(u2_value, P, N, xp):
+    """``U2 / (2 P N)`` in the widest float, one division; NaN where a class has no weight.
+
+    Returns ``(auc, undefined)``; works elementwise on per-segment arrays.
+    """
+    undefined = (P == 0) | (N == 0)
+    den = 2 * _f(P, xp) * _f(N, xp)
+    value = _f(u2_value, xp) / xp.where(undefined, xp.ones_like(den), den)
+    return B.nan_if(undefined, value, xp), undefined
+
+
+def binary_auc(tg: TieGroups, cw: ClassWeights, xp):
+    """Mann-Whitney AUC (ties 1/2) of sorted rows: ``(auc, undefined)``."""
+    return auc_from_u2(u2(tg, cw.wp, cw.Cn, xp), cw.P, cw.N, xp)
+
+
+def loo_auc(tg: TieGroups, cw: ClassWeights, xp):
+    """AUC with each row left out, per sorted row (unsegmented): NaN where a class empties.
+
+    Removing row r takes its weighted doubled placement off ``U2`` and its
+    weight off its class total; counts stay in the count dtype, one division.
+    """
+    sdt = _sum_dtype(xp, cw.Cn.dtype)
+    total = u2(tg, cw.wp, cw.Cn, xp)
+    w = cw.wp + cw.wn
+    rm = xp.astype(w, sdt) * xp.astype(placements(tg, cw, xp), sdt)
+    pos = tg.y == 1
+    P1 = xp.where(pos, cw.P - w, cw.P)
+    N1 = xp.where(pos, cw.N, cw.N - w)
+    bad = (P1 <= 0) | (N1 <= 0)
+    den = 2 * _f(P1, xp) * _f(N1, xp)
+    value = _f(total - rm, xp) / xp.where(bad, xp.ones_like(den), den)
+    return B.nan_if(bad, value, xp)
+
+
+def _at_or_above(C, tg: TieGroups, xp):
+    """Per sorted row: the weight with a score at least the row's (same segment)."""
+    if tg.descending:
+        first = C[0] if tg.start is None else xp.take(C, tg.start)
+        return xp.take(C, tg.hi + 1) - first
+    last = C[C.shape[0] - 1, ...] if tg.end is None else xp.take(C, tg.end)
+    return last - xp.take(C, tg.lo)
+
+
+def ap_steps(tg: TieGroups, cw: ClassWeights, xp):
+    """Average precision (step sum, ties together): ``(ap, undefined)``, per segment if any."""
+    f = B.acc_float(xp)
+    tp = _f(_at_or_above(cw.Cp, tg, xp), xp)
+    fp = _f(_at_or_above(cw.Cn, tg, xp), xp)
+    den = tp + fp
+    prec = tp / xp.where(den > 0, den, xp.ones_like(den))
+    wp = _f(cw.wp, xp)
+    term = xp.where(wp > 0, wp * prec, xp.zeros_like(prec))
+    if tg.seg_lo is None:
+        num = xp.sum(term)
+    else:
+        num = _segment_total(B.prefix_sum(term, xp, f), tg, xp)
+    P = _f(cw.P, xp)
+    undefined = P == 0
+    return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(P), P), xp), undefined
+
+
+def loo_ap(tg: TieGroups, cw: ClassWeights, xp):
+    """Average precision with each row left out, per sorted row (unweighted, unsegmented).
+
+    Removing row r changes the precision only of positives scored at or below
+    it: by one negative (``tp / (tp + fp - 1)``) or one other positive
+    (``(tp - 1) / (tp + fp - 1)``) fewer at or above. The counts ``tp``, ``fp``
+    are integers; the precisions are summed in the widest float. NaN where no
+    positive is left.
+    """
+    f = B.acc_float(xp)
+    n = tg.y.shape[0]
+    tp = _at_or_above(cw.Cp, tg, xp)         # integer counts
+    fp = _at_or_above(cw.Cn, tg, xp)
+    yf = _f(tg.y, xp)
+
+    def sdiv(a, b):
+        a, b = _f(a, xp), _f(b, xp)
+        return xp.where(b > 0, a / xp.where(b > 0, b, xp.ones_like(b)), xp.zeros_like(b))
+
+    prec = yf * sdiv(tp, tp + fp)
+    g = yf * sdiv(tp, tp + fp - 1)          # a negative at or above removed
+    h = yf * sdiv(tp - 1, tp + fp - 1)      # another positive at or above removed
+    Cprec, Cg, Ch = (B.prefix_sum(v, xp, f) for v in (prec, g, h))
+    P = _f(cw.P, xp)
+    k = tg.hi + 1
+    head = Cprec[n] - xp.take(Cprec, k)      # positives scored higher: unchanged
+    neg = (head + xp.take(Cg, k)) / xp.where(P > 0, P, xp.ones_like(P))
+    pos = (head + xp.take(Ch, k) - h) / xp.where(P > 1, P - 1, xp.ones_like(P))
+    bad = xp.where(tg.y == 1, P <= 1, P <= 0)
+    return B.nan_if(bad, xp.where(tg.y == 1, pos, neg), xp)
+
+
+# --------------------------------------------------------------------------
+# binary entry points: the NumPy native path behind the same function
+# --------------------------------------------------------------------------
+
+def _split_numpy(y01, s):
+    """Scores of each class, each sorted keys-only (no argsort, no gathers)."""
+    is_pos = y01.astype(bool)
+    return np.sort(s[is_pos]), np.sort(s[~is_pos])
+
+
+def _below_and_tied_numpy(neg, pos):
+    """Per positive: negatives strictly below, and negatives tied with it.
+
+    ``left + (left + tied)`` is :func:`twice_below` with unit weights. One
+    binary search; the second (side="right") only for the positives that
+    actually tie with a negative, which continuous scores rarely do.
+    """
+    left = np.searchsorted(neg, pos, side="left")
+    tied = np.zeros(pos.shape[0], dtype=np.int64)
+    idx = np.flatnonzero(left < neg.shape[0])
+    hit = idx[neg[left[idx]] == pos[idx]]
+    if hit.size:
+        tied[hit] = np.searchsorted(neg, pos[hit], side="right") - left[hit]
+    return left, tied
+
+
+def roc_auc(y01, s, w, xp):
+    """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``."""
+    if B.is_numpy(xp) and w is None:
+        pos, neg = _split_numpy(y01, s)
+        P, N = pos.shape[0], neg.shape[0]
+        if P == 0 or N == 0:
+            return np.float64(math.nan), True
+        left, tied = _below_and_tied_numpy(neg, pos)
+        twice = 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
+        return np.float64(twice / (2.0 * P * N)), False   # exact integers, one division
+    tg = sort_groups(y01, s, xp)
+    cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
+    return binary_auc(tg, cw, xp)
+
+
+def average_precision(y01, s, w, xp):
+    """Average precision (step sum) of unsorted input: ``(ap, undefined)``."""
+    if B.is_numpy(xp) and w is None:
+        pos, neg = _split_numpy(y01, s)
+        P = pos.shape[0]
+        if P == 0:
+            return np.float64(math.nan), True
+        lo, _ = B.group_bounds(pos, xp)                # first index of each tie group
+        tp = P - lo                                     # positives with score >= s
+        fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
+        return np.float64(np.sum(tp / (tp + fp)) / P), False
+    tg = sort_groups(y01, s, xp)
+    cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
+    return ap_steps(tg, cw, xp)
+
+
+# --------------------------------------------------------------------------
+# classes sorted apart: the bootstrap's [negatives | positives] layout
+# --------------------------------------------------------------------------
+
+def split_ranks(neg_sorted, pos, xp):
+    """Tie-group bounds ``[k_lo, k_hi)`` of each positive among the sorted negatives."""
+    idt = B.acc_int(xp)
+    return (xp.astype(xp.searchsorted(neg_sorted, pos, side="left"), idt),
+            xp.astype(xp.searchsorted(neg_sorted, pos, side="right"), idt))
+
+
+def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
+    """``U2`` with the classes sorted apart: ``sum wpos * (Cneg[k_lo] + Cneg[k_hi])``.
+
+    The same count as :func:`u2` (:func:`_bounds_sum` with the negatives'
+    prefix sums ``Cneg``). ``ties=False`` (no positive ties a negative, so
+    ``k_hi == k_lo``) skips one gather. NumPy int64: ``scratch`` is a pair of
+    int64 buffers of the positives' length (no allocation per call) and the
+    result a Python int.
+    """
+    if scratch is not None and isinstance(Cneg, np.ndarray):
+        g1, g2 = scratch
+        np.take(Cneg, k_lo, out=g1)
+        if not ties:
+            return 2 * int(np.dot(wpos, g1))
+        np.add(g1, np.take(Cneg, k_hi, out=g2), out=g1)
+        return int(np.dot(wpos, g1))
+    sdt = _sum_dtype(xp, Cneg.dtype)
+    wp = xp.astype(wpos, sdt)
+    if not ties:
+        return 2 * xp.sum(wp * xp.astype(xp.take(Cneg, k_lo), sdt))
+    return xp.sum(wp * xp.astype(_bounds_sum(Cneg, k_lo, k_hi, xp), sdt))
