@@ -177,29 +177,70 @@ def _placements(y01, s, xp):
     return xp.take(v10, inv), xp.take(v01, inv), auc, P, N
 
 
-def _delong_parts(y_true, scores, xp):
-    """AUCs and the covariance matrix of the AUC estimates of k models."""
+def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
+    """AUCs and the covariance matrix of the AUC estimates of k models.
+
+    Without ``groups``: DeLong et al. (1988), rows independent. With
+    ``groups``: Obuchowski (1997), clusters independent, rows within a
+    cluster arbitrarily dependent; the placements are the same, summed per
+    cluster.
+    """
     y01, invalid = B.binary_labels(y_true, xp)
     yf = xp.astype(y01, B.acc_float(xp))
     comps = [_placements(y01, s, xp) for s in scores]
     P, N = comps[0][3], comps[0][4]
     # the AUC is the mean V10; 0 (not NaN) for one class, as the undefined flag reports it
     aucs = [xp.where((P > 0) & (N > 0), auc, 0.0) for _, _, auc, _, _ in comps]
-    ddp = xp.where(P > 1, P - 1, 1.0)
-    ddn = xp.where(N > 1, N - 1, 1.0)
+    if groups is None:
+        ddp = xp.where(P > 1, P - 1, 1.0)
+        ddn = xp.where(N > 1, N - 1, 1.0)
+
+        def cov(i, j):
+            v10i, v01i = comps[i][0], comps[i][1]
+            v10j, v01j = comps[j][0], comps[j][1]
+            s10 = xp.sum(yf * (v10i - aucs[i]) * (v10j - aucs[j])) / ddp
+            s01 = xp.sum((1 - yf) * (v01i - aucs[i]) * (v01j - aucs[j])) / ddn
+            return s10 / xp.where(P > 0, P, 1.0) + s01 / xp.where(N > 0, N, 1.0)
+
+        undefined = (P < 2) | (N < 2)
+        return aucs, cov, undefined, invalid
+
+    from . import _segments as S
+
+    gxp = np if isinstance(groups, np.ndarray) else xp
+    codes, _, G, bad_ids, _ = S.factorize(groups, gxp, num_segments=num_groups, name="groups")
+    if gxp is not xp:
+        codes = xp.asarray(codes)
+    invalid = invalid | bad_ids
+    f = B.acc_float(xp)
+
+    def per_cluster(v):
+        return B.segment_sum(v, codes, G, xp)
+
+    m = per_cluster(yf)          # positives per cluster
+    nn = per_cluster(1 - yf)     # negatives per cluster
+    d10 = [per_cluster(v10) - m * a for (v10, _, _, _, _), a in zip(comps, aucs)]
+    d01 = [per_cluster(v01) - nn * a for (_, v01, _, _, _), a in zip(comps, aucs)]
+    i10 = xp.astype(xp.sum(xp.astype(m > 0, f)), f)     # clusters with a positive
+    i01 = xp.astype(xp.sum(xp.astype(nn > 0, f)), f)    # ... with a negative
+    i_all = xp.astype(xp.sum(xp.astype((m + nn) > 0, f)), f)
+
+    def ratio(k):  # k / (k - 1), the ddof correction of a cluster-level variance
+        return k / xp.where(k > 1, k - 1, 1.0)
+
+    Pd, Nd = xp.where(P > 0, P, 1.0), xp.where(N > 0, N, 1.0)
 
     def cov(i, j):
-        v10i, v01i = comps[i][0], comps[i][1]
-        v10j, v01j = comps[j][0], comps[j][1]
-        s10 = xp.sum(yf * (v10i - aucs[i]) * (v10j - aucs[j])) / ddp
-        s01 = xp.sum((1 - yf) * (v01i - aucs[i]) * (v01j - aucs[j])) / ddn
-        return s10 / xp.where(P > 0, P, 1.0) + s01 / xp.where(N > 0, N, 1.0)
+        s10 = ratio(i10) * xp.sum(d10[i] * d10[j]) / Pd
+        s01 = ratio(i01) * xp.sum(d01[i] * d01[j]) / Nd
+        s11 = ratio(i_all) * (xp.sum(d10[i] * d01[j]) + xp.sum(d10[j] * d01[i])) / 2
+        return s10 / Pd + s01 / Nd + 2 * s11 / (Pd * Nd)
 
-    undefined = (P < 2) | (N < 2)
+    undefined = (i10 < 2) | (i01 < 2)
     return aucs, cov, undefined, invalid
 
 
-def _prepare_scores(y_true, *scores, names):
+def _prepare_scores(y_true, *scores, names, groups=None):
     xp, arrs = B.as_arrays(y_true, *scores)
     y = arrs[0]
     B.check_1d("y_true", y)
@@ -209,7 +250,15 @@ def _prepare_scores(y_true, *scores, names):
         B.check_finite(nm, s, xp)
     B.check_same_length(y_true=y, **dict(zip(names, arrs[1:])))
     B.check_nonempty("y_true", y)
-    return xp, y, arrs[1:]
+    if groups is None:
+        return xp, y, arrs[1:], None
+    # Cluster ids of any sortable kind stay NumPy (strings have no JAX dtype);
+    # arrays of the scores' namespace (traced under jit) stay as they are.
+    if not B._is_array(groups) or isinstance(groups, np.ndarray):
+        groups = np.asarray(groups)
+    B.check_1d("groups", groups)
+    B.check_same_length(y_true=y, groups=groups)
+    return xp, y, arrs[1:], groups
 
 
 def _norm_sf(z, xp):
@@ -227,7 +276,8 @@ def _warn_if(undefined, what):
 
 
 def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
-                alternative: str = "two-sided") -> DeLongResult:
+                alternative: str = "two-sided", groups=None,
+                num_groups: int | None = None) -> DeLongResult:
     """DeLong's test for two correlated ROC AUCs measured on the same examples.
 
     ``z = (AUC_A - AUC_B) / sqrt(Var)``, ``Var = (S10_AA + S10_BB - 2 S10_AB) / P
@@ -248,6 +298,20 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
         For the Wald interval ``difference +- z * standard_error``.
     alternative : {"two-sided", "greater", "less"}
         ``greater``: H1 AUC_A > AUC_B.
+    groups : array (n,), optional
+        Cluster ids (patients with several images, users with several
+        sessions): clusters are independent, rows within a cluster may be
+        dependent. The variance is then Obuchowski's (1997): the same
+        placements summed per cluster, ``S10 = I10 / ((I10 - 1) P) *
+        sum_i (V10_i - m_i AUC)^2`` over the I10 clusters with a positive
+        (m_i positives in cluster i), ``S01`` likewise over negatives, ``S11 =
+        I / (I - 1) * sum_i (V10_i - m_i AUC)(V01_i - n_i AUC)``, ``Var =
+        S10 / P + S01 / N + 2 S11 / (P N)``, with cross-model covariances
+        from the same sums. With one row per cluster it equals the
+        ordinary DeLong variance. Any sortable ids eagerly; under ``jit``
+        integers in ``0 .. num_groups - 1`` with ``num_groups`` static.
+    num_groups : int, optional
+        The number of clusters, required under ``jit``.
 
     Returns
     -------
@@ -255,7 +319,8 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     confidence_interval): 0-d arrays of the backend (NumPy scalars on NumPy).
 
     Undefined: fewer than 2 positives or 2 negatives (the sample covariances
-    need ddof=1) gives NaN with an :class:`UndefinedMetricWarning`. A zero
+    need ddof=1) — with ``groups``, fewer than 2 clusters holding a positive
+    or 2 holding a negative — gives NaN with an :class:`UndefinedMetricWarning`. A zero
     variance with zero difference (for example identical scores) gives
     statistic 0 and p = 1 (no evidence); with a non-zero difference, |z| = inf
     and p = 0.
@@ -268,9 +333,9 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     if alternative not in ("two-sided", "greater", "less"):
         raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', "
                          f"got {alternative!r}")
-    xp, y, (a, b) = _prepare_scores(y_true, y_score_a, y_score_b,
-                                    names=("y_score_a", "y_score_b"))
-    aucs, cov, undefined, invalid = _delong_parts(y, [a, b], xp)
+    xp, y, (a, b), g = _prepare_scores(y_true, y_score_a, y_score_b,
+                                       names=("y_score_a", "y_score_b"), groups=groups)
+    aucs, cov, undefined, invalid = _delong_parts(y, [a, b], xp, g, num_groups)
     var = cov(0, 0) + cov(1, 1) - 2 * cov(0, 1)
     var = xp.where(var > 0, var, 0.0)     # rounding can make an exact 0 slightly negative
     diff = aucs[0] - aucs[1]
@@ -291,8 +356,10 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     q = _NORMAL.inv_cdf(1 - (1 - confidence_level) / 2)
     lo, hi = diff - q * se, diff + q * se
     out = [B.finalize(B.nan_if(bad, v, xp), xp) for v in (z, p, aucs[0], aucs[1], diff, se, lo, hi)]
-    _warn_if(undefined & ~invalid, "DeLong's test needs at least 2 positives and 2 negatives; "
-                                   "returning NaN")
+    _warn_if(undefined & ~invalid,
+             "DeLong's test needs at least 2 positives and 2 negatives; returning NaN"
+             if groups is None else "the clustered DeLong test needs at least 2 clusters with a "
+             "positive and 2 with a negative; returning NaN")
     return DeLongResult(*out[:6], ConfidenceInterval(out[6], out[7]))
 
 
@@ -305,7 +372,7 @@ def delong_roc_variance(y_true, y_score):
     fewer than 2 positives or 2 negatives. Errors and jit behaviour as
     :func:`delong_test`.
     """
-    xp, y, (s,) = _prepare_scores(y_true, y_score, names=("y_score",))
+    xp, y, (s,), _ = _prepare_scores(y_true, y_score, names=("y_score",))
     aucs, cov, undefined, invalid = _delong_parts(y, [s], xp)
     bad = undefined | invalid
     _warn_if(undefined & ~invalid, "DeLong's variance needs at least 2 positives and 2 "
