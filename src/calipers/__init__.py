@@ -166,3 +166,20 @@ __all__ = [
     "roc_auc_score",
     "roc_curve",
 ]
+from ._selective import (
+    SelectivePoint,
+    aurc,
+    coverage_at_risk,
+    excess_aurc,
+    risk_coverage_curve,
+    selective_risk,
+)
+
+__all__ += [
+    "SelectivePoint",
+    "aurc",
+    "coverage_at_risk",
+    "excess_aurc",
+    "risk_coverage_curve",
+    "selective_risk",
+]
