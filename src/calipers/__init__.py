@@ -183,3 +183,18 @@ __all__ += [
     "risk_coverage_curve",
     "selective_risk",
 ]
+from ._survival import (
+    ConcordanceResult,
+    CumulativeDynamicAUC,
+    concordance_index_censored,
+    concordance_index_ipcw,
+    cumulative_dynamic_auc,
+)
+
+__all__ += [
+    "ConcordanceResult",
+    "CumulativeDynamicAUC",
+    "concordance_index_censored",
+    "concordance_index_ipcw",
+    "cumulative_dynamic_auc",
+]
