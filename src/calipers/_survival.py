@@ -198,28 +198,26 @@ def _pair_counts(t, e, r, a_list, b, xp):
     equal = [xp.zeros((), dtype=a.dtype, device=dev) for a in as_]
     perm = pos
     h = 1
-    level = 0
     while h < n:
-        key = (pos // h) * nn + rk
-        if level > 0:  # previous order: sorted halves of each block; a stable sort merges them
-            perm = xp.take(perm, xp.argsort(xp.take(key, perm), stable=True))
+        # merged blocks of 2h positions, sorted by risk rank; the previous order holds each
+        # block's two halves sorted, so on NumPy the stable sort is a merge
+        key = (pos // (2 * h)) * nn + rk
+        perm = xp.take(perm, xp.argsort(xp.take(key, perm), stable=True))
         ks = xp.take(key, perm)
-        Cb = B.prefix_sum(xp.take(bs, perm), xp, bs.dtype)
-        q = ks // nn
-        query = (q % 2) == 0
-        start = xp.minimum((q + 1) * h, nn)
-        lo = xp.searchsorted(ks, ks + nn, side="left")
-        hi = xp.searchsorted(ks, ks + nn, side="right")
-        c_start = xp.take(Cb, start)
-        c_lo = xp.take(Cb, lo)
-        n_less = xp.where(query, c_lo - c_start, 0)
-        n_eq = xp.where(query, xp.take(Cb, hi) - c_lo, 0)
+        right = ((perm // h) % 2) == 1
+        bR = xp.where(right, xp.take(bs, perm), xp.zeros_like(bs))
+        CbR = B.prefix_sum(bR, xp, bs.dtype)
+        g_lo, g_hi = B.group_bounds(ks, xp)       # rows of the same block and risk rank
+        start = xp.minimum((ks // nn) * (2 * h), nn)
+        c_lo = xp.take(CbR, g_lo)
+        # each left-half row: right-half weight with lower risk, and with equal risk
+        n_less = xp.where(right, 0, c_lo - xp.take(CbR, start))
+        n_eq = xp.where(right, 0, xp.take(CbR, g_hi + 1) - c_lo)
         for k, a in enumerate(as_):
             ap = xp.take(a, perm)
             less[k] = less[k] + xp.sum(ap * xp.astype(n_less, ap.dtype))
             equal[k] = equal[k] + xp.sum(ap * xp.astype(n_eq, ap.dtype))
         h *= 2
-        level += 1
 
     # blocks: (time, event) and (time, event, risk); time groups
     one = xp.ones(1, dtype=xp.bool, device=dev)
