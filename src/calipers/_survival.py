@@ -19,13 +19,14 @@ tied time, and risk descending inside a block of tied events. Then the rows
 ``j`` comparable to an event ``i`` are exactly those after the end of ``i``'s
 block of tied events, and counting concordant pairs is counting
 (position later, risk lower) pairs, a weighted inversion count. It is done by
-bottom-up merge counting: at level ``l`` the rows form blocks of ``2^l``
-consecutive positions; each row of an even block counts the rows of the next
-block with lower (and with equal) risk by binary search in that block sorted
-by risk (one sort per level of the key ``(block, risk rank)``; on NumPy the
-stable sort merges the two sorted halves, O(n)). Every pair (i, j) with ``i``
-before ``j`` is counted at exactly one level, the one where they fall in
-sibling blocks. Pairs inside a block of tied events (counted by the merge but
+bottom-up merge counting: at level ``l`` the rows form blocks of ``2^(l+1)``
+consecutive positions, each sorted by risk (one stable sort per level of the
+key ``(block, risk rank)``; the previous level left both halves sorted, so on
+NumPy the sort is a merge, O(n)); each row of a block's left half then counts,
+by prefix sums of right-half weight, the right-half rows before its tie group
+of risk (lower risk) and inside it (equal risk). Every pair (i, j) with ``i``
+before ``j`` is counted at exactly one level, the one where they fall in the
+two halves of one block. Pairs inside a block of tied events (counted by the merge but
 not comparable) are removed in closed form per block, since risk is
 descending there.
 
