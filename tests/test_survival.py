@@ -359,3 +359,30 @@ def test_warning_points_at_the_caller():
 def _unused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_jit_merge_count_many_levels_matches_numpy():
+    # 9 levels, n not a power of two, ties in time and risk, integer weights
+    import jax
+    rng = np.random.default_rng(17)
+    n = 301
+    t = rng.integers(0, 15, n).astype(float)
+    e = rng.integers(0, 2, n)
+    r = rng.integers(0, 12, n).astype(float)
+    w = rng.integers(0, 3, n)
+    want = calipers.concordance_index_censored(e, t, r, sample_weight=w)
+    got = jax.jit(lambda *a: calipers.concordance_index_censored(
+        *a[:3], sample_weight=a[3]))(*(jax.numpy.asarray(x) for x in (e, t, r, w)))
+    assert float(got.cindex) == pytest.approx(float(want.cindex), abs=1e-13)
+    assert [int(v) for v in got[1:]] == [int(v) for v in want[1:]]
+
+
+def test_single_row():
+    with pytest.warns(UndefinedMetricWarning):
+        got = calipers.concordance_index_censored([1], [2.0], [0.3])
+    assert math.isnan(got.cindex) and got[1:] == (0, 0, 0, 0)
+    import array_api_strict as xs
+    with pytest.warns(UndefinedMetricWarning):
+        got = calipers.concordance_index_censored(xs.asarray([1]), xs.asarray([2.0]),
+                                                  xs.asarray([0.3]))
+    assert math.isnan(float(got.cindex))
