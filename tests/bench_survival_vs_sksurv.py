@@ -1,4 +1,4 @@
-"""Harrell's C: calipers vs scikit-survival's concordance_index_censored, side by side, one run.
+"""Harrell's C: calipers vs scikit-survival and lifelines, side by side, one run.
 
 Run in an environment with both installed (scikit-survival pins its own scikit-learn, so
 not the project's main one):  python tests/bench_survival_vs_sksurv.py
@@ -35,6 +35,7 @@ def best(fn, repeat):
 
 
 def main():
+    from lifelines.utils import concordance_index as lifelines_ci
     from sksurv.metrics import concordance_index_censored as sk
 
     cpu = subprocess.run("lscpu | grep 'Model name'", shell=True, capture_output=True,
@@ -44,15 +45,19 @@ def main():
         e, t, r = data(n)
         tc, a = best(lambda: calipers.concordance_index_censored(e, t, r), 3)
         ts, b = best(lambda: sk(e, t, r), 1)
+        tl, c = best(lambda: lifelines_ci(t, -r, e), 1)
+        assert abs(c - b[0]) < 1e-12
         same = abs(a.cindex - b[0]) < 1e-12 and tuple(int(v) for v in a[1:]) == tuple(b[1:])
         assert same, (a, b)
         print(f"n={n:>8}: calipers {tc:8.3f} s  scikit-survival {ts:8.3f} s  ratio {ts / tc:8.1f}x"
-              f"  (C = {a.cindex:.6f}, equal)")
+              f"  lifelines {tl:8.3f} s  ratio {tl / tc:6.1f}x  (C = {a.cindex:.6f}, equal)")
     for n in (10**6,):
         e, t, r = data(n)
         tc, a = best(lambda: calipers.concordance_index_censored(e, t, r), 3)
+        tl, c = best(lambda: lifelines_ci(t, -r, e), 1)
+        assert abs(c - a.cindex) < 1e-12
         print(f"n={n:>8}: calipers {tc:8.3f} s  scikit-survival not run (O(n^2): about "
-              f"100x its 10^5 time)")
+              f"100x its 10^5 time)  lifelines {tl:8.3f} s  ratio {tl / tc:6.1f}x")
     sys.stdout.flush()
 
 
