@@ -236,3 +236,35 @@ __all__ = [
     "roc_auc_score",
     "roc_curve",
 ]
+from ._selective import (
+    SelectivePoint,
+    aurc,
+    coverage_at_risk,
+    excess_aurc,
+    risk_coverage_curve,
+    selective_risk,
+)
+
+__all__ += [
+    "SelectivePoint",
+    "aurc",
+    "coverage_at_risk",
+    "excess_aurc",
+    "risk_coverage_curve",
+    "selective_risk",
+]
+from ._survival import (
+    ConcordanceResult,
+    CumulativeDynamicAUC,
+    concordance_index_censored,
+    concordance_index_ipcw,
+    cumulative_dynamic_auc,
+)
+
+__all__ += [
+    "ConcordanceResult",
+    "CumulativeDynamicAUC",
+    "concordance_index_censored",
+    "concordance_index_ipcw",
+    "cumulative_dynamic_auc",
+]
