@@ -30,6 +30,8 @@ TITLES = {
     "_multiplicity": "Multiple comparisons",
     "_conformal": "Conformal prediction",
     "_offpolicy": "Off-policy estimates",
+    "_selective": "Selective prediction",
+    "_survival": "Survival concordance",
     "_results": "Result types",
     "_power": "Power and sample size",
     "plot": "Plots",
