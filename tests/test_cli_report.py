@@ -208,12 +208,16 @@ def test_cluster_bootstrap_groups(capsys, sliced_file):
                            "--no-progress")
     rep = json.loads(out)
     assert code == 0 and rep["resampling"] == "cluster"
-    # DeLong's variance assumes independent rows: no DeLong p beside cluster intervals.
-    assert all("delong_pvalue" not in m for c in rep["comparisons"]
-               for m in c["metrics"].values())
+    # Beside cluster intervals, the clustered DeLong p (Obuchowski), not the row-wise one.
+    auc = rep["comparisons"][0]["metrics"]["roc_auc"]
+    assert auc["delong"].startswith("clustered")
+    _, y, a, b, _ = sliced_file
+    user = np.arange(len(y)) // 4
+    assert auc["delong_pvalue"] == pytest.approx(
+        float(calipers.delong_test(y, b, a, groups=user).pvalue))
     code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score", "b",
                            "--groups", "user", "--n-resamples", "50", "--no-progress")
-    assert "DeLong's p is not shown" in out
+    assert "clustered DeLong p" in out
 
 
 def test_several_comparisons_get_holm_adjusted_p(capsys):

@@ -138,11 +138,14 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     "n_undefined": res.n_undefined,
                     "pvalue": _num(res.pvalue),
                 }
-                if key == "roc_auc" and groups is None:
-                    # DeLong's variance assumes independent rows: with clusters it
-                    # would sit beside cluster intervals as if it agreed with them.
-                    d = calipers.delong_test(y, scores[other], scores[base])
+                if key == "roc_auc":
+                    # With clusters, Obuchowski's clustered variance: the ordinary one
+                    # assumes independent rows and would disagree with the intervals.
+                    with np.errstate(all="ignore"):
+                        d = calipers.delong_test(y, scores[other], scores[base], groups=groups)
                     entry["delong_pvalue"] = _num(d.pvalue)
+                    entry["delong"] = "clustered (Obuchowski 1997)" if groups is not None \
+                        else "DeLong et al. 1988"
                 cmp["metrics"][key] = entry
     _adjust(out)
     return out
@@ -415,11 +418,8 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
                  "better is", "bootstrap p"]
         if n_tests > 1:
             heads.append(f"p (Holm, {n_tests} tests)")
-        heads.append("DeLong p" if rep.get("resampling") != "cluster" else "")
+        heads.append("DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p")
         lines.append(tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True))
-    if rep["comparisons"] and rep.get("resampling") == "cluster":
-        lines.append("DeLong's p is not shown: it assumes independent rows, and --groups says "
-                     "they are clustered.")
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
