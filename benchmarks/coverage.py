@@ -16,7 +16,8 @@ inside a cluster, the estimand is w A_within + (1 - w) A_between.
 
 Designs: percentile / basic / BCa intervals × rows resampled plainly or
 stratified by class × (clustered data) rows or whole clusters resampled, and
-DeLong's Wald interval (rows assumed independent). Each design reports the
+DeLong's Wald interval (rows assumed independent) and, for clustered data,
+its clustered version (Obuchowski 1997). Each design reports the
 share of trials whose 95% interval covered the true difference (with its
 binomial standard error) and the mean width. A design is "meant for the data"
 when its resampling unit is the data's independent unit (rows for independent
@@ -79,6 +80,8 @@ def designs(clustered: bool):
         if clustered:
             out.append((f"{method}, clusters", dict(method=method, groups=True), True))
     out.append(("DeLong Wald", None, not clustered))
+    if clustered:
+        out.append(("DeLong Wald, clustered (Obuchowski)", "clustered", True))
     return out
 
 
@@ -92,8 +95,9 @@ def run(ns, trials, B, clustered):
         for t in range(trials):
             y, a, b, groups = simulate(np.random.default_rng(t), n, clustered)
             for name, opts, _ in designs(clustered):
-                if opts is None:
-                    ci = calipers.delong_test(y, a, b).confidence_interval
+                if opts is None or opts == "clustered":
+                    ci = calipers.delong_test(
+                        y, a, b, groups=groups if opts else None).confidence_interval
                 else:
                     kw = dict(opts)
                     if kw.pop("groups", False):
