@@ -46,6 +46,7 @@ may be created, and the bound accounts for them).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import NamedTuple
@@ -408,8 +409,8 @@ class ROCHistogramState(NamedTuple):
         down = xp.sum(here - low) / Ps
         ap_bound = xp.minimum(xp.maximum(up, down), xp.asarray(1.0, dtype=f))
         bad = self.invalid > 0
-        vals = [B.nan_if(bad | no_auc, auc, xp), B.nan_if(bad | no_auc, auc_bound, xp),
-                B.nan_if(bad | no_ap, ap, xp), B.nan_if(bad | no_ap, ap_bound, xp)]
+        vals = [_nan_if(bad | no_auc, auc, xp), _nan_if(bad | no_auc, auc_bound, xp),
+                _nan_if(bad | no_ap, ap, xp), _nan_if(bad | no_ap, ap_bound, xp)]
         if not B.is_traced(self.neg) and not bool(bad) and bool(no_auc):
             # no positive implies no AP as well; one warning names both
             what = "AUC and AP are" if bool(no_ap) else "AUC is"
@@ -435,8 +436,8 @@ class ROCHistogramState(NamedTuple):
         tp = xp.concat([zero, tp])
         N, P = fp[-1], tp[-1]
         bad = self.invalid > 0
-        fpr = B.nan_if(bad | (N == 0), fp / xp.where(N > 0, N, 1.0), xp)
-        tpr = B.nan_if(bad | (P == 0), tp / xp.where(P > 0, P, 1.0), xp)
+        fpr = _nan_if(bad | (N == 0), fp / xp.where(N > 0, N, 1.0), xp)
+        tpr = _nan_if(bad | (P == 0), tp / xp.where(P > 0, P, 1.0), xp)
         edges = xp.astype(_bin_lower_edges(self._score_format, self.bits, xp,
                                            device=B.device(fp)), f)
         thr = xp.concat([xp.full(1, math.inf, dtype=f, device=B.device(fp)), xp.flip(edges)])
@@ -448,6 +449,12 @@ class _Float16ROCHistogramState(ROCHistogramState):
 
     __slots__ = ()
     _score_format = "float16"
+
+
+def _nan_if(cond, value, xp):
+    """``value`` where ``cond`` is False, else NaN. ``full_like`` keeps the value's
+    sharding: a 0-d NaN placed on a rank-1 value's sharding fails on a mesh."""
+    return xp.where(cond, xp.full_like(value, math.nan), value)
 
 
 def _count(ids, m, dtype, xp):
@@ -537,6 +544,35 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
         raise ValueError(f"mask has shape {tuple(mask.shape)} but y_true has "
                          f"{tuple(y_true.shape)}; they must match")
     R._check_k(k, required=True, allow_seq=False)
+    if gain not in ("linear", "exponential"):
+        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    Q = y_true.shape[0]
+    if B.is_jax(xp) and not B.is_traced(y_true, y_score, mask):
+        # eager JAX: check values here, then one compiled program (not three)
+        R._value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
+                        xp.where(mask, y_score, xp.zeros_like(y_score)))
+        out = _ranking_batch_jit(k, gain, relevance_level)(y_true, y_score, mask)
+    else:
+        out = _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp)
+    if not B.is_traced(out.ndcg) and not bool(out.invalid):
+        nu = int(xp.sum(xp.astype(xp.isnan(out.recall) | xp.isnan(out.ndcg), xp.int32)))
+        if nu:
+            B.warn_undefined(f"{nu} of {Q} queries have no relevant item: their values are "
+                             "NaN (left out of a QueryMeanState's mean)", stacklevel=2)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _ranking_batch_jit(k, gain, relevance_level):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda y, s, m: _ranking_batch(y, s, m, k, gain, relevance_level, jnp))
+
+
+def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
+    from . import _retrieval as R
+
     # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
     # every real item of its query; its score is replaced so garbage never
     # makes the batch invalid.
@@ -553,13 +589,7 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
     for r in (nd, rr, rc):
         nu = xp.asarray(r.n_undefined, device=B.device(y_true))
         invalid = invalid | (xp.isnan(xp.asarray(r.mean)) & (nu < Q))
-    out = RankingBatch(nd.values, rr.values, rc.values, invalid)
-    if not B.is_traced(out.ndcg) and not bool(invalid):
-        nu = int(xp.sum(xp.astype(xp.isnan(out.recall) | xp.isnan(out.ndcg), xp.int32)))
-        if nu:
-            B.warn_undefined(f"{nu} of {Q} queries have no relevant item: their values are "
-                             "NaN (left out of a QueryMeanState's mean)", stacklevel=2)
-    return out
+    return RankingBatch(nd.values, rr.values, rc.values, invalid)
 
 
 class QueryMeanSummary(NamedTuple):
@@ -639,6 +669,6 @@ class QueryMeanState(NamedTuple):
         xp = _state_xp(self)
         c = xp.astype(self.count, self.total.dtype)
         mean = self.total / xp.where(c > 0, c, xp.ones_like(c))
-        mean = B.nan_if((c == 0) | (self.invalid > 0), mean, xp)
+        mean = _nan_if((c == 0) | (self.invalid > 0), mean, xp)
         return QueryMeanSummary(mean, self.count, self.n_undefined)
 
