@@ -581,3 +581,41 @@ def test_states_under_shard_map_psum_on_4_cpu_devices(tmp_path, mode):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "SHARDED-OK" in res.stdout
     assert ("int64" if mode == "x64" else "int32") in res.stdout
+
+
+def test_docs_training_loop_example_runs(tmp_path):
+    """The example of docs/streaming.md, as written, on 4 forced CPU devices."""
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "streaming.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks and "shard_map" in blocks[0]
+    script = tmp_path / "example.py"
+    script.write_text("\n".join(blocks))
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_ENABLE_X64")}
+    env["PYTHONPATH"] = str(root / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "AUC" in res.stdout and "NDCG@5" in res.stdout
+
+
+def test_device_benchmark_smoke_runs_on_cpu(tmp_path):
+    """benchmarks/device.py --smoke: every measurement runs (no timing is asserted)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = str(root / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "device.json"
+    res = subprocess.run([sys.executable, str(root / "benchmarks" / "device.py"), "--smoke",
+                          "--repeat", "1", "--json", str(out)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    import json
+
+    got = json.loads(out.read_text())["device_results"]
+    for key in ("sort", "auc", "ap", "ndcg@10", "ranking_batch", "roc_state_update bits=16",
+                "roc_state_compute bits=16"):
+        assert key in got and got[key][2] > 0, key
+    assert any(k.startswith("bootstrap") for k in got)
