@@ -76,7 +76,7 @@ def _time(fn, repeat):
     return first, statistics.median(times)
 
 
-def run_suite(device, sz, repeat, boot_scale=1):
+def run_suite(device, sz, repeat, boot_scale=1, explicit_batch=False):
     """Every measurement on ``device``; returns {name: (elements, first, median)}."""
     rng = np.random.default_rng(0)
     out = {}
@@ -108,7 +108,9 @@ def run_suite(device, sz, repeat, boot_scale=1):
     yb = put(rng.integers(0, 2, bn).astype(np.int32))
     sa = put(rng.standard_normal(bn).astype(np.float32))
     sb = put((rng.standard_normal(bn) * 0.9).astype(np.float32))
-    batch = max(1, min(bB, 2 ** 26 // bn)) if device.platform != "cpu" else None
+    # accelerators: larger compiled chunks than the CPU default (about 2**20 / n)
+    explicit = explicit_batch or device.platform != "cpu"
+    batch = max(1, min(bB, 2 ** 26 // bn)) if explicit else None
 
     def boot():
         with jax.default_device(device):
@@ -166,6 +168,9 @@ def main(argv=None):
     p.add_argument("--json", help="write the measurements here")
     p.add_argument("--x32", action="store_true", help="run without jax_enable_x64")
     p.add_argument("--no-cpu", action="store_true", help="skip the CPU comparison run")
+    p.add_argument("--compare-cpu", action="store_true",
+                   help="run the CPU comparison even when the default device is a CPU "
+                        "(exercises the accelerator code path; for tests)")
     args = p.parse_args(argv)
     dev = jax.devices()[0]
     kind = "smoke" if args.smoke else ("cpu" if dev.platform == "cpu" else "accelerator")
@@ -175,9 +180,9 @@ def main(argv=None):
           f"host {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
           f"sizes: {kind}")
     t0 = time.perf_counter()
-    res = run_suite(dev, sz, args.repeat)
+    res = run_suite(dev, sz, args.repeat, explicit_batch=args.compare_cpu)
     cpu = None
-    if dev.platform != "cpu" and not args.no_cpu:
+    if (dev.platform != "cpu" or args.compare_cpu) and not args.no_cpu:
         cpu_dev = jax.devices("cpu")[0]
         cpu = run_suite(cpu_dev, sz, 1, boot_scale=10 if not args.smoke else 1)
     print(table(res, cpu, scaled=not args.smoke))

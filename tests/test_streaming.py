@@ -609,7 +609,7 @@ def test_device_benchmark_smoke_runs_on_cpu(tmp_path):
     env["PYTHONPATH"] = str(root / "src") + os.pathsep + env.get("PYTHONPATH", "")
     out = tmp_path / "device.json"
     res = subprocess.run([sys.executable, str(root / "benchmarks" / "device.py"), "--smoke",
-                          "--repeat", "1", "--json", str(out)], capture_output=True, text=True,
+                          "--repeat", "1", "--compare-cpu", "--json", str(out)], capture_output=True, text=True,
                          env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     import json
@@ -619,3 +619,6 @@ def test_device_benchmark_smoke_runs_on_cpu(tmp_path):
                 "roc_state_compute bits=16"):
         assert key in got and got[key][2] > 0, key
     assert any(k.startswith("bootstrap") for k in got)
+    cpu = json.loads(out.read_text())["cpu_results"]
+    assert set(cpu) == set(got)
+    assert "CPU/dev" in res.stdout

@@ -257,6 +257,17 @@ class ROCHistogramState(NamedTuple):
     accumulation float: exact for ``P * N < 2**52`` with x64; float32 results
     without x64. Memory: two arrays of ``2**bits`` counts (1 MiB at 16 bits,
     256 MiB at 24 bits with int64).
+
+    Examples
+    --------
+    >>> from calipers import ROCHistogramState
+    >>> a = ROCHistogramState.init(16).update([1, 1, 0, 1], [1.0, 1.0, 1.0, 0.75])
+    >>> b = ROCHistogramState.init(16).update([0, 1, 1, 0], [0.5, 0.5, 0.25, 0.0])
+    >>> out = a.merge(b).compute()
+    >>> print(round(float(out.roc_auc), 6), round(float(out.average_precision), 6))
+    0.633333 0.692857
+    >>> print(round(float(out.roc_auc_bound), 6))   # the tied pairs at 1.0 and 0.5
+    0.1
     """
 
     neg: object
