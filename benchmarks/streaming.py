@@ -20,9 +20,14 @@ import importlib.util
 import statistics
 import time
 
+import sys
+
+import jax
 import numpy as np
 
-import calipers
+jax.config.update("jax_enable_x64", "--x32" not in sys.argv)  # float64 sums unless --x32
+
+import calipers  # noqa: E402
 
 
 def _data(n, rng):
@@ -115,6 +120,7 @@ def main(argv=None):
     p.add_argument("--n", type=int, default=10**6)
     p.add_argument("--batches", type=int, default=10)
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--x32", action="store_true", help="run JAX without x64 (int32 counts)")
     a = p.parse_args(argv)
     n, nb = (4000, 4) if a.smoke else (a.n, a.batches)
     rng = np.random.default_rng(0)

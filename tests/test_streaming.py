@@ -183,6 +183,14 @@ def test_exact_on_bfloat16_scores(backend, bits):
                                    rtol=2e-6)
 
 
+def test_numpy_bfloat16_array_is_exact():
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 2, 300)
+    sb = _bf16_scores(300, rng).astype(ml_dtypes.bfloat16)
+    got = ROCHistogramState.init(16).update(y, sb).compute()
+    assert got.roc_auc == _exact(y, sb.astype(np.float64))[0]
+
+
 def test_exact_on_jax_bfloat16_and_float16_arrays():
     import jax
     import jax.numpy as jnp

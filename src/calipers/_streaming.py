@@ -334,6 +334,8 @@ class ROCHistogramState(NamedTuple):
         """
         xp = _state_xp(self)
         y_true, y_score, sample_weight = _to(xp, y_true, y_score, sample_weight)
+        if B.is_numpy(xp) and _dtype_name(y_score.dtype) == "bfloat16":
+            y_score = y_score.astype(np.float32)   # ml_dtypes' bfloat16: exact in float32
         B.check_1d("y_true", y_true)
         B.check_1d("y_score", y_score)
         if sample_weight is not None:
