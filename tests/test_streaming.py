@@ -630,3 +630,23 @@ def test_device_benchmark_smoke_runs_on_cpu(tmp_path):
     cpu = json.loads(out.read_text())["cpu_results"]
     assert set(cpu) == set(got)
     assert "CPU/dev" in res.stdout
+
+
+def test_roc_curve_from_the_state_integrates_to_its_auc(backend):
+    rng = np.random.default_rng(31)
+    y, s = rng.integers(0, 2, 400), rng.standard_normal(400) * 3
+
+    def run(y, s):
+        st_ = ROCHistogramState.init(16, xp=backend.xp).update(y, s)
+        return st_.roc_curve(), st_.compute().roc_auc
+
+    (fpr, tpr, thr), auc = backend.call(run, y, s)
+    fpr, tpr, thr = to_np(fpr), to_np(tpr), to_np(thr)
+    assert len(fpr) == 2 ** 16 + 1 and fpr[0] == 0 and tpr[0] == 0 and thr[0] == np.inf
+    assert np.all(thr[1:] <= thr[:-1]) and np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+    tol = 1e-12 if backend.x64 else 1e-5
+    assert abs(np.trapezoid(tpr, fpr) - float(auc)) < tol
+    # a row is positive iff its score is >= the threshold of its bin's point
+    bins = _bin_index(s.astype(np.float32), "float32", 16, np)
+    edges = _bin_lower_edges("float32", 16, np)
+    assert np.all(edges[bins] <= s.astype(np.float32))
