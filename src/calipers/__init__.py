@@ -127,6 +127,14 @@ from ._retrieval import (
 )
 from . import retrieval
 from ._states import CalibrationState, ConfusionState, NLLState, ProbabilityLossState
+from ._streaming import (
+    QueryMeanState,
+    QueryMeanSummary,
+    RankingBatch,
+    ROCHistogramState,
+    ROCHistogramSummary,
+    ranking_batch_metrics,
+)
 
 __version__ = "0.1.0"
 
@@ -235,6 +243,12 @@ __all__ = [
     "recall_at_k",
     "roc_auc_score",
     "roc_curve",
+    "QueryMeanState",
+    "QueryMeanSummary",
+    "RankingBatch",
+    "ROCHistogramState",
+    "ROCHistogramSummary",
+    "ranking_batch_metrics",
 ]
 from ._selective import (
     SelectivePoint,

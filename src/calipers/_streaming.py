@@ -1,0 +1,687 @@
+"""Streaming, mergeable ROC AUC / average precision and per-query ranking means.
+
+Two pieces for evaluation inside a JAX training loop, where batches of scores
+arrive step by step on several devices and nothing should be gathered to the
+host:
+
+* :class:`ROCHistogramState`: a histogram of positive and negative weight over
+  an order-preserving integer key of the score. ``update`` adds a batch,
+  ``merge`` (or ``jax.lax.psum`` under ``shard_map``) adds histograms,
+  ``compute`` returns the AUC (ties 1/2), the average precision (step sum) and
+  for each a *bound*: the largest distance to the exact value that any scores
+  with these histograms could have.
+* :func:`ranking_batch_metrics` and :class:`QueryMeanState`: per-query NDCG@k,
+  reciprocal rank and recall@k of a fixed-shape, masked ``(queries, list
+  length)`` batch under ``jit``, and a mergeable mean (sum, count, number of
+  undefined queries).
+
+The states follow :mod:`calipers._states`: ``NamedTuple`` pytrees whose fields
+are sums (so ``psum`` is the merge), static configuration in the array shapes,
+``invalid`` counting batches that broke a rule under ``jit``.
+
+The score key
+-------------
+A float32 score ``x`` (``-0.0`` made ``+0.0``) is read as its 32 bits ``u``;
+``key = u | 0x80000000`` for ``x >= 0`` and ``key = ~u`` for ``x < 0``. The map
+is strictly increasing on finite floats (IEEE 754 orders non-negative floats
+like their bit patterns), so ``key`` sorts exactly as the scores do. The bin of
+a score is the top ``bits`` bits of ``key``: a bin is an interval of
+``2**(32 - bits)`` consecutive float32 values, and a higher bin holds only
+strictly higher scores. No score is ever moved to another bin by a threshold
+rule or rounded per batch: the bin depends on the score's bits alone, so a
+score exactly on a bin's lower edge is in that bin, 1.0 is a score like any
+other, and the ROC curve always starts at (0, 0).
+
+Exactness. With ``bits=16`` the float32 key keeps the sign, the 8 exponent bits
+and 7 mantissa bits: exactly a bfloat16 value, so bfloat16 scores (and any
+float32 scores that are bfloat16 values) each get a bin of their own and the
+histogram AUC/AP *equal* the exact values. float16 has 5 exponent and 10
+mantissa bits; in float32 it needs 1 + 8 + 10 = 19 key bits, so 16 bits of the
+float32 key are *not* enough for float16 scores (e.g. 1.0 and 1 + 2**-10
+share a bin). ``init(score_dtype="float16")`` therefore keys float16 scores by
+their own 16 bits (same construction on 16-bit patterns): exact at 16 bits.
+float64 scores are rounded to float32 first (monotone, so order is kept; ties
+may be created, and the bound accounts for them).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _backend as B
+from ._exceptions import UndefinedMetricWarning
+from ._states import _namespace, _state_xp, _to, merge
+
+__all__ = [
+    "ROCHistogramState",
+    "ROCHistogramSummary",
+    "RankingBatch",
+    "ranking_batch_metrics",
+    "QueryMeanState",
+    "QueryMeanSummary",
+]
+
+
+# --------------------------------------------------------------------------
+# order-preserving keys
+# --------------------------------------------------------------------------
+
+_FORMATS = {  # total bits, mantissa bits, exponent bias
+    "float32": (32, 23, 127),
+    "float16": (16, 10, 15),
+}
+
+
+def _dtype_name(dtype) -> str:
+    return str(getattr(dtype, "name", dtype)).replace("jnp.", "").split(".")[-1]
+
+
+def _key_bits_native(x, fmt, xp):
+    """Order key of ``x`` (already of the format's dtype) by bit casting (NumPy, JAX)."""
+    width = _FORMATS[fmt][0]
+    if B.is_numpy(xp):
+        u = np.asarray(x).view(np.uint32 if width == 32 else np.uint16)
+        sign = np.asarray(1 << (width - 1), dtype=u.dtype)
+        return np.where(u & sign, ~u, u | sign)
+    import jax
+    import jax.numpy as jnp
+
+    udt = jnp.uint32 if width == 32 else jnp.uint16
+    u = jax.lax.bitcast_convert_type(x, udt)
+    sign = jnp.asarray(1 << (width - 1), dtype=udt)
+    return jnp.where((u & sign) != 0, ~u, u | sign)
+
+
+def _key_bits_arith(x, fmt, xp):
+    """The same key from arithmetic alone (namespaces without a bit cast, e.g. array-api-strict).
+
+    Every step is exact in float64: powers of two, and ``a / 2**e`` for a
+    float32/float16 value ``a``. Returns int64 keys.
+    """
+    width, mant, bias = _FORMATS[fmt]
+    f64 = xp.float64
+    v = xp.astype(x, f64)
+    a = xp.abs(v)
+    tiny = 2.0 ** (1 - bias)                      # smallest normal number
+    two = xp.full_like(a, 2.0)
+    safe = xp.where(a >= tiny, a, xp.ones_like(a))
+    safe = xp.where(xp.isinf(safe), xp.ones_like(a), safe)
+    e = xp.floor(xp.log2(safe))
+    p = xp.pow(two, e)                            # log2 may be off by one near powers of 2
+    e = xp.where(p > safe, e - 1, e)
+    p = xp.pow(two, e)
+    e = xp.where(2 * p <= safe, e + 1, e)
+    p = xp.pow(two, e)
+    normal = (e + bias) * 2.0 ** mant + (safe / p - 1.0) * 2.0 ** mant
+    sub = a * 2.0 ** (bias - 1 + mant)             # subnormals and zero: a / 2**(1-bias-mant)
+    bits = xp.where(a >= tiny, normal, sub)
+    bits = xp.where(xp.isinf(a), xp.full_like(a, (2.0 * bias + 1) * 2.0 ** mant), bits)
+    half = 2.0 ** (width - 1)
+    key = xp.where(v < 0, (half - 1) - bits, half + bits)
+    return xp.astype(key, xp.int64)
+
+
+def _bin_index(x, fmt, bits, xp):
+    """Bin (top ``bits`` bits of the order key) of each score, as an integer array."""
+    width = _FORMATS[fmt][0]
+    x = xp.astype(x, xp.float32 if fmt == "float32" else xp.float16)
+    x = xp.where(x == 0, xp.zeros_like(x), x)     # -0.0 == +0.0: one key
+    shift = width - bits
+    if B.is_numpy(xp) or B.is_jax(xp):
+        key = _key_bits_native(x, fmt, xp)
+        ib = key >> shift if shift else key
+        return xp.astype(ib, xp.int32 if B.is_jax(xp) else xp.int64)
+    key = _key_bits_arith(x, fmt, xp)
+    return key // (2 ** shift) if shift else key
+
+
+def _bin_lower_edges(fmt, bits, xp, device=None):
+    """Smallest score of each bin, ascending (-inf for bins below every finite float)."""
+    width = _FORMATS[fmt][0]
+    M = 2 ** bits
+    keys = np.arange(M, dtype=np.uint64) << np.uint64(width - bits)
+    half = np.uint64(1 << (width - 1))
+    u = np.where(keys >= half, keys - half, (2 ** width - 1) - keys).astype(
+        np.uint32 if width == 32 else np.uint16)
+    with np.errstate(invalid="ignore"):
+        vals = u.view(np.float32 if width == 32 else np.float16).astype(np.float64)
+    # A bin's lowest key may be a NaN pattern or a float below -max: the bin's
+    # lowest score is then the smallest finite score in it (or -inf when none).
+    neg = keys < half
+    with np.errstate(invalid="ignore"):
+        vals = np.where(np.isnan(vals), np.where(neg, -np.inf, np.inf), vals)
+    if B.is_numpy(xp):
+        return vals
+    return xp.asarray(vals, device=device)
+
+
+# --------------------------------------------------------------------------
+# ROC AUC / AP histogram state
+# --------------------------------------------------------------------------
+
+class ROCHistogramSummary(NamedTuple):
+    """What :meth:`ROCHistogramState.compute` returns (0-d arrays; NumPy scalars on NumPy)."""
+
+    roc_auc: object                  #: Mann-Whitney AUC of the bins, a bin being a tie group
+    roc_auc_bound: object            #: max |exact AUC - roc_auc| given the histograms
+    average_precision: object        #: step-sum AP, a bin being one threshold
+    average_precision_bound: object  #: max |exact AP - average_precision| given the histograms
+
+
+def _check_bits(bits, fmt):
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)):
+        raise ValueError(f"bits must be an integer, got {bits!r}")
+    if fmt == "float16":
+        if bits != 16:
+            raise ValueError(f"bits must be 16 with score_dtype='float16', got {bits}")
+    elif not 16 <= bits <= 24:
+        raise ValueError(f"bits must be in 16 .. 24, got {bits}")
+
+
+class ROCHistogramState(NamedTuple):
+    """Streaming, mergeable ROC AUC and average precision: a histogram over an order key.
+
+    ``neg[b]`` and ``pos[b]`` are the negative and positive weight whose score
+    falls in bin ``b`` (ascending scores); see the module notes for the key. The
+    number of bins ``2**bits`` is the arrays' static shape; the key format is
+    the class (``init(score_dtype="float16")`` returns a subclass keyed by
+    float16 bits), so states of different resolutions or formats refuse to
+    merge.
+
+    Life cycle: ``init`` -> ``update`` per batch (inside ``jit`` too) ->
+    ``merge`` / ``jax.lax.psum(state, axis)`` -> ``compute``. ``merge`` adds
+    integer histograms, so merging the states of batches equals one state of
+    the concatenated batches bit for bit, in any order or grouping; no score
+    is transformed per batch (apply any sigmoid yourself, once, before
+    ``update``).
+
+    Values (``compute``). With ``p_b, n_b`` the bins' weights, ``P, N`` the
+    totals and ``N_<b`` the negative weight below bin ``b``:
+
+    * ``roc_auc = sum_b p_b (N_<b + n_b / 2) / (P N)``: the Mann-Whitney
+      statistic with a bin as one tie group (Hanley & McNeil 1982), i.e. the
+      exact tie-averaged AUC of the scores floored to their bin.
+    * ``average_precision = sum_b p_b * TP_b / (TP_b + FP_b) / P`` with
+      ``TP_b, FP_b`` the weight in bins ``>= b``: scikit-learn's step sum with
+      a bin as one threshold (empty bins add nothing).
+
+    Both equal :func:`calipers.roc_auc_score` /
+    :func:`calipers.average_precision_score` whenever no bin holds two
+    different scores: bfloat16 scores at any ``bits >= 16``, float16 scores
+    with ``score_dtype="float16"``, dyadic scores with few significant bits.
+
+    Bounds. Pairs in different bins are ordered as the scores are; only pairs
+    inside one bin are unknown. A positive-negative pair in one bin counts
+    1/2 here and 0, 1/2 or 1 exactly, so
+    ``roc_auc_bound = sum_b p_b n_b / (2 P N)``, and both ends are reached
+    by some scores with these histograms. For AP, a positive in bin ``b``
+    with ``T`` positive and ``F`` negative weight in higher bins and
+    ``A`` positive, ``K`` negative weight of its own bin at or above it has
+    precision ``(T + A) / (T + F + A + K)``, increasing in ``A`` and
+    decreasing in ``K``; other bins do not depend on the order inside ``b``.
+    Per bin (``p, n`` its weights, ``D = T + F + n``):
+
+    * highest: every positive tied above every negative of the bin:
+      ``p (T + p) / (T + F + p)``;
+    * lowest: every negative above, positives one by one:
+      ``sum_{j=1..p} (T + j) / (D + j) = p - (F + n) sum_{j=1..p} 1 / (D + j)``,
+      and since ``1/x`` is convex, ``1/(D + j)`` is at most its mean over
+      ``[D + j - 1/2, D + j + 1/2]``, so the sum is at least
+      ``p - (F + n) log((D + p + 1/2) / (D + 1/2))`` (unit weights; integer
+      weights are repeated rows). With real weights the sum of
+      ``w_i g(A_i)`` for the increasing ``g(a) = (T + a)/(D + a)`` is at least
+      ``integral_0^p g = p - (F + n) log((D + p) / D)``;
+    * here: ``p (T + p) / (T + F + p + n)`` (the bin as one tie group, a
+      value between the two).
+
+    The exact AP lies between the sums of the per-bin lowest and highest
+    values divided by ``P``; ``average_precision_bound`` is the larger
+    distance from ``average_precision`` to those two ends. It is a worst case
+    over all scores with these histograms: it is not 0 when true ties share a
+    bin, even though the value is then exact.
+
+    Undefined and invalid: AUC NaN without positive or negative weight, AP
+    NaN without positive weight (and their bounds NaN), with an
+    :class:`UndefinedMetricWarning` eagerly; every value NaN once an invalid
+    batch was added under ``jit``.
+
+    Counts: integers (int64; int32 on JAX without x64), unless
+    ``init(weighted=True)`` (float weights). Limits: every bin and the totals
+    ``P``, ``N`` must stay below ``2**63`` (``2**31 - 1``, about 2.1e9 rows,
+    without x64, across all devices of a ``psum``). ``compute`` works in the
+    accumulation float: exact for ``P * N < 2**52`` with x64; float32 results
+    without x64. Memory: two arrays of ``2**bits`` counts (1 MiB at 16 bits,
+    256 MiB at 24 bits with int64).
+
+    Examples
+    --------
+    >>> from calipers import ROCHistogramState
+    >>> a = ROCHistogramState.init(16).update([1, 1, 0, 1], [1.0, 1.0, 1.0, 0.75])
+    >>> b = ROCHistogramState.init(16).update([0, 1, 1, 0], [0.5, 0.5, 0.25, 0.0])
+    >>> out = a.merge(b).compute()
+    >>> print(round(float(out.roc_auc), 6), round(float(out.average_precision), 6))
+    0.633333 0.692857
+    >>> print(round(float(out.roc_auc_bound), 6))   # the tied pairs at 1.0 and 0.5
+    0.1
+    """
+
+    neg: object
+    pos: object
+    invalid: object
+
+    _score_format = "float32"
+
+    @classmethod
+    def init(cls, bits=16, *, score_dtype="float32", weighted=False, xp=None):
+        """An empty state with ``2**bits`` bins.
+
+        Parameters
+        ----------
+        bits : int
+            16 to 24 with the float32 key (static); exactly 16 with
+            ``score_dtype="float16"``.
+        score_dtype : {"float32", "float16"}
+            The key format. ``"float32"`` takes scores of any real dtype
+            (rounded to float32). ``"float16"`` keys float16 scores by their
+            own bits (exact at 16 bits) and accepts float16 scores only.
+        weighted : bool
+            Float counts, for real ``sample_weight``. Unweighted states accept
+            integer ``sample_weight`` (repetition counts).
+        xp : namespace, optional
+            ``jax.numpy``, ``numpy`` (default) or another array namespace.
+
+        Raises
+        ------
+        ValueError
+            ``bits`` out of range, an unknown ``score_dtype``.
+        """
+        fmt = _dtype_name(score_dtype)
+        if fmt not in _FORMATS:
+            raise ValueError(f"score_dtype must be 'float32' or 'float16', got {score_dtype!r}")
+        _check_bits(bits, fmt)
+        xp = _namespace(xp)
+        dt = B.acc_float(xp) if weighted else B.acc_int(xp)
+        M = 2 ** int(bits)
+        klass = _Float16ROCHistogramState if fmt == "float16" else ROCHistogramState
+        return klass(xp.zeros(M, dtype=dt), xp.zeros(M, dtype=dt),
+                     xp.zeros((), dtype=B.acc_int(xp)))
+
+    @property
+    def bits(self) -> int:
+        """Resolution: ``log2`` of the number of bins."""
+        return int(self.neg.shape[0]).bit_length() - 1
+
+    @property
+    def score_dtype(self) -> str:
+        """The key format: ``"float32"`` or ``"float16"``."""
+        return self._score_format
+
+    @B.jax_eager_jit(rerun=lambda out, _: out.invalid > 0)
+    def update(self, y_true, y_score, *, sample_weight=None):
+        """Add a batch: labels ``y_true`` (n,) in {0, 1} (or bool), scores ``y_score`` (n,).
+
+        ``sample_weight`` (n,): non-negative; integer weights only on an
+        unweighted state (they are repetition counts). An empty batch adds
+        nothing. Eagerly, labels outside {0, 1}, NaN/inf scores, negative
+        weights, wrong shapes raise ``ValueError``; under ``jit`` the batch
+        is marked invalid (``compute`` gives NaN) and its non-finite rows are
+        not counted.
+        """
+        xp = _state_xp(self)
+        y_true, y_score, sample_weight = _to(xp, y_true, y_score, sample_weight)
+        if B.is_numpy(xp) and _dtype_name(y_score.dtype) == "bfloat16":
+            y_score = y_score.astype(np.float32)   # ml_dtypes' bfloat16: exact in float32
+        B.check_1d("y_true", y_true)
+        B.check_1d("y_score", y_score)
+        if sample_weight is not None:
+            B.check_1d("sample_weight", sample_weight)
+        B.check_same_length(y_true=y_true, y_score=y_score, sample_weight=sample_weight)
+        B.check_numeric("y_score", y_score, xp)
+        if xp.isdtype(y_score.dtype, "bool"):
+            raise ValueError("y_score must be numeric scores, not booleans")
+        fmt = self._score_format
+        if fmt == "float16" and _dtype_name(y_score.dtype) != "float16":
+            raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
+                             f"has dtype {y_score.dtype}: cast it, or use "
+                             "init(score_dtype='float32')")
+        if y_score.shape[0] == 0:
+            return self
+        B.check_finite("y_score", y_score, xp)
+        y01, invalid = B.binary_labels(y_true, xp)
+        M = self.neg.shape[0]
+        cdt = self.neg.dtype
+        integral_state = xp.isdtype(cdt, "integral")
+        if sample_weight is not None:
+            if integral_state and not xp.isdtype(sample_weight.dtype, "integral"):
+                raise ValueError("real-valued sample_weight needs a state made with "
+                                 "init(..., weighted=True); integer weights (repetitions) "
+                                 "are accepted as they are")
+            B.check_weights("sample_weight", sample_weight, xp)
+            if B.is_traced(sample_weight):
+                invalid = invalid | ~xp.all(sample_weight >= 0)
+        b = _bin_index(y_score, fmt, self.bits, xp)
+        ids = b + xp.astype(y01, b.dtype) * M
+        if xp.isdtype(y_score.dtype, "real floating"):
+            finite = xp.isfinite(y_score)
+            if B.is_traced(y_score):
+                invalid = invalid | ~xp.all(finite)
+                ids = xp.where(finite, ids, xp.full_like(ids, 2 * M))   # dropped
+        if sample_weight is None:
+            hist = _count(ids, 2 * M, cdt, xp)
+        else:
+            hist = B.segment_sum(xp.astype(sample_weight, cdt), ids, 2 * M, xp)
+        return type(self)(self.neg + hist[:M], self.pos + hist[M:],
+                          self.invalid + xp.astype(invalid, self.invalid.dtype))
+
+    def merge(self, other):
+        """Add two states of the same class and resolution (what ``psum`` does)."""
+        return merge(self, other)
+
+    @B.jax_eager_jit
+    def compute(self) -> ROCHistogramSummary:
+        """AUC, AP and their bounds (see the class notes); float64 (float32 without x64)."""
+        xp = _state_xp(self)
+        f = B.acc_float(xp)
+        weighted = not xp.isdtype(self.neg.dtype, "integral")
+        # cumulative counts in the count dtype (exact), then the float arithmetic
+        cn = xp.astype(xp.cumulative_sum(self.neg), f)      # negatives in bins <= b
+        cp = xp.astype(xp.cumulative_sum(self.pos), f)
+        n = xp.astype(self.neg, f)
+        p = xp.astype(self.pos, f)
+        N = cn[-1]
+        P = cp[-1]
+        below = cn - n
+        no_auc = (P == 0) | (N == 0)
+        den = xp.where(no_auc, 1.0, 2 * P * N)
+        auc = xp.sum(p * (2 * below + n)) / den
+        auc_bound = xp.sum(p * n) / den
+        # AP: T, F = positive / negative weight in higher bins
+        T = P - cp
+        F = N - cn
+        has = p > 0
+        one = xp.ones_like(p)
+        here = p * (T + p) / xp.where(has, T + F + p + n, one)
+        high = p * (T + p) / xp.where(has, T + F + p, one)
+        D = T + F + n
+        if weighted:
+            arg = p / xp.where(D > 0, D, one)
+        else:
+            arg = p / (D + 0.5)
+        low = p - (F + n) * xp.log1p(arg)
+        low = xp.where((F + n) > 0, low, p)         # no negative at or above: precision 1
+        low = xp.where(low > 0, low, xp.zeros_like(low))
+        no_ap = P == 0
+        Ps = xp.where(no_ap, 1.0, P)
+        ap = xp.sum(here) / Ps
+        up = xp.sum(high - here) / Ps
+        down = xp.sum(here - low) / Ps
+        ap_bound = xp.minimum(xp.maximum(up, down), xp.asarray(1.0, dtype=f))
+        bad = self.invalid > 0
+        vals = [_nan_if(bad | no_auc, auc, xp), _nan_if(bad | no_auc, auc_bound, xp),
+                _nan_if(bad | no_ap, ap, xp), _nan_if(bad | no_ap, ap_bound, xp)]
+        if not B.is_traced(self.neg) and not bool(bad) and bool(no_auc):
+            # no positive implies no AP as well; one warning names both
+            what = "AUC and AP are" if bool(no_ap) else "AUC is"
+            B.warn_undefined(f"ROC {what} undefined: the state has only one class; NaN",
+                             stacklevel=3)
+        return ROCHistogramSummary(*[B.finalize(v, xp) for v in vals])
+
+    def roc_curve(self):
+        """``(fpr, tpr, thresholds)`` from the bins, one point per bin (static length).
+
+        Thresholds decrease: ``+inf`` first (the point (0, 0)), then each
+        bin's smallest score from the highest bin down; a row is predicted
+        positive iff its bin is at or above the threshold's bin. Empty bins
+        repeat the previous point (areas are unchanged). Length ``2**bits + 1``.
+        fpr (tpr) is NaN without negative (positive) weight or when invalid.
+        """
+        xp = _state_xp(self)
+        f = B.acc_float(xp)
+        fp = xp.astype(xp.cumulative_sum(xp.flip(self.neg)), f)
+        tp = xp.astype(xp.cumulative_sum(xp.flip(self.pos)), f)
+        zero = xp.zeros(1, dtype=f, device=B.device(fp))
+        fp = xp.concat([zero, fp])
+        tp = xp.concat([zero, tp])
+        N, P = fp[-1], tp[-1]
+        bad = self.invalid > 0
+        fpr = _nan_if(bad | (N == 0), fp / xp.where(N > 0, N, 1.0), xp)
+        tpr = _nan_if(bad | (P == 0), tp / xp.where(P > 0, P, 1.0), xp)
+        edges = xp.astype(_bin_lower_edges(self._score_format, self.bits, xp,
+                                           device=B.device(fp)), f)
+        thr = xp.concat([xp.full(1, math.inf, dtype=f, device=B.device(fp)), xp.flip(edges)])
+        return fpr, tpr, thr
+
+
+class _Float16ROCHistogramState(ROCHistogramState):
+    """:class:`ROCHistogramState` keyed by float16 bits (``init(score_dtype="float16")``)."""
+
+    __slots__ = ()
+    _score_format = "float16"
+
+
+def _nan_if(cond, value, xp):
+    """``value`` where ``cond`` is False, else NaN. ``full_like`` keeps the value's
+    sharding: a 0-d NaN placed on a rank-1 value's sharding fails on a mesh."""
+    return xp.where(cond, xp.full_like(value, math.nan), value)
+
+
+def _count(ids, m, dtype, xp):
+    """Integer histogram of ``ids`` over ``0 .. m-1`` (ids outside are dropped)."""
+    if B.is_numpy(xp):  # eager NumPy ids are always in range (bad scores raised)
+        return np.bincount(ids, minlength=m).astype(dtype, copy=False)
+    if B.is_jax(xp):
+        import jax
+
+        return jax.ops.segment_sum(xp.ones(ids.shape, dtype=dtype), ids, num_segments=m)
+    return B.segment_sum(xp.ones(ids.shape, dtype=dtype), ids, m, xp)
+
+
+# --------------------------------------------------------------------------
+# per-query ranking metrics on fixed-shape batches
+# --------------------------------------------------------------------------
+
+class RankingBatch(NamedTuple):
+    """Per-query values of one ``(Q, L)`` batch (from :func:`ranking_batch_metrics`)."""
+
+    ndcg: object             #: (Q,) NDCG@k; NaN for a query with no item of positive gain
+    reciprocal_rank: object  #: (Q,) 1 / rank of the first relevant item; NaN without one
+    recall: object           #: (Q,) recall@k; NaN without a relevant item
+    invalid: object          #: () bool: the batch broke a rule (under ``jit``); values NaN
+
+
+def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
+                          relevance_level=None) -> RankingBatch:
+    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
+
+    Made for a ``jit``-compiled eval step: fixed shapes, padding given by
+    ``mask``, nothing leaves the device. Each row is one query; items with
+    ``mask`` False are padding and take no part at all (not in the ranking,
+    the ideal ranking or the number of relevant items; their scores and
+    labels may be anything finite or not). The values are exactly those of
+    :func:`calipers.retrieval.ndcg`, :func:`calipers.retrieval.reciprocal_rank`
+    and :func:`calipers.retrieval.recall_at_k` on the unpadded lists, with
+    their default rule for tied scores (``ties="average"``: the expected
+    value over the orderings of tied items, McSherry & Najork 2008).
+
+    Parameters
+    ----------
+    y_true : array (Q, L)
+        Graded relevance (negative means judged non-relevant, gain 0).
+    y_score : array (Q, L)
+        Scores, higher ranks first; finite where ``mask`` is True.
+    mask : bool array (Q, L), optional
+        True for real items. Default: every item is real.
+    k : int
+        Cut-off for NDCG and recall (static).
+    gain : {"linear", "exponential"}
+        As :func:`calipers.retrieval.ndcg`.
+    relevance_level : number, optional
+        Relevant means ``y_true >= relevance_level`` for reciprocal rank and
+        recall (default ``y_true > 0``).
+
+    Returns
+    -------
+    RankingBatch
+        ``(Q,)`` arrays in the accumulation float; NaN for undefined queries
+        (no relevant item, or no item of positive gain for NDCG; a row with
+        no real item is undefined). Feed it to :meth:`QueryMeanState.update`.
+
+    Raises
+    ------
+    ValueError
+        Eagerly: shapes that are not 2-D or differ, a non-boolean ``mask``,
+        NaN/inf in real items, bad ``k``/``gain``. Under ``jit``: values NaN
+        and ``invalid`` True instead; no warning. Eagerly an
+        :class:`UndefinedMetricWarning` names the number of undefined queries.
+    """
+    from . import _retrieval as R
+
+    xp, (y_true, y_score, mask) = B.as_arrays(y_true, y_score, mask)
+    for name, a in (("y_true", y_true), ("y_score", y_score)):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (queries, list length), got shape "
+                             f"{tuple(a.shape)}")
+    if tuple(y_true.shape) != tuple(y_score.shape):
+        raise ValueError(f"y_true has shape {tuple(y_true.shape)} but y_score has "
+                         f"{tuple(y_score.shape)}; they must match")
+    if mask is None:
+        mask = xp.ones(y_true.shape, dtype=xp.bool, device=B.device(y_true))
+    elif not xp.isdtype(mask.dtype, "bool"):
+        raise ValueError(f"mask must be a boolean array, got dtype {mask.dtype}")
+    elif tuple(mask.shape) != tuple(y_true.shape):
+        raise ValueError(f"mask has shape {tuple(mask.shape)} but y_true has "
+                         f"{tuple(y_true.shape)}; they must match")
+    R._check_k(k, required=True, allow_seq=False)
+    if gain not in ("linear", "exponential"):
+        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    Q = y_true.shape[0]
+    if B.is_jax(xp) and not B.is_traced(y_true, y_score, mask):
+        # eager JAX: check values here, then one compiled program (not three)
+        R._value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
+                        xp.where(mask, y_score, xp.zeros_like(y_score)))
+        out = _ranking_batch_jit(k, gain, relevance_level)(y_true, y_score, mask)
+    else:
+        out = _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp)
+    if not B.is_traced(out.ndcg) and not bool(out.invalid):
+        nu = int(xp.sum(xp.astype(xp.isnan(out.recall) | xp.isnan(out.ndcg), xp.int32)))
+        if nu:
+            B.warn_undefined(f"{nu} of {Q} queries have no relevant item: their values are "
+                             "NaN (left out of a QueryMeanState's mean)", stacklevel=2)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _ranking_batch_jit(k, gain, relevance_level):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda y, s, m: _ranking_batch(y, s, m, k, gain, relevance_level, jnp))
+
+
+def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
+    from . import _retrieval as R
+
+    # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
+    # every real item of its query; its score is replaced so garbage never
+    # makes the batch invalid.
+    yt = xp.where(mask, y_true, xp.zeros_like(y_true))
+    ys = xp.where(mask, y_score, xp.zeros_like(y_score))
+    Q = y_true.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        nd = R.ndcg(yt, ys, k=k, gain=gain, retrieved=mask)
+        rr = R.reciprocal_rank(yt, ys, relevance_level=relevance_level, retrieved=mask)
+        rc = R.recall_at_k(yt, ys, k=k, relevance_level=relevance_level, retrieved=mask)
+    # A batch-level failure makes the mean NaN although some query is defined.
+    invalid = xp.asarray(False, device=B.device(y_true))
+    for r in (nd, rr, rc):
+        nu = xp.asarray(r.n_undefined, device=B.device(y_true))
+        invalid = invalid | (xp.isnan(xp.asarray(r.mean)) & (nu < Q))
+    return RankingBatch(nd.values, rr.values, rc.values, invalid)
+
+
+class QueryMeanSummary(NamedTuple):
+    """What :meth:`QueryMeanState.compute` returns, one entry per metric ``(m,)``."""
+
+    mean: object         #: mean over defined queries; NaN when none (or invalid)
+    count: object        #: defined queries
+    n_undefined: object  #: undefined queries (left out of the mean)
+
+
+class QueryMeanState(NamedTuple):
+    """Mergeable mean of per-query values over defined queries, for ``m`` metrics.
+
+    ``total`` (m,) float sums of defined values, ``count`` (m,) and
+    ``n_undefined`` (m,) integer counts, ``invalid`` invalid batches. NaN
+    values are undefined queries: left out of the mean and counted, as
+    :func:`calipers.retrieval.ndcg` does with ``undefined="skip"``. Merge
+    (``merge`` or ``psum``) adds the fields: counts merge exactly, sums up to
+    the rounding of a different summation order.
+    """
+
+    total: object
+    count: object
+    n_undefined: object
+    invalid: object
+
+    @classmethod
+    def init(cls, num_metrics=3, *, xp=None):
+        """An empty state; ``num_metrics=3`` holds a :class:`RankingBatch`."""
+        if isinstance(num_metrics, bool) or not isinstance(num_metrics, (int, np.integer)) \
+                or num_metrics < 1:
+            raise ValueError(f"num_metrics must be a positive integer, got {num_metrics!r}")
+        xp = _namespace(xp)
+        i = B.acc_int(xp)
+        m = int(num_metrics)
+        return cls(xp.zeros(m, dtype=B.acc_float(xp)), xp.zeros(m, dtype=i),
+                   xp.zeros(m, dtype=i), xp.zeros((), dtype=i))
+
+    def update(self, values, *, invalid=None):
+        """Add per-query values: a :class:`RankingBatch`, ``m`` arrays (Q,), or (m, Q).
+
+        With one metric a (Q,) array is accepted. ``invalid`` (bool scalar)
+        marks the batch invalid; a :class:`RankingBatch` brings its own.
+        """
+        xp = _state_xp(self)
+        if isinstance(values, RankingBatch):
+            if invalid is None:
+                invalid = values.invalid
+            values = values[:3]
+        if isinstance(values, (tuple, list)):
+            values = _to(xp, *values)
+            values = xp.stack(values)
+        else:
+            (values,) = _to(xp, values)
+            if values.ndim == 1:
+                values = xp.reshape(values, (1, -1))
+        m = self.total.shape[0]
+        if values.ndim != 2 or values.shape[0] != m:
+            raise ValueError(f"this state holds {m} metric(s); got values of shape "
+                             f"{tuple(values.shape)} (expected ({m}, queries))")
+        f = self.total.dtype
+        v = xp.astype(values, f)
+        undefined = xp.isnan(v)
+        total = xp.sum(xp.where(undefined, xp.zeros_like(v), v), axis=1)
+        nu = xp.sum(xp.astype(undefined, self.count.dtype), axis=1)
+        cnt = xp.astype(xp.asarray(v.shape[1]), self.count.dtype) - nu
+        bad = xp.asarray(False) if invalid is None else xp.asarray(invalid)
+        return QueryMeanState(self.total + total, self.count + cnt, self.n_undefined + nu,
+                              self.invalid + xp.astype(bad, self.invalid.dtype))
+
+    def merge(self, other):
+        """Add two states with the same number of metrics (what ``psum`` does)."""
+        return merge(self, other)
+
+    def compute(self) -> QueryMeanSummary:
+        """Means over defined queries, counts of defined and undefined queries."""
+        xp = _state_xp(self)
+        c = xp.astype(self.count, self.total.dtype)
+        mean = self.total / xp.where(c > 0, c, xp.ones_like(c))
+        mean = _nan_if((c == 0) | (self.invalid > 0), mean, xp)
+        return QueryMeanSummary(mean, self.count, self.n_undefined)
+
