@@ -32,6 +32,7 @@ TITLES = {
     "_offpolicy": "Off-policy estimates",
     "_selective": "Selective prediction",
     "_survival": "Survival concordance",
+    "_streaming": "Streaming states for training loops",
     "_results": "Result types",
     "_power": "Power and sample size",
     "plot": "Plots",
