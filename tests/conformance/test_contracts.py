@@ -62,7 +62,7 @@ _BOOT_RNG = ("resamples come from the backend's RNG: one seed gives other replic
 _BOOT_F16 = "float16 scores give other replicates than the same values in float64"
 _BOOT_W = ("a weighted row is resampled as one unit, not as its repetitions (SPEC: weights "
            "mean repetition, or the function refuses them)")
-_AT_K_W = "k counts rows, not weight: weighted @k differs from repeated rows (handed case H16)"
+_AT_K_W = "k counts rows, not weight: weighted @k differs from repeated rows (pending case)"
 _JIT_NAN = "a NaN y_score under jit gives a number, not NaN"
 _STR_LEAF = "the result holds a Python string as a pytree leaf (make it a static meta field)"
 
