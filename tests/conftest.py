@@ -9,7 +9,9 @@ over (static), so jit coverage is explicit and cannot silently disappear.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -104,6 +106,17 @@ class Backend:
         return 1e-5 if not self.x64 else 1e-12
 
 
+
+
+# Test data lives in the repository (tests/data), so a fresh clone runs every case.
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+TREC_EVAL_DATA = DATA / "trec_eval"
+HANDED_CASES = {c["id"]: c for c in json.loads((DATA / "handed_cases.json").read_text())}
+
+
+def load_case(case_id):
+    """One handed case (inputs, expected value, public ``source``) from tests/data."""
+    return HANDED_CASES[case_id]
 
 
 BACKENDS = ["numpy", "array_api_strict", "jax_eager", "jax_jit", "jax_jit_x32"]

@@ -1,9 +1,7 @@
 """Calibration and probability-quality metrics: ECE, reliability diagrams, Brier (and its
 Murphy decomposition), multiclass log loss, temperature scaling."""
 
-import json
 import math
-import pathlib
 from fractions import Fraction
 
 import numpy as np
@@ -14,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calipers
-from conftest import to_np
+from conftest import HANDED_CASES, to_np
 
-CASES = {c["id"]: c for c in json.loads(
-    (pathlib.Path("/work/shared/cases/handed.json")).read_text())}
+CASES = HANDED_CASES
 
 RNG = np.random.default_rng(7)
 N, K = 30, 3

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,22 +21,10 @@ from calipers import (
     roc_auc_confint,
     sprt,
 )
-from conftest import to_np
-
-CASES = Path("/work/shared/cases/handed.json")
-
+from conftest import load_case, to_np
 
 def _h14():
-    if CASES.exists():
-        return next(c for c in json.loads(CASES.read_text()) if c["id"] == "H14")
-    # the values of handed case H14, kept here so the test runs without the file
-    return {"inputs": [{"table": [[7, 0], [0, 5]]}, {"table": [[20, 1], [9, 15]]}],
-            "expected": [
-                {"exact": {"statistic": 0.0, "pvalue": 1.0}, "chi2_cc": {"pvalue": 1.0},
-                 "chi2": {"pvalue": 1.0}},
-                {"exact": 0.021484375, "chi2_cc": {"statistic": 4.9, "pvalue": 0.02685669550752441},
-                 "chi2": {"statistic": 6.4, "pvalue": 0.01141203638600166},
-                 "midp": 0.01171875}]}
+    return load_case("H14")
 
 
 # --------------------------------------------------------------------------

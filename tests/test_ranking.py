@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import itertools
-import json
 import warnings
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,17 +14,10 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import UndefinedMetricWarning
-from conftest import to_np
-
-CASES = {c["id"]: c for c in json.loads(
-    (Path(__file__).resolve().parents[2] / "shared" / "cases" / "handed.json").read_text())} \
-    if (Path(__file__).resolve().parents[2] / "shared" / "cases" / "handed.json").exists() else {}
-
+from conftest import load_case, to_np
 
 def handed(case_id):
-    if case_id not in CASES:
-        pytest.skip("../shared/cases/handed.json not present")
-    return CASES[case_id]
+    return load_case(case_id)
 
 
 # --------------------------------------------------------------------------

@@ -9,9 +9,7 @@ pytrec_eval (trec_eval 9.0.8), and the handed cases H05-H07.
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import pathlib
 import warnings
 
 import numpy as np
@@ -21,18 +19,10 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import UndefinedMetricWarning, retrieval as R
-from conftest import to_np
-
-CASES = {c["id"]: c for c in json.loads(
-    (pathlib.Path(__file__).resolve().parents[2] / "shared" / "cases" / "handed.json")
-    .read_text())} if (pathlib.Path(__file__).resolve().parents[2] / "shared" / "cases"
-                       / "handed.json").exists() else {}
-
+from conftest import load_case, to_np
 
 def _case(cid):
-    if cid not in CASES:
-        pytest.skip(f"handed case {cid} not available")
-    return CASES[cid]
+    return load_case(cid)
 
 
 # --------------------------------------------------------------------------

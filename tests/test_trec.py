@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 import re
 
 import numpy as np
@@ -12,8 +11,9 @@ import pytest
 from calipers import _trec as T
 from calipers.cli import main
 from calipers.cli.trec import paired_query_stats, parse_measures
+from conftest import TREC_EVAL_DATA
 
-PEERS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval"
+PEERS = TREC_EVAL_DATA  # trec_eval 9.0.8 test files, copied with their NIST notice
 MEASURES = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P", "recall",
             "ndcg", "ndcg_cut"]
 PATTERN = re.compile(r"^(num_ret|num_rel|num_rel_ret|map|Rprec|recip_rank|P_\d+|recall_\d+|"
@@ -21,8 +21,8 @@ PATTERN = re.compile(r"^(num_ret|num_rel|num_rel_ret|map|Rprec|recip_rank|P_\d+|
 
 
 def _need_peers():
-    if not (PEERS / "qrels.test").exists():
-        pytest.skip("trec_eval test data not available")
+    # the files are part of the repository: missing means a broken checkout, not a skip
+    assert (PEERS / "qrels.test").exists(), PEERS
 
 
 def _run_cli(capsys, argv):

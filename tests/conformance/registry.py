@@ -1,0 +1,432 @@
+"""One registry of every public metric function, for the contract checks in test_contracts.py.
+
+An :class:`Entry` says how to call a function on small random inputs (with ties) and which
+contracts apply to it. Generators take ``(rng, n)`` and return ``(args, kwargs)`` of NumPy
+arrays; arrays whose leading dimension is ``n`` are the rows (permuted, repeated and weighted
+together). Static options (``num_classes``, ``num_segments``, ``k`` ...) live in ``options`` and
+are passed on every backend, so eager and ``jit`` compute the same thing.
+
+Adding a public function: add an ``Entry`` here (or an ``EXEMPT`` line with the reason); the
+completeness test in test_contracts.py fails until one of the two exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+import calipers
+from calipers import retrieval as R
+
+N = 12  # one row count for every entry: JAX eager's per-op compiles are shared across entries
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    name: str
+    fn: Callable
+    gen: Callable                      # (rng, n) -> (args, kwargs)
+    options: dict = dataclasses.field(default_factory=dict)
+    jit: Any = True                    # True, or why the function is eager only by design
+    weights: Any = "repeat"            # "repeat", None (no sample_weight), or why it refuses
+    rows: Any = True                   # True (row order never matters), or why it does
+    ties: int | None = None            # positional index of the score array (tie-order check)
+    labels: int | None = 0             # positional index of the label array (mixed namespaces)
+    undefined: Callable | None = None  # generator of valid input whose result is undefined
+    invalid: tuple = ()                # ((generator, argument name the error names), ...)
+    symmetric: bool = False            # f(a, b) == f(b, a)
+    float16: bool = True               # has float inputs to cast to float16
+    weights_view: Callable | None = None  # the part of the result that weights must reproduce
+    not_on: dict = dataclasses.field(default_factory=dict)  # "check/backend" -> why it is N/A
+
+
+# --------------------------------------------------------------------------
+# generators: small, seeded, with ties
+# --------------------------------------------------------------------------
+
+def _binary_labels(rng, n):
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    return y
+
+
+def _ties(rng, n, levels=6):
+    """Scores on a coarse grid: many tie groups that mix classes."""
+    return rng.integers(0, levels, n) / (levels - 1)
+
+
+def g_binary_scores(rng, n):
+    return (_binary_labels(rng, n), _ties(rng, n) * 0.8 + 0.1), {}
+
+
+def g_binary_preds(rng, n):
+    y = _binary_labels(rng, n)
+    p = _binary_labels(rng, n)
+    return (y, p), {}
+
+
+def g_multiclass_preds(rng, n, c=3):
+    y = rng.integers(0, c, n)
+    y[:c] = np.arange(c)
+    p = rng.integers(0, c, n)
+    p[:c] = np.arange(c)[::-1]
+    return (y, p), {}
+
+
+def g_multiclass_scores(rng, n, c=3):
+    y = rng.integers(0, c, n)
+    y[:c] = np.arange(c)
+    s = rng.integers(1, 5, (n, c)).astype(float)
+    return (y, s / s.sum(axis=1, keepdims=True)), {}
+
+
+def g_regression(rng, n):
+    return (rng.integers(1, 8, n) / 2.0, rng.integers(1, 8, n) / 2.0 + 0.25), {}
+
+
+def g_retrieval(rng, n):
+    y = rng.integers(0, 4, n)
+    q = np.arange(n) % 3
+    y[:3] = [2, 1, 3]      # every query has a relevant item
+    y[3:6] = [0, 0, 0]     # and a non-relevant one
+    return (y, _ties(rng, n), q), {}
+
+
+def g_grouped(rng, n):
+    y = _binary_labels(rng, n)
+    q = np.arange(n) % 3
+    y[:6] = [0, 0, 0, 1, 1, 1]   # both classes in every group
+    return (y, _ties(rng, n), q), {}
+
+
+def g_logits(rng, n, c=3):
+    y = rng.integers(0, c, n)
+    y[:c] = np.arange(c)
+    return (rng.integers(-4, 5, (n, c)) / 2.0, y), {}
+
+
+def g_tokens(rng, n):
+    return (-rng.integers(1, 9, n) / 4.0,), {"segment_ids": np.sort(np.arange(n) % 3)}
+
+
+def g_bits(rng, n):
+    return (-rng.integers(1, 9, n) / 4.0, rng.integers(1, 5, n)), {}
+
+
+def g_correct(rng, n):
+    return (_binary_labels(rng, n),), {}
+
+
+def g_choices(rng, n, c=4):
+    return (-rng.integers(1, 6, (n, c)) / 2.0, rng.integers(0, c, n)), {}
+
+
+def g_pass_at_k(rng, n):
+    total = rng.integers(4, 8, n)
+    return (total, rng.integers(0, 4, n)), {}
+
+
+def g_paired(rng, n):
+    (y, a), _ = g_binary_scores(rng, n)
+    return (y, a, _ties(rng, n)), {}
+
+
+def g_table(rng, n):
+    return (rng.integers(0, 9, (2, 2)),), {}
+
+
+def g_count(rng, n):
+    return (np.asarray(rng.integers(1, 9)), np.asarray(10)), {}
+
+
+def g_sprt(rng, n):
+    return (_binary_labels(rng, n),), {}
+
+
+def g_mcnemar_table(rng, n):
+    y = _binary_labels(rng, n)
+    return (y, _binary_labels(rng, n), _binary_labels(rng, n)), {}
+
+
+def g_by_group(rng, n):
+    return g_binary_preds(rng, n)[0], {"group_id": np.arange(n) % 3}
+
+
+def g_mase(rng, n):
+    (y, p), _ = g_regression(rng, n)
+    return (y, p), {"y_train": np.array([1.0, 2.5, 2.0, 4.0, 3.5])}
+
+
+# undefined-on-valid-input generators
+def u_one_class(rng, n):
+    return (np.ones(n, dtype=np.int64), _ties(rng, n)), {}
+
+
+def u_paired_one_class(rng, n):
+    return (np.ones(n, dtype=np.int64), _ties(rng, n), _ties(rng, n)), {}
+
+
+def u_no_relevant(rng, n):
+    (y, s, q), kw = g_retrieval(rng, n)
+    y = np.where(q == 1, 0, y)        # query 1 has no relevant item
+    return (y, s, q), kw
+
+
+def u_grouped_one_class(rng, n):
+    return (np.ones(n, dtype=np.int64), _ties(rng, n), np.arange(n) % 3), {}
+
+
+def u_no_predicted_positive(rng, n):
+    return (_binary_labels(rng, n), np.zeros(n, dtype=np.int64)), {}
+
+
+def u_no_positive(rng, n):
+    return (np.zeros(n, dtype=np.int64), _ties(rng, n)), {}
+
+
+def u_constant_truth(rng, n):
+    return (np.full(n, 2.0), rng.integers(1, 8, n) / 2.0), {}
+
+
+# invalid-input generators (value errors: checked eagerly and as NaN under jit)
+def _with_nan(gen, i):
+    def g(rng, n):
+        args, kw = gen(rng, n)
+        args = list(args)
+        a = np.array(args[i], dtype=float)
+        a[1] = np.nan
+        args[i] = a
+        return tuple(args), kw
+    return g
+
+
+def _with_label(gen, i, value):
+    def g(rng, n):
+        args, kw = gen(rng, n)
+        args = list(args)
+        a = np.array(args[i])
+        a[2] = value
+        args[i] = a
+        return tuple(args), kw
+    return g
+
+
+def _with_prob(gen, i, value=1.5):
+    def g(rng, n):
+        args, kw = gen(rng, n)
+        args = list(args)
+        a = np.array(args[i], dtype=float)
+        a[1] = value
+        args[i] = a
+        return tuple(args), kw
+    return g
+
+
+BIN_INVALID = ((_with_nan(g_binary_scores, 1), "y_score"),
+               (_with_label(g_binary_scores, 0, 2), "y_true"))
+PROB_INVALID = ((_with_prob(g_binary_scores, 1), "y_prob"),
+                (_with_label(g_binary_scores, 0, 2), "y_true"))
+REG_INVALID = ((_with_nan(g_regression, 1), "y_pred"),)
+RET_INVALID = ((_with_nan(g_retrieval, 1), "y_score"),)
+
+# --------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------
+
+_C3 = {"num_classes": 3}
+_Q3 = {"num_segments": 3}
+
+ENTRIES = [
+    # binary, threshold-free
+    Entry("roc_auc_score", calipers.roc_auc_score, g_binary_scores, ties=1,
+          undefined=u_one_class, invalid=BIN_INVALID),
+    Entry("average_precision_score", calipers.average_precision_score, g_binary_scores, ties=1,
+          undefined=u_no_positive,
+          invalid=BIN_INVALID),
+    Entry("precision_recall_auc", calipers.precision_recall_auc, g_binary_scores, ties=1,
+          undefined=u_no_positive,
+          invalid=BIN_INVALID),
+    Entry("roc_curve", calipers.roc_curve, g_binary_scores, ties=1,
+          not_on={"agreement/array_api_strict": "documented: without data-dependent shapes "
+                  "curves keep one point per row, not per distinct threshold",
+                  "weights/array_api_strict": "the same: repeated rows add curve points"},
+          jit="under jit curves keep one point per row (documented), so jit output is not "
+              "eager's; tests/test_ranking.py checks the jit curves",
+          invalid=BIN_INVALID),
+    Entry("precision_recall_curve", calipers.precision_recall_curve, g_binary_scores, ties=1,
+          not_on={"agreement/array_api_strict": "documented: without data-dependent shapes "
+                  "curves keep one point per row, not per distinct threshold",
+                  "weights/array_api_strict": "the same: repeated rows add curve points"},
+          jit="under jit curves keep one point per row (documented), so jit output is not "
+              "eager's; tests/test_ranking.py checks the jit curves",
+          invalid=BIN_INVALID),
+    Entry("precision_at_k", calipers.precision_at_k, g_binary_scores, {"k": 5}, ties=1,
+          invalid=BIN_INVALID),
+    Entry("recall_at_k", calipers.recall_at_k, g_binary_scores, {"k": 5}, ties=1,
+          undefined=u_no_positive,
+          invalid=BIN_INVALID),
+    Entry("select_threshold", calipers.select_threshold, g_binary_scores,
+          {"cost_fp": 1.0, "cost_fn": 2.0}, ties=1, invalid=BIN_INVALID),
+    Entry("multiclass_roc_auc_score", calipers.multiclass_roc_auc_score, g_multiclass_scores,
+          {"labels": [0, 1, 2]}, ties=1),
+    Entry("top_k_accuracy_score", calipers.top_k_accuracy_score, g_multiclass_scores,
+          {"k": 2, "labels": [0, 1, 2]}, ties=1),
+    # thresholded classification
+    Entry("accuracy_score", calipers.accuracy_score, g_multiclass_preds, float16=False),
+    Entry("balanced_accuracy_score", calipers.balanced_accuracy_score, g_multiclass_preds, _C3,
+          float16=False),
+    Entry("cohen_kappa_score", calipers.cohen_kappa_score, g_multiclass_preds, _C3,
+          float16=False, symmetric=True),
+    Entry("confusion_matrix", calipers.confusion_matrix, g_multiclass_preds, _C3,
+          float16=False),
+    Entry("multilabel_confusion_matrix", calipers.multilabel_confusion_matrix,
+          g_multiclass_preds, _C3, float16=False),
+    Entry("matthews_corrcoef", calipers.matthews_corrcoef, g_multiclass_preds, _C3,
+          float16=False),
+    Entry("f1_score", calipers.f1_score, g_binary_preds, float16=False),
+    Entry("fbeta_score", calipers.fbeta_score, g_binary_preds, {"beta": 2.0}, float16=False),
+    Entry("precision_score", calipers.precision_score, g_binary_preds, float16=False,
+          undefined=u_no_predicted_positive),
+    Entry("recall_score", calipers.recall_score, g_binary_preds, float16=False),
+    Entry("specificity_score", calipers.specificity_score, g_binary_preds, float16=False),
+    Entry("precision_recall_fscore_support", calipers.precision_recall_fscore_support,
+          g_multiclass_preds, {"average": "macro", "num_classes": 3}, float16=False),
+    # probabilities and calibration
+    Entry("log_loss", calipers.log_loss, g_binary_scores, invalid=PROB_INVALID),
+    Entry("brier_score_loss", calipers.brier_score_loss, g_binary_scores, invalid=PROB_INVALID),
+    Entry("brier_decomposition", calipers.brier_decomposition, g_binary_scores,
+          invalid=PROB_INVALID),
+    Entry("expected_calibration_error", calipers.expected_calibration_error, g_binary_scores,
+          {"n_bins": 4}, invalid=PROB_INVALID),
+    Entry("reliability_diagram", calipers.reliability_diagram, g_binary_scores, {"n_bins": 4},
+          invalid=PROB_INVALID),
+    Entry("fit_temperature", calipers.fit_temperature, g_logits, labels=1,
+          invalid=((_with_nan(g_logits, 0), "logits"),)),
+    # regression
+    Entry("mean_squared_error", calipers.mean_squared_error, g_regression, labels=None,
+          symmetric=True, invalid=REG_INVALID),
+    Entry("root_mean_squared_error", calipers.root_mean_squared_error, g_regression,
+          labels=None, symmetric=True, invalid=REG_INVALID),
+    Entry("mean_absolute_error", calipers.mean_absolute_error, g_regression, labels=None,
+          symmetric=True, invalid=REG_INVALID),
+    Entry("mean_absolute_percentage_error", calipers.mean_absolute_percentage_error,
+          g_regression, labels=None, invalid=REG_INVALID),
+    Entry("mean_absolute_scaled_error", calipers.mean_absolute_scaled_error, g_mase,
+          labels=None, invalid=((_with_nan(g_mase, 1), "y_pred"),)),
+    Entry("r2_score", calipers.r2_score, g_regression, labels=None,
+          undefined=u_constant_truth, invalid=REG_INVALID),
+    # language models and benchmarks
+    Entry("pass_at_k", calipers.pass_at_k, g_pass_at_k, {"k": 3, "max_correct": 4},
+          weights=None, rows="per-problem output: rows permute the output", labels=None,
+          float16=False, invalid=((_with_label(g_pass_at_k, 1, 9), "c"),)),
+    Entry("perplexity", calipers.perplexity, g_tokens, {"num_segments": 3}, weights=None,
+          labels=None),
+    Entry("bits_per_byte", calipers.bits_per_byte, g_bits, weights=None, labels=None),
+    Entry("bits_per_character", calipers.bits_per_character, g_bits, weights=None,
+          labels=None),
+    Entry("accuracy_with_error", calipers.accuracy_with_error, g_correct, weights=None,
+          float16=False, invalid=((_with_label(g_correct, 0, 2), "correct"),)),
+    Entry("multiple_choice_accuracy", calipers.multiple_choice_accuracy, g_choices,
+          weights=None, labels=1),
+    # per-query retrieval (flat arrays, segment sort)
+    Entry("grouped_roc_auc", calipers.grouped_roc_auc, g_grouped, _Q3, ties=1,
+          undefined=u_grouped_one_class),
+    Entry("retrieval.dcg", R.dcg, g_retrieval, _Q3, weights=None, ties=1,
+          invalid=RET_INVALID),
+    Entry("retrieval.ndcg", R.ndcg, g_retrieval, _Q3, weights=None, ties=1,
+          undefined=u_no_relevant, invalid=RET_INVALID),
+    Entry("retrieval.average_precision", R.average_precision, g_retrieval, _Q3, weights=None,
+          ties=1, undefined=u_no_relevant, invalid=RET_INVALID),
+    Entry("retrieval.precision_at_k", R.precision_at_k, g_retrieval, {"k": 2, **_Q3},
+          weights=None, ties=1, invalid=RET_INVALID),
+    Entry("retrieval.recall_at_k", R.recall_at_k, g_retrieval, {"k": 2, **_Q3}, weights=None,
+          ties=1, undefined=u_no_relevant, invalid=RET_INVALID),
+    Entry("retrieval.r_precision", R.r_precision, g_retrieval, _Q3, weights=None, ties=1,
+          undefined=u_no_relevant, invalid=RET_INVALID),
+    Entry("retrieval.reciprocal_rank", R.reciprocal_rank, g_retrieval, _Q3, weights=None,
+          ties=1, undefined=u_no_relevant, invalid=RET_INVALID),
+    # comparing two models
+    Entry("delong_roc_variance", calipers.delong_roc_variance, g_binary_scores, weights=None,
+          ties=1, undefined=u_one_class, invalid=BIN_INVALID),
+    Entry("roc_auc_confint", calipers.roc_auc_confint, g_binary_scores, weights=None, ties=1,
+          undefined=u_one_class, invalid=BIN_INVALID),
+    Entry("delong_test", calipers.delong_test, g_paired, weights=None, ties=1,
+          undefined=u_paired_one_class),
+    Entry("mcnemar_table", calipers.mcnemar_table, g_mcnemar_table, weights=None,
+          jit="documented eager: returns a NumPy int64 table",
+          float16=False),
+    Entry("mcnemar", calipers.mcnemar, g_table, weights=None, labels=None, float16=False,
+          jit="documented eager: p-values from scipy.stats",
+          rows="input is a 2x2 table, not rows"),
+    Entry("proportion_confint", calipers.proportion_confint, g_count, weights=None,
+          labels=None, float16=False, rows="inputs are counts, not rows"),
+    Entry("sprt", calipers.sprt, g_sprt, {"p1": 0.7}, weights=None, float16=False,
+          rows="sequential test: the order of the outcomes is the data",
+          jit="the decision is a Python string"),
+    Entry("paired_bootstrap", functools.partial(calipers.paired_bootstrap, calipers.roc_auc_score),
+          g_paired, {"n_resamples": 50, "seed": 0},
+          rows="resamples are drawn by row position: the seed and the row order fix them",
+          jit="drives its own compiled replicates; the result holds Python strings"),
+    Entry("paired_bootstrap_replicates",
+          functools.partial(calipers.paired_bootstrap_replicates, calipers.roc_auc_score),
+          g_paired, {"n_resamples": 50, "seed": 0},
+          rows="resamples are drawn by row position: the seed and the row order fix them"),
+    # slices
+    Entry("by_group", functools.partial(calipers.by_group, calipers.accuracy_score),
+          g_by_group, float16=False,
+          # support counts rows (the weight total is the separate ``weight`` field)
+          weights_view=lambda r: (r.group, r.value, r.overall, r.num_undefined),
+          jit="slicing by group needs concrete group ids (documented eager only)"),
+]
+
+REGISTRY = {e.name: e for e in ENTRIES}
+assert len(REGISTRY) == len(ENTRIES), "duplicate registry names"
+
+# Public callables that are not metric functions, with the reason.
+EXEMPT = {
+    "ThresholdSelection": "result type (checked through select_threshold)",
+    "AccuracyWithError": "result type",
+    "BrierDecomposition": "result type",
+    "MultipleChoiceAccuracy": "result type",
+    "Perplexity": "result type",
+    "ReliabilityDiagram": "result type",
+    "SliceReport": "result type",
+    "QueryResult": "result type",
+    "retrieval.QueryResult": "result type",
+    "BootstrapResult": "result type",
+    "ConfidenceInterval": "result type",
+    "DeLongResult": "result type",
+    "McNemarResult": "result type",
+    "SPRTResult": "result type",
+    "UndefinedMetricWarning": "warning class",
+    "CalibrationState": "streaming state class (init/update/merge/compute), tested in "
+                        "test_states.py",
+    "ConfusionState": "streaming state class, tested in test_states.py",
+    "NLLState": "streaming state class, tested in test_states.py",
+    "ProbabilityLossState": "streaming state class, tested in test_states.py",
+    "retrieval.Qrels": "parsed TREC qrels container (file I/O)",
+    "retrieval.Run": "parsed TREC run container (file I/O)",
+    "retrieval.TrecFormatError": "exception class",
+    "retrieval.read_qrels": "file reader, not an array metric (tested in test_trec.py)",
+    "retrieval.read_run": "file reader, not an array metric (tested in test_trec.py)",
+    "retrieval.trec_arrays": "builds flat arrays from parsed files (tested in test_trec.py)",
+}
+
+# Top-level names that are the same object as a registered retrieval function.
+ALIASES = {"dcg": "retrieval.dcg", "ndcg": "retrieval.ndcg",
+           "r_precision": "retrieval.r_precision", "reciprocal_rank": "retrieval.reciprocal_rank",
+           "retrieval.grouped_roc_auc": "grouped_roc_auc"}
+
+
+def public_callables():
+    """Every public callable: ``name`` for calipers.__all__, ``retrieval.name`` for retrieval."""
+    out = {}
+    for mod, prefix in ((calipers, ""), (R, "retrieval.")):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if callable(obj):
+                out[prefix + name] = obj
+    return out

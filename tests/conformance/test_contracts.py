@@ -1,0 +1,652 @@
+"""The conformance suite: the contracts every public metric function keeps (SPEC, "Contracts").
+
+One test per (registry entry, check, backend). Checks and the backends they run on:
+
+- ``agreement``: the value on every backend equals NumPy's (1e-12 float64, 1e-6 float32);
+- ``jit``: ``jax.jit`` equals eager, and a second call with the same shapes does not recompile;
+- ``row_order`` / ``tie_order``: permuting rows, or only rows inside tie groups, changes nothing;
+- ``weights``: integer ``sample_weight`` equals repeating rows;
+- ``invalid``: invalid values raise ``ValueError`` naming the argument eagerly, NaN under jit;
+- ``undefined``: undefined input is NaN with ``UndefinedMetricWarning`` pointing at this file;
+- ``mixed_namespaces``: NumPy labels with JAX (or torch) scores, eagerly and under jit;
+- ``pytree``: the result flattens to arrays (``tree_leaves``) and ``jax.jit`` can return it;
+- ``float16``: float16 inputs give float32-accurate results in at least float32;
+- ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so.
+
+A check that fails on today's code is listed in ``KNOWN_FAILURES`` with the reason and runs as a
+strict xfail: when a fix lands it XPASSes, which fails, and the line must be deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import warnings
+
+import array_api_strict
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import calipers
+from calipers import UndefinedMetricWarning
+from conftest import load_case
+from registry import ALIASES, ENTRIES, EXEMPT, N, REGISTRY, public_callables
+
+try:
+    import torch
+except ImportError:  # the torch extra is optional
+    torch = None
+
+X64_BACKENDS = ["numpy", "array_api_strict", "jax_eager", "jax_jit", "torch"]
+CHECKS = {
+    "agreement": ["array_api_strict", "jax_eager", "jax_jit", "jax_jit_x32", "torch"],
+    "jit": ["jax_jit", "jax_jit_x32"],
+    "row_order": ["numpy", "jax_jit"],
+    "tie_order": ["numpy", "jax_jit"],
+    "weights": ["numpy", "array_api_strict"],
+    "invalid": ["numpy", "jax_eager", "jax_jit"],
+    "undefined": ["numpy", "jax_eager", "jax_jit"],
+    "mixed_namespaces": ["jax_eager", "jax_jit", "torch"],
+    "pytree": ["jax"],
+    "float16": ["numpy", "jax_eager"],
+    "symmetric": ["numpy"],
+}
+
+_MIXED = "array_namespace raises TypeError on NumPy labels + JAX arrays (mixed namespaces)"
+_F16 = "float16 inputs give a float16 result (SPEC: at least float32)"
+_BOOT_RNG = ("resamples come from the backend's RNG: one seed gives other replicates on NumPy "
+             "and JAX (SPEC: the data, the seed and the row order only)")
+_BOOT_F16 = "float16 scores give other replicates than the same values in float64"
+_BOOT_W = ("a weighted row is resampled as one unit, not as its repetitions (SPEC: weights "
+           "mean repetition, or the function refuses them)")
+_AT_K_W = "k counts rows, not weight: weighted @k differs from repeated rows (pending case)"
+_JIT_NAN = "a NaN y_score under jit gives a number, not NaN"
+_STR_LEAF = "the result holds a Python string as a pytree leaf (make it a static meta field)"
+
+
+def _STACK(module):
+    return (f"UndefinedMetricWarning is attributed to calipers/{module}.py (stacklevel), not "
+            "to the caller's line")
+
+
+# (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    # mixed namespaces: NumPy labels with JAX scores (handed case H19)
+    ('paired_bootstrap', 'agreement/jax_eager'): _BOOT_RNG,
+    ('paired_bootstrap_replicates', 'agreement/jax_eager'): _BOOT_RNG,
+    ('paired_bootstrap_replicates', 'agreement/jax_jit'): _BOOT_RNG,
+    ('paired_bootstrap_replicates', 'agreement/jax_jit_x32'): _BOOT_RNG,
+    ('average_precision_score', 'float16/jax_eager'): _F16,
+    ('average_precision_score', 'float16/numpy'): _F16,
+    ('brier_decomposition', 'float16/jax_eager'): _F16,
+    ('brier_decomposition', 'float16/numpy'): _F16,
+    ('brier_score_loss', 'float16/jax_eager'): _F16,
+    ('brier_score_loss', 'float16/numpy'): _F16,
+    ('expected_calibration_error', 'float16/jax_eager'): _F16,
+    ('expected_calibration_error', 'float16/numpy'): _F16,
+    ('log_loss', 'float16/jax_eager'): _F16,
+    ('log_loss', 'float16/numpy'): _F16,
+    ('mean_absolute_error', 'float16/jax_eager'): _F16,
+    ('mean_absolute_error', 'float16/numpy'): _F16,
+    ('mean_absolute_percentage_error', 'float16/jax_eager'): _F16,
+    ('mean_absolute_percentage_error', 'float16/numpy'): _F16,
+    ('mean_absolute_scaled_error', 'float16/jax_eager'): _F16,
+    ('mean_absolute_scaled_error', 'float16/numpy'): _F16,
+    ('mean_squared_error', 'float16/jax_eager'): _F16,
+    ('mean_squared_error', 'float16/numpy'): _F16,
+    ('multiclass_roc_auc_score', 'float16/jax_eager'): _F16,
+    ('multiclass_roc_auc_score', 'float16/numpy'): _F16,
+    ('paired_bootstrap', 'float16/jax_eager'): _BOOT_F16,
+    ('paired_bootstrap', 'float16/numpy'): _BOOT_F16,
+    ('paired_bootstrap_replicates', 'float16/jax_eager'): _BOOT_F16,
+    ('paired_bootstrap_replicates', 'float16/numpy'): _BOOT_F16,
+    ('precision_at_k', 'float16/jax_eager'): _F16,
+    ('precision_at_k', 'float16/numpy'): _F16,
+    ('precision_recall_auc', 'float16/jax_eager'): _F16,
+    ('precision_recall_auc', 'float16/numpy'): _F16,
+    ('precision_recall_curve', 'float16/jax_eager'): _F16,
+    ('precision_recall_curve', 'float16/numpy'): _F16,
+    ('r2_score', 'float16/jax_eager'): _F16,
+    ('r2_score', 'float16/numpy'): _F16,
+    ('recall_at_k', 'float16/jax_eager'): _F16,
+    ('recall_at_k', 'float16/numpy'): _F16,
+    ('reliability_diagram', 'float16/jax_eager'): _F16,
+    ('reliability_diagram', 'float16/numpy'): _F16,
+    ('roc_auc_score', 'float16/jax_eager'): _F16,
+    ('roc_auc_score', 'float16/numpy'): _F16,
+    ('roc_curve', 'float16/jax_eager'): _F16,
+    ('roc_curve', 'float16/numpy'): _F16,
+    ('root_mean_squared_error', 'float16/jax_eager'): _F16,
+    ('root_mean_squared_error', 'float16/numpy'): _F16,
+    ('select_threshold', 'float16/jax_eager'): _F16,
+    ('select_threshold', 'float16/numpy'): _F16,
+    ('H19', 'handed/jax_eager'): _MIXED,
+    ('H19', 'handed/jax_jit'): _MIXED,
+    ('H20', 'handed/jax_eager'): _F16,
+    ('H20', 'handed/numpy'): _F16,
+    ('delong_roc_variance', 'invalid/jax_jit'): _JIT_NAN,
+    ('roc_auc_confint', 'invalid/jax_jit'): _JIT_NAN,
+    ('accuracy_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('accuracy_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('average_precision_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('average_precision_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('balanced_accuracy_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('balanced_accuracy_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('brier_decomposition', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('brier_decomposition', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('brier_score_loss', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('brier_score_loss', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('by_group', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('cohen_kappa_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('cohen_kappa_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('confusion_matrix', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('confusion_matrix', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('delong_roc_variance', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('delong_roc_variance', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('delong_test', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('delong_test', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('expected_calibration_error', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('expected_calibration_error', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('f1_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('f1_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('fbeta_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('fbeta_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('fit_temperature', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('fit_temperature', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('grouped_roc_auc', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('grouped_roc_auc', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('log_loss', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('log_loss', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('matthews_corrcoef', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('matthews_corrcoef', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('mcnemar_table', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('multiclass_roc_auc_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('multiclass_roc_auc_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('multilabel_confusion_matrix', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('multilabel_confusion_matrix', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('multiple_choice_accuracy', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('multiple_choice_accuracy', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('paired_bootstrap', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('paired_bootstrap_replicates', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('paired_bootstrap_replicates', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('precision_at_k', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('precision_at_k', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('precision_recall_auc', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('precision_recall_auc', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('precision_recall_curve', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('precision_recall_fscore_support', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('precision_recall_fscore_support', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('precision_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('precision_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('recall_at_k', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('recall_at_k', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('recall_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('recall_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('reliability_diagram', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('reliability_diagram', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.average_precision', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.average_precision', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.dcg', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.dcg', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.ndcg', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.ndcg', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.precision_at_k', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.precision_at_k', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.r_precision', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.r_precision', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.recall_at_k', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.recall_at_k', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('retrieval.reciprocal_rank', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('retrieval.reciprocal_rank', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('roc_auc_confint', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('roc_auc_confint', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('roc_auc_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('roc_auc_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('roc_curve', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('select_threshold', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('select_threshold', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('specificity_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('specificity_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('top_k_accuracy_score', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('top_k_accuracy_score', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('mcnemar', 'pytree/jax'): _STR_LEAF,
+    ('sprt', 'pytree/jax'): _STR_LEAF,
+    ('grouped_roc_auc', 'undefined/numpy'): _STACK("_retrieval"),
+    ('precision_score', 'undefined/jax_eager'): _STACK("_classification"),
+    ('precision_score', 'undefined/numpy'): _STACK("_classification"),
+    ('r2_score', 'undefined/jax_eager'): _STACK("_backend"),
+    ('r2_score', 'undefined/numpy'): _STACK("_backend"),
+    ('retrieval.average_precision', 'undefined/numpy'): _STACK("_retrieval"),
+    ('retrieval.ndcg', 'undefined/numpy'): _STACK("_retrieval"),
+    ('retrieval.r_precision', 'undefined/numpy'): _STACK("_retrieval"),
+    ('retrieval.recall_at_k', 'undefined/numpy'): _STACK("_retrieval"),
+    ('retrieval.reciprocal_rank', 'undefined/numpy'): _STACK("_retrieval"),
+    ('roc_auc_confint', 'undefined/jax_eager'): _STACK("_comparison"),
+    ('roc_auc_confint', 'undefined/numpy'): _STACK("_comparison"),
+    ('paired_bootstrap', 'weights/array_api_strict'): _BOOT_W,
+    ('paired_bootstrap', 'weights/numpy'): _BOOT_W,
+    ('paired_bootstrap_replicates', 'weights/array_api_strict'): _BOOT_W,
+    ('paired_bootstrap_replicates', 'weights/numpy'): _BOOT_W,
+    ('precision_at_k', 'weights/array_api_strict'): _AT_K_W,
+    ('precision_at_k', 'weights/numpy'): _AT_K_W,
+    ('recall_at_k', 'weights/array_api_strict'): _AT_K_W,
+    ('recall_at_k', 'weights/numpy'): _AT_K_W,
+}
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+def applies(entry, check, backend):
+    if f"{check}/{backend}" in entry.not_on:
+        return False
+    jit_backend = backend.startswith("jax_jit") or check == "jit"
+    if jit_backend and entry.jit is not True:
+        return False
+    if check in ("row_order", "tie_order") and entry.rows is not True:
+        return False
+    if check == "tie_order" and entry.ties is None:
+        return False
+    if check == "weights" and entry.weights is None:
+        return False
+    if check == "invalid" and not entry.invalid:
+        return False
+    if check == "undefined" and entry.undefined is None:
+        return False
+    if check == "mixed_namespaces" and entry.labels is None:
+        return False
+    if check == "float16" and not entry.float16:
+        return False
+    if check == "symmetric" and not entry.symmetric:
+        return False
+    return True
+
+
+def _params():
+    out = []
+    for e in ENTRIES:
+        for check, backends in CHECKS.items():
+            for b in backends:
+                if not applies(e, check, b):
+                    continue
+                key = (e.name, f"{check}/{b}")
+                marks = ([pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[key])]
+                         if key in KNOWN_FAILURES else [])
+                out.append(pytest.param(e.name, check, b, id=f"{e.name}-{check}-{b}",
+                                        marks=marks))
+    return out
+
+
+PARAMS = _params()
+
+
+@contextlib.contextmanager
+def context(backend):
+    if backend == "torch" and torch is None:
+        pytest.skip("torch is not installed (the torch extra)")
+    with contextlib.ExitStack() as stack:
+        if backend == "array_api_strict":
+            stack.enter_context(array_api_strict.ArrayAPIStrictFlags(
+                boolean_indexing=False, data_dependent_shapes=False))
+        if backend == "jax_jit_x32":
+            stack.enter_context(jax.enable_x64(False))
+        yield
+
+
+def convert(backend, a):
+    if not isinstance(a, np.ndarray):
+        return a
+    if backend == "numpy":
+        return a
+    if backend == "array_api_strict":
+        return array_api_strict.asarray(a)
+    if backend == "torch":
+        return torch.asarray(a)
+    if backend == "jax_jit_x32":
+        a = a.astype({"f": np.float32, "i": np.int32}.get(a.dtype.kind, a.dtype)) \
+            if a.dtype.itemsize == 8 else a
+    return jnp.asarray(a)
+
+
+_JITS = {}
+
+
+def jitted(entry, kw_names, x64):
+    """One jitted function per (entry, keyword arrays, x64): checks with equal shapes share it."""
+    key = (entry.name, kw_names, x64)
+    if key not in _JITS:
+        def f(*arrays):
+            n_pos = len(arrays) - len(kw_names)
+            return entry.fn(*arrays[:n_pos], **dict(zip(kw_names, arrays[n_pos:])),
+                            **entry.options)
+        _JITS[key] = jax.jit(f)
+    return _JITS[key]
+
+
+def run(entry, backend, args, kw):
+    args = [convert(backend, a) for a in args]
+    kw = {k: convert(backend, v) for k, v in kw.items()}
+    if backend.startswith("jax_jit"):
+        names = tuple(sorted(kw))
+        return jitted(entry, names, backend == "jax_jit")(*args, *[kw[k] for k in names])
+    return entry.fn(*args, **kw, **entry.options)
+
+
+def raw_leaves(x):
+    """Arrays and numbers of a result, in field order; strings and None left out.
+
+    Walks dataclasses and tuples itself, so values are compared even for a result type that
+    is not (yet) a registered pytree; the pytree check is separate.
+    """
+    if x is None or isinstance(x, (str, bytes)):
+        return []
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [v for f in dataclasses.fields(x) for v in raw_leaves(getattr(x, f.name))]
+    if isinstance(x, (tuple, list)):
+        return [v for item in x for v in raw_leaves(item)]
+    if isinstance(x, dict):
+        return [v for k in sorted(x) for v in raw_leaves(x[k])]
+    return [x]
+
+
+def as_np(x):
+    if torch is not None and isinstance(x, torch.Tensor):
+        x = x.cpu().numpy()
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except TypeError:
+        return np.asarray(x.tolist() if hasattr(x, "tolist") else x, dtype=np.float64)
+
+
+def leaves(x):
+    return [as_np(v) for v in raw_leaves(x)]
+
+
+def assert_same(got, want, rtol=1e-12, atol=1e-14):
+    g, w = leaves(got), leaves(want)
+    assert len(g) == len(w), f"{len(g)} leaves, expected {len(w)}"
+    for i, (a, b) in enumerate(zip(g, w)):
+        assert a.shape == b.shape, f"leaf {i}: shape {a.shape} != {b.shape}"
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=f"leaf {i}")
+
+
+def tol(backend):
+    return (1e-6, 1e-6) if backend == "jax_jit_x32" else (1e-12, 1e-14)
+
+
+def primary_is_nan(result):
+    first = leaves(result)[0]
+    return bool(np.isnan(first).any())
+
+
+def data(entry, seed=0, gen=None):
+    return (gen or entry.gen)(np.random.default_rng(seed), N)
+
+
+def row_args(args, kw):
+    """Positions / names of the row-aligned arrays (leading dimension N)."""
+    pos = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim and
+           a.shape[0] == N]
+    names = [k for k, v in kw.items() if isinstance(v, np.ndarray) and v.ndim and
+             v.shape[0] == N]
+    return pos, names
+
+
+def take(args, kw, idx):
+    pos, names = row_args(args, kw)
+    args = [a[idx] if i in pos else a for i, a in enumerate(args)]
+    kw = {k: (v[idx] if k in names else v) for k, v in kw.items()}
+    return args, kw
+
+
+# --------------------------------------------------------------------------
+# the registry is complete
+# --------------------------------------------------------------------------
+
+def test_every_public_callable_is_registered_or_exempt():
+    public = public_callables()
+    missing = sorted(n for n in public if n not in REGISTRY and n not in EXEMPT
+                     and n not in ALIASES)
+    assert not missing, f"public callables neither registered nor exempt: {missing}"
+    stale = sorted(n for n in list(REGISTRY) + list(EXEMPT) + list(ALIASES) if n not in public)
+    assert not stale, f"registry names that are not public: {stale}"
+    for alias, target in ALIASES.items():
+        assert public[alias] is public[target], f"{alias} is not the same object as {target}"
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_registry_entry_matches_signature(name):
+    e = REGISTRY[name]
+    fn = e.fn.func if hasattr(e.fn, "func") else e.fn
+    has_weights = "sample_weight" in inspect.signature(fn).parameters
+    assert has_weights == (e.weights is not None), \
+        f"{name}: weights tag {e.weights!r} but sample_weight parameter: {has_weights}"
+
+
+def test_known_failures_name_real_tests():
+    ids = {(p.values[0], f"{p.values[1]}/{p.values[2]}") for p in PARAMS}
+    # handed-case keys name a test_Hxx_... function below and one of its variants
+    ids |= {(k[0], k[1]) for k in KNOWN_FAILURES if k[1].startswith("handed/") and
+            any(name.startswith(f"test_{k[0]}_") for name in globals())}
+    assert set(KNOWN_FAILURES) <= ids, sorted(set(KNOWN_FAILURES) - ids)
+
+
+# --------------------------------------------------------------------------
+# the checks
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, check, backend", PARAMS)
+def test_contract(name, check, backend):
+    entry = REGISTRY[name]
+    with context(backend):
+        CHECK_FUNCTIONS[check](entry, backend)
+
+
+def check_agreement(entry, backend):
+    args, kw = data(entry)
+    want = entry.fn(*args, **kw, **entry.options)
+    got = run(entry, backend, args, kw)
+    rtol, atol = tol(backend)
+    assert_same(got, want, rtol, atol)
+
+
+def check_jit(entry, backend):
+    args, kw = data(entry)
+    # eager JAX with x64, also for the x32 jit (at float32 tolerance): eager ops compiled
+    # again in 32 bits would take half this suite's time
+    with jax.enable_x64(True):
+        eager = entry.fn(*[convert("jax_eager", a) for a in args],
+                         **{k: convert("jax_eager", v) for k, v in kw.items()}, **entry.options)
+    got = run(entry, backend, args, kw)
+    rtol, atol = tol(backend)
+    assert_same(got, eager, rtol, atol)
+    f = jitted(entry, tuple(sorted(kw)), backend == "jax_jit")
+    size = f._cache_size()
+    assert size >= 1
+    args2, kw2 = data(entry, seed=1)   # same shapes and dtypes, other values
+    run(entry, backend, args2, kw2)
+    assert f._cache_size() == size, "a second call with the same shapes recompiled"
+
+
+def check_row_order(entry, backend):
+    args, kw = data(entry)
+    base = run(entry, backend, args, kw)
+    perm = np.random.default_rng(7).permutation(N)
+    assert_same(run(entry, backend, *take(args, kw, perm)), base, 1e-12, 1e-14)
+
+
+def check_tie_order(entry, backend):
+    args, kw = data(entry)
+    score = np.asarray(args[entry.ties])
+    key = score if score.ndim == 1 else score[:, 0]
+    rng = np.random.default_rng(3)
+    # two orders sorted by score whose tie groups are shuffled differently
+    p1 = np.lexsort((rng.permutation(N), key))
+    p2 = np.lexsort((rng.permutation(N), key))
+    assert np.any(p1 != p2)
+    a = run(entry, backend, *take(args, kw, p1))
+    b = run(entry, backend, *take(args, kw, p2))
+    assert_same(a, b, 1e-12, 1e-14)
+
+
+def check_weights(entry, backend):
+    args, kw = data(entry)
+    w = np.random.default_rng(5).integers(1, 4, N)
+    conv = [convert(backend, a) for a in args]
+    kwc = {k: convert(backend, v) for k, v in kw.items()}
+    if entry.weights != "repeat":   # the entry refuses weights: passing them raises
+        with pytest.raises((TypeError, ValueError)):
+            entry.fn(*conv, **kwc, sample_weight=convert(backend, w), **entry.options)
+        return
+    weighted = entry.fn(*conv, **kwc, sample_weight=convert(backend, w), **entry.options)
+    rargs, rkw = take(args, kw, np.repeat(np.arange(N), w))
+    repeated = entry.fn(*[convert(backend, a) for a in rargs],
+                        **{k: convert(backend, v) for k, v in rkw.items()}, **entry.options)
+    view = entry.weights_view or (lambda r: r)
+    assert_same(view(weighted), view(repeated), 1e-12, 1e-14)
+
+
+def check_invalid(entry, backend):
+    for gen, argname in entry.invalid:
+        args, kw = data(entry, gen=gen)
+        if backend.startswith("jax_jit"):
+            assert primary_is_nan(run(entry, backend, args, kw)), f"bad {argname}: not NaN"
+        else:
+            with pytest.raises(ValueError, match=argname):
+                run(entry, backend, args, kw)
+
+
+def check_undefined(entry, backend):
+    args, kw = data(entry, gen=entry.undefined)
+    if backend.startswith("jax_jit"):
+        assert primary_is_nan(run(entry, backend, args, kw))
+        return
+    args = [convert(backend, a) for a in args]
+    kw = {k: convert(backend, v) for k, v in kw.items()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = entry.fn(*args, **kw, **entry.options)   # the caller's line
+    assert primary_is_nan(result), "undefined input did not give NaN"
+    ours = [w for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+    assert ours, "no UndefinedMetricWarning"
+    assert all(w.filename == __file__ for w in ours), \
+        f"warning points at {sorted({w.filename for w in ours})}, not the caller"
+
+
+def check_mixed_namespaces(entry, backend):
+    # a JAX eval step closing over fixed NumPy labels (handed case H19)
+    args, kw = data(entry)
+    want = entry.fn(*args, **kw, **entry.options)
+    i = entry.labels
+    labels = args[i]
+    other = {j: a for j, a in enumerate(args) if j != i}
+    conv = "torch" if backend == "torch" else "jax_eager"
+
+    def call(*others):
+        full = list(args)
+        for j, a in zip(other, others):
+            full[j] = a
+        full[i] = labels
+        return entry.fn(*full, **kw, **entry.options)
+
+    others = [convert(conv, a) for a in other.values()]
+    got = jax.jit(call)(*others) if backend == "jax_jit" else call(*others)
+    assert_same(got, want, 1e-12, 1e-14)
+
+
+def check_pytree(entry, backend):
+    # every result type is a JAX pytree (handed case H18)
+    args, kw = data(entry)
+    result = run(entry, "jax_eager", args, kw)
+    bad = [type(x).__name__ for x in jax.tree_util.tree_leaves(result)
+           if not isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, bool))]
+    assert not bad, f"tree_leaves gives non-array leaves: {bad}"
+    if entry.jit is True:
+        assert_same(run(entry, "jax_jit", args, kw), result, 1e-12, 1e-14)
+
+
+def check_float16(entry, backend):
+    # half-precision inputs, float32-accurate results (handed case H20)
+    args, kw = data(entry)
+    half = [a.astype(np.float16) if a.dtype.kind == "f" else a for a in args]
+    halfkw = {k: (v.astype(np.float16) if v.dtype.kind == "f" else v) for k, v in kw.items()}
+    want = entry.fn(*[a.astype(np.float64) if a.dtype == np.float16 else a for a in half],
+                    **{k: (v.astype(np.float64) if v.dtype == np.float16 else v)
+                       for k, v in halfkw.items()}, **entry.options)
+    got = run(entry, backend, half, halfkw)
+    narrow = [str(x.dtype) for x in raw_leaves(got) if hasattr(x, "dtype") and
+              np.dtype(str(x.dtype)).kind == "f" and np.dtype(str(x.dtype)).itemsize < 4]
+    assert not narrow, f"results in {narrow}"
+    assert_same(got, want, 1e-6, 1e-7)
+
+
+def check_symmetric(entry, backend):
+    args, kw = data(entry)
+    swapped = [args[1], args[0], *args[2:]]
+    assert_same(run(entry, backend, swapped, kw), run(entry, backend, args, kw), 1e-12, 1e-14)
+
+
+CHECK_FUNCTIONS = {
+    "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
+    "tie_order": check_tie_order, "weights": check_weights, "invalid": check_invalid,
+    "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
+    "pytree": check_pytree, "float16": check_float16, "symmetric": check_symmetric,
+}
+assert set(CHECK_FUNCTIONS) == set(CHECKS)
+
+
+# --------------------------------------------------------------------------
+# the handed cases behind three of the contracts, with their own numbers
+# --------------------------------------------------------------------------
+
+def _handed(case_id, variant):
+    key = (case_id, f"handed/{variant}")
+    marks = ([pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[key])]
+             if key in KNOWN_FAILURES else [])
+    return pytest.param(variant, id=variant, marks=marks)
+
+
+@pytest.mark.parametrize("variant", [_handed("H18", v) for v in ("jax_jit", "jax_jit_x32")])
+def test_H18_comparison_results_returned_from_jit(variant):
+    case = load_case("H18")
+    (auc_in, count_in), (_, conf_kw) = case["inputs"], case["kwargs"]
+    (auc_want, conf_want) = case["expected"]
+    tol_ = case["tolerance"]
+    with context(variant):
+        arrays = [convert(variant, np.asarray(auc_in[k])) for k in
+                  ("y_true", "y_score_a", "y_score_b")]
+        res = jax.jit(calipers.delong_test)(*arrays)
+        for field, want in auc_want.items():
+            assert abs(float(getattr(res, field)) - want) <= tol_, field
+        ci = jax.jit(lambda c, n: calipers.proportion_confint(c, n, **conf_kw))(
+            convert(variant, np.asarray(count_in["count"])),
+            convert(variant, np.asarray(count_in["nobs"])))
+        assert abs(float(ci.low) - conf_want["low"]) <= tol_
+        assert abs(float(ci.high) - conf_want["high"]) <= tol_
+
+
+@pytest.mark.parametrize("variant", [_handed("H19", v) for v in ("jax_eager", "jax_jit")])
+def test_H19_numpy_labels_with_jax_scores(variant):
+    case = load_case("H19")
+    y_np = np.asarray(case["inputs"]["y_true_numpy"])
+    s = jnp.asarray(case["inputs"]["y_score_jax"])
+    fn = (lambda s: calipers.roc_auc_score(y_np, s))
+    got = jax.jit(fn)(s) if variant == "jax_jit" else fn(s)
+    assert abs(float(got) - case["expected"]) <= case["tolerance"]
+
+
+@pytest.mark.parametrize("variant", [_handed("H20", v) for v in ("numpy", "jax_eager")])
+def test_H20_float16_scores_give_a_float32_accurate_auc(variant):
+    case = load_case("H20")
+    rows = np.asarray(case["inputs"]["rle"])
+    counts = rows[:, 2].astype(np.int64)
+    s = np.repeat(rows[:, 0], counts).astype(case["inputs"]["dtype"])
+    y = np.repeat(rows[:, 1], counts).astype(np.int64)
+    got = calipers.roc_auc_score(convert(variant, y), convert(variant, s))
+    assert np.dtype(str(got.dtype)).itemsize >= 4, got.dtype
+    assert abs(float(got) - case["expected"]) <= case["tolerance"]

@@ -1,0 +1,85 @@
+"""Every handed case is pinned by a test, and no test reads data from outside the repository.
+
+A case is covered when a test file other than this one names its id (``H07``) as a word: test
+names and bodies carry the id by convention. Ids that in-progress work owns are listed in
+``PENDING`` with the owner, so the gap is visible here instead of hidden; an id in ``PENDING``
+that a test already names XPASSes, which fails (strict), so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import HANDED_CASES
+
+TESTS = Path(__file__).resolve().parent
+ALL_IDS = sorted(HANDED_CASES)
+
+# id -> the work that will add its test (delete the line when the test lands).
+PENDING = {
+    "H16": "bootstrap issue: weights in ranking-at-k metrics",
+    "H17": "bootstrap issue: BCa bias correction with replicates tied at the estimate",
+    "H21": "inputs issue: top_k_accuracy_score labels rule",
+    "H22": "inputs issue: string / bytes labels in classification and probability metrics",
+    "H23": "bootstrap issue: paired resampling resamples pairs",
+    "H24": "inputs issue: confusion_matrix labels none of which occur in y_true",
+    "H25": "new family (survival)",
+    "H26": "new family (survival)",
+    "H27": "new family (conformal)",
+    "H28": "new family (conformal)",
+    "H29": "new family (selective prediction)",
+    "H30": "new family (off-policy)",
+    "H31": "new family (off-policy)",
+    "H32": "streaming states",
+    "H33": "streaming states",
+}
+
+
+def _test_files():
+    return [p for p in TESTS.rglob("*.py") if p.resolve() != Path(__file__).resolve()]
+
+
+def _covered():
+    ids = set()
+    for p in _test_files():
+        ids.update(re.findall(r"\bH\d\d\b", p.read_text()))
+    return ids
+
+
+def test_data_file_has_every_case_with_a_public_source():
+    assert ALL_IDS == [f"H{i:02d}" for i in range(1, 34)]
+    for cid, case in HANDED_CASES.items():
+        assert case.get("source"), cid
+
+
+@pytest.mark.parametrize("case_id", [
+    pytest.param(cid, marks=pytest.mark.xfail(strict=True, reason=f"pending: {PENDING[cid]}"))
+    if cid in PENDING else cid for cid in ALL_IDS])
+def test_handed_case_has_a_test(case_id):
+    # a PENDING id that gains a test XPASSes, which fails (strict): delete its PENDING line
+    assert case_id in _covered(), f"no test names handed case {case_id}"
+
+
+def test_no_test_reads_outside_the_repository():
+    offenders = [str(p.relative_to(TESTS)) for p in _test_files()
+                 if re.search(r"shared/|[\"']shared[\"']", p.read_text())]
+    assert not offenders, f"tests reading ../shared or /work/shared: {offenders}"
+
+
+def _naming_case_ids(root, pattern):
+    return sorted(str(p.relative_to(root)) for p in root.glob(pattern)
+                  if re.search(r"\bH\d\d\b", p.read_text()))
+
+
+def test_docs_cite_public_sources_not_case_ids():
+    root = TESTS.parent
+    assert not _naming_case_ids(root, "docs/*.md") + _naming_case_ids(root, "README.md")
+
+
+@pytest.mark.xfail(strict=True, reason="docstrings and comments in src/ still cite case ids; "
+                                       "the lead replaces them with the public sources")
+def test_src_cites_public_sources_not_case_ids():
+    assert not _naming_case_ids(TESTS.parent, "src/calipers/**/*.py")
