@@ -217,7 +217,8 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     decreasing order, tied scores entering together (scikit-learn's definition;
     Manning, Raghavan & Schütze 2008, ch. 8). Equivalently the mean, over
     positives, of the precision at the threshold equal to that positive's score.
-    No interpolation: constant scores give the prevalence (handed case H04).
+    No interpolation: constant scores give the prevalence (scikit-learn issue #13074,
+    PR #9017: the interpolated variant overstates AP).
     The trapezoidal area is :func:`precision_recall_auc`.
 
     Parameters and dtypes as :func:`roc_auc_score`.
@@ -358,8 +359,8 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
     ``drop_intermediate=True`` keeps the endpoints and every vertex where the
     curve changes direction, and drops collinear points (exact test on the
     weighted counts). This is the minimal curve; it differs from scikit-learn
-    1.9, which keeps some collinear points (handed case H02). The area is the
-    same either way.
+    1.9, which keeps some collinear points (scikit-learn issue #31635, PR
+    #31647). The area is the same either way.
 
     Shapes: eagerly the arrays have one element per distinct score plus one.
     Under ``jit`` (and on backends without data-dependent shapes) they have the
