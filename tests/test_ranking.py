@@ -477,3 +477,53 @@ def test_multiclass_dispatch_like_sklearn():
             skm.roc_auc_score(y, P, multi_class=mc))
     with pytest.raises(ValueError, match="pass multi_class='ovr' or 'ovo'"):
         calipers.roc_auc_score(y, P)
+
+
+# --------------------------------------------------------------------------
+# H16: integer sample_weight at k means repetition (the top k units of weight)
+# --------------------------------------------------------------------------
+
+def test_H16_precision_recall_at_k_weights_are_repetitions(backend):
+    case = load_case("H16")
+    inp = case["inputs"]
+    got = backend.call(calipers.precision_at_k, inp["y_true"], inp["y_score"],
+                       k=case["kwargs"]["k"], sample_weight=np.array(inp["sample_weight"]))
+    assert float(got) == pytest.approx(case["expected"], abs=case["tolerance"])
+    got = backend.call(calipers.recall_at_k, [1, 1], [0.9, 0.8], k=2,
+                       sample_weight=np.array([3, 1]))
+    assert float(got) == pytest.approx(0.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 4), st.integers(0, 3)),
+                min_size=1, max_size=12), st.integers(1, 8))
+def test_at_k_integer_weights_equal_repeated_rows(rows, k):
+    y = np.array([r[0] for r in rows])
+    s = np.array([r[1] for r in rows]) / 4.0          # ties
+    w = np.array([r[2] for r in rows])
+    if w.sum() < k:
+        with pytest.raises(ValueError, match="total sample_weight"):
+            calipers.precision_at_k(y, s, k=k, sample_weight=w)
+        return
+    ry, rs = np.repeat(y, w), np.repeat(s, w)
+    assert calipers.precision_at_k(y, s, k=k, sample_weight=w) == \
+        pytest.approx(calipers.precision_at_k(ry, rs, k=k), abs=1e-12)
+    if ry.sum():
+        assert calipers.recall_at_k(y, s, k=k, sample_weight=w) == \
+            pytest.approx(calipers.recall_at_k(ry, rs, k=k), abs=1e-12)
+
+
+def test_H16_bootstrap_with_counts_equals_row_resampling():
+    """The bootstrap passes counts as weights; with repetition semantics that is row resampling."""
+    from functools import partial
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 20)
+    a, b = rng.random(20).round(1), rng.random(20).round(1)
+    metric = partial(calipers.precision_at_k, k=5)
+    res = calipers.paired_bootstrap(metric, y, a, b, n_resamples=200, seed=1)
+    assert res.n_undefined == 0
+    idx_rng = np.random.default_rng(2)
+    for _ in range(5):  # a few replicates by explicit resampling, compared with count weights
+        idx = idx_rng.integers(0, 20, 20)
+        counts = np.bincount(idx, minlength=20)
+        assert metric(y, a, sample_weight=counts) == pytest.approx(metric(y[idx], a[idx]))

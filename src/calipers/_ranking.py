@@ -451,6 +451,14 @@ def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=Non
 # --------------------------------------------------------------------------
 
 def _at_k(y_true, y_score, k, sample_weight, pos_label):
+    """Expected positive weight among the top ``k`` units of weight, ties by expectation.
+
+    A row of integer weight w counts as w tied rows (repetition), so the top k
+    holds k units of weight: sorted by score descending, each tie group enters
+    whole while the cumulative weight stays within k, and the group straddling
+    k enters with the share ``(k - weight above) / group weight`` of each of
+    its rows (the expectation over all orders of the tied units).
+    """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if k <= 0:
@@ -458,21 +466,30 @@ def _at_k(y_true, y_score, k, sample_weight, pos_label):
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     n = d.s.shape[0]
-    if k > n:
+    if d.w is None and k > n:
         raise ValueError(f"k={k} is larger than the number of samples n={n}")
     f = B.acc_float(xp)
-    kth = xp.sort(d.s, descending=True)[k - 1]
-    above = d.s > kth
-    tied = d.s == kth
-    w = xp.ones(n, dtype=f, device=B.device(d.s)) if d.w is None else xp.astype(d.w, f)
-    yf = xp.astype(d.y, f)
-    n_above = xp.sum(xp.astype(above, f))
-    n_tied = xp.sum(xp.astype(tied, f))
-    share = (k - n_above) / n_tied          # expected share of the tie group in the top k
-    tp = xp.sum(xp.where(above, w * yf, 0.0)) + share * xp.sum(xp.where(tied, w * yf, 0.0))
-    wk = xp.sum(xp.where(above, w, 0.0)) + share * xp.sum(xp.where(tied, w, 0.0))
+    order = xp.argsort(d.s, descending=True, stable=True)
+    s = xp.take(d.s, order)
+    w = xp.ones(n, dtype=f, device=B.device(d.s)) if d.w is None \
+        else xp.astype(xp.take(d.w, order), f)
+    yf = xp.astype(xp.take(d.y, order), f)
+    lo, hi = B.group_bounds(s, xp)
+    C = B.prefix_sum(w, xp, f)                       # weight of the rows before index i
+    before = xp.take(C, lo)                          # weight above the row's tie group
+    group = xp.take(C, hi + 1) - before              # the tie group's weight
+    room = xp.clip(k - before, 0.0, None)
+    share = xp.where(group > 0, xp.minimum(room / xp.where(group > 0, group, 1.0), 1.0),
+                     xp.astype(room > 0, f))
+    tp = xp.sum(share * w * yf)
+    total = C[n]
+    too_few = total < k
+    if d.w is not None and not B.is_traced(total) and bool(too_few):
+        raise ValueError(f"k={k} is larger than the total sample_weight "
+                         f"{B.show(B.to_numpy(total))}: the top k needs k units of weight")
+    d = d._replace(invalid=d.invalid | too_few)
     P = xp.sum(w * yf)
-    return d, tp, wk, P
+    return d, tp, xp.asarray(float(k), dtype=f), P
 
 
 def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
@@ -481,13 +498,20 @@ def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     If the k-th highest score is shared by a tie group of which only part fits
     in the top k, every row of the group is counted with weight
     ``(k - n_above) / n_tied``: the expected value over all orderings of the
-    ties (no dependence on row order, unlike ``argsort``-based top-k). With
-    ``sample_weight``, precision is E[positive weight in top k] / E[weight in
-    top k].
+    ties (no dependence on row order, unlike ``argsort``-based top-k).
 
-    Returns a 0-d float; NaN (with warning) only if the top k has zero weight.
+    ``sample_weight`` means repetition: a row of weight 3 is three tied rows,
+    so the top k holds k units of weight, a tie group straddling the k-th unit
+    enters by the same expectation, and precision is the expected positive
+    weight in those k units divided by k (real weights extend the same rule to
+    mass). scikit-learn has no such metric; torchmetrics' retrieval precision
+    ignores weights.
+
+    Returns a 0-d float of at least float32.
     Raises ``ValueError`` for ``k`` not a positive integer or ``k > n`` (static,
-    raised under ``jit`` too) and for the input errors of :func:`roc_auc_score`.
+    raised under ``jit`` too), for a total ``sample_weight`` below ``k``
+    (eagerly; NaN under ``jit``) and for the input errors of
+    :func:`roc_auc_score`.
 
     Examples
     --------
@@ -497,10 +521,8 @@ def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     0.75
     """
     d, tp, wk, _ = _at_k(y_true, y_score, k, sample_weight, pos_label)
-    xp = d.xp
-    undefined = wk == 0
-    return _result(tp / xp.where(undefined, 1.0, wk), d, undefined,
-                   "precision@k is undefined: the top k have zero weight; returning NaN")
+    never = d.xp.asarray(False, device=B.device(d.s))  # k units always exist (else invalid)
+    return _result(tp / wk, d, never, "")
 
 
 def recall_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
