@@ -22,7 +22,7 @@ from ._comparison import (
     roc_auc_confint,
     sprt,
 )
-from ._exceptions import UndefinedMetricWarning
+from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._multiplicity import adjust_pvalues
 from ._power import (
     AUCPowerResult,
@@ -217,6 +217,7 @@ __all__ = [
     "mcnemar_power",
     "mcnemar_sample_size",
     "UndefinedMetricWarning",
+    "BootstrapDesignWarning",
     "average_precision_score",
     "brier_score_loss",
     "log_loss",

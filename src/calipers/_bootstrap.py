@@ -52,7 +52,7 @@ from ._intervals import (  # noqa: F401 (also the names tests use)
 from ._resample import (  # noqa: F401 (also the names tests use)
     _build_design, _Design, _draw_jax, _draw_numpy, _key_for, _numpy_streams
 )
-from ._exceptions import UndefinedMetricWarning
+from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
 
 __all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap",
@@ -438,6 +438,41 @@ def _full_estimate(metric, kind, y_true, s, sw):
 # the public function
 # --------------------------------------------------------------------------
 
+MIN_UNITS, MIN_MINORITY, MIN_DISTINCT = 10, 5, 10
+
+
+def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
+    """Warn when the design is too small for an interval to mean anything.
+
+    The rule (stated in :class:`calipers.BootstrapDesignWarning`): fewer than
+    10 resampling units, fewer than 5 minority-class rows under
+    stratification, or fewer than 10 distinct replicated differences. A
+    bootstrap of 4 rows can only produce a handful of distinct resamples, and
+    its "interval" is a statement about those, not about the population.
+    """
+    design = s.design
+    units = {"cluster": design.n_units,
+             "block": max(1, design.n - design.block_length + 1)}.get(design.kind, s.n)
+    unit_name = {"cluster": "clusters", "block": "blocks"}.get(design.kind, "rows")
+    reasons = []
+    if units < MIN_UNITS:
+        reasons.append(f"{units} resampling {unit_name} (fewer than {MIN_UNITS})")
+    if stratify and design.kind == "stratified":
+        yv = np.asarray(B.to_numpy(y_true))
+        _, counts = np.unique(yv, return_counts=True)
+        if counts.size and counts.min() < MIN_MINORITY:
+            reasons.append(f"{int(counts.min())} rows of the minority class "
+                           f"(fewer than {MIN_MINORITY})")
+    distinct = np.unique(d_ok).size
+    if distinct < MIN_DISTINCT:
+        reasons.append(f"{distinct} distinct replicated differences (fewer than {MIN_DISTINCT})")
+    if reasons:
+        warnings.warn("the bootstrap interval rests on " + "; ".join(reasons) + ": it does not "
+                      "measure uncertainty. Use more data or an exact test "
+                      "(paired_permutation_test, mcnemar).", BootstrapDesignWarning,
+                      stacklevel=B.caller_stacklevel() if hasattr(B, "caller_stacklevel") else 3)
+
+
 def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,
                      n_resamples: int = 1000, confidence_level: float = 0.95,
                      method: str = "percentile", alternative: str = "two-sided",
@@ -603,6 +638,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         B.warn_undefined(f"{n_undefined} of {n_resamples} bootstrap replicates are undefined "
                          f"(metric NaN for model A or B); they are left out", 2)
     d_ok = diff[ok]
+    _warn_degenerate(s, y_true, stratify, d_ok)
     difference = est_a - est_b
     ja = jb = jd = None
     if method_l == "bca":

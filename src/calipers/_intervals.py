@@ -31,6 +31,10 @@ def _bca_probs(d, theta, jack, alpha_lo, alpha_hi):
     jack = jack[np.isfinite(jack)]
     if not (0 < pct < 1) or jack.size < 2:
         return None
+    if d.min() == d.max():
+        # Every replicate equal (identical models, say): the bias correction
+        # and acceleration are 0/0. scipy returns NaN here too.
+        return None
     z0 = _NORMAL.inv_cdf(pct)
     u = (jack.size - 1) * (jack.mean() - jack)
     den = np.sum(u**2)
@@ -54,8 +58,9 @@ def _interval(d, theta, method, confidence_level, alternative, jack):
     if method == "bca":
         probs = _bca_probs(d, theta, jack, alpha, 1 - alpha)
         if probs is None:
-            B.warn_undefined("the BCa interval is undefined here (all replicates on one side "
-                             "of the estimate, or no usable jackknife values); returning NaN", 4)
+            B.warn_undefined("the BCa interval is undefined here (all replicates equal, all "
+                             "on one side of the estimate, or no usable jackknife values); "
+                             "returning NaN", 4)
             return ConfidenceInterval(math.nan, math.nan)
     lo, hi = _quantiles(d, probs)
     if method == "basic":
