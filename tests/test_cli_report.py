@@ -323,3 +323,15 @@ def test_cli_uses_public_functions_only():
     assert private.search("from .._trec import read_run\n")
     assert private.search("    from calipers._retrieval import _Ranking\n")
     assert not private.search("from ._io import read_predictions\n")
+
+
+def test_tiny_file_warns_in_the_report(capsys, tmp_path):
+    f = tmp_path / "tiny.csv"
+    f.write_text("y,a,b\n0,0.1,0.3\n1,0.9,0.7\n0,0.2,0.4\n1,0.8,0.6\n")
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--score", "b", "--n-resamples", "100", "--no-progress")
+    assert code == 0
+    assert "warning: the bootstrap interval rests on 4 resampling rows" in out
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--n-resamples", "100", "--no-progress", "--format", "json")
+    assert any("4 resampling rows" in w for w in json.loads(out)["warnings"])

@@ -95,6 +95,7 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
     ``groups`` (one id per row) switches every metric to the cluster bootstrap.
     """
     names = list(scores)
+    _DESIGN_WARNINGS.clear()
     probs = {k: bool(np.all((v >= 0) & (v <= 1))) for k, v in scores.items()}
     out = {
         "n": int(y.shape[0]),
@@ -148,6 +149,8 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                         else "DeLong et al. 1988"
                 cmp["metrics"][key] = entry
     _adjust(out)
+    out["warnings"] = list(_DESIGN_WARNINGS)
+    _DESIGN_WARNINGS.clear()
     return out
 
 
@@ -168,17 +171,27 @@ def _adjust(out) -> None:
         m["pvalue_holm"] = float(a)
 
 
+_DESIGN_WARNINGS: list = []
+
+
 def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
     import warnings
 
-    from calipers import UndefinedMetricWarning
+    from calipers import BootstrapDesignWarning, UndefinedMetricWarning
 
-    with warnings.catch_warnings():
-        # Undefined estimates are reported as NaN ("undefined") and counted.
+    with warnings.catch_warnings(record=True) as caught:
+        # Undefined estimates are reported as NaN ("undefined") and counted;
+        # design warnings are collected and printed with the report.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return calipers.paired_bootstrap(
+        warnings.simplefilter("always", BootstrapDesignWarning)
+        res = calipers.paired_bootstrap(
             fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
             seed=seed, stratify=stratify, groups=groups, progress=progress)
+    for w in caught:
+        msg = str(w.message)
+        if issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
+            _DESIGN_WARNINGS.append(msg)
+    return res
 
 
 def _share_better(res, higher):
@@ -420,6 +433,8 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
             heads.append(f"p (Holm, {n_tests} tests)")
         heads.append("DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p")
         lines.append(tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True))
+    for msg in rep.get("warnings", []):
+        lines += ["", f"warning: {msg}"]
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
