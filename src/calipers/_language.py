@@ -13,6 +13,7 @@ from statistics import NormalDist
 from typing import NamedTuple
 
 from . import _backend as B
+from ._compile import compiled
 
 __all__ = [
     "pass_at_k",
@@ -183,7 +184,7 @@ def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
     return xp, nll, m, invalid, acc
 
 
-@B.jax_eager_jit
+@compiled
 def perplexity(token_logprobs, *, segment_ids=None, num_segments=None, mask=None):
     """Perplexity ``exp(NLL / tokens)`` from per-token log-likelihoods (natural log).
 
@@ -311,7 +312,7 @@ def _bits_per_unit(token_logprobs, count, mask, count_name):
     return B.finalize(B.nan_if(invalid, value, xp), xp)
 
 
-@B.jax_eager_jit
+@compiled
 def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
     """Bits per byte: ``total NLL in nats / (ln 2 * total UTF-8 bytes)``.
 
@@ -335,7 +336,7 @@ def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
     return _bits_per_unit(token_logprobs, num_bytes, mask, "num_bytes")
 
 
-@B.jax_eager_jit
+@compiled
 def bits_per_character(token_logprobs, num_characters, *, mask=None):
     """Bits per character: ``total NLL in nats / (ln 2 * total characters)``.
 
@@ -405,7 +406,7 @@ class MultipleChoiceAccuracy(NamedTuple):
     accuracy_norm: object  #: argmax of log-likelihood / length; None without lengths
 
 
-@B.jax_eager_jit
+@compiled
 def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, choice_mask=None,
                              ties="expected"):
     """Multiple-choice accuracy from per-choice log-likelihoods, raw and length-normalised.

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import _backend as B
+from ._compile import compiled
 
 __all__ = ["log_loss", "brier_score_loss"]
 
@@ -149,7 +150,7 @@ def _weighted_mean(values, w, xp, normalize=True):
     return (total / wsum if normalize else total), wsum
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
@@ -211,7 +212,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
                      scale_by_half="auto"):
     """Brier score: mean squared difference between forecast probabilities and outcomes.
