@@ -289,9 +289,7 @@ def _bucket(dyn, rows, weight):
     if n <= 0:
         return dyn, None
     m = bucket_length(n)
-    if m == n:
-        return dyn, None
-    out = dict(dyn)
+    out = dict(dyn)  # the weight is always given, so padded and unpadded calls share a program
     for r in present:
         x = dyn[r]
         out[r] = jnp.concatenate([x, jnp.repeat(x[-1:], m - n, axis=0)])

@@ -322,7 +322,7 @@ def check_probabilities(name: str, p, xp, *, rows_sum_to_one=False):
         sums = xp.sum(xp.astype(p, acc), axis=1)
         invalid = invalid | fail_if(xp.abs(sums - 1) > tol, f"each row of {name}",
                                     f"must sum to 1 (within {tol:.1e})", xp,
-                                    values=sums, what="row; the sum of row")
+                                    values=sums, what="the sum of row")
     return invalid
 
 
