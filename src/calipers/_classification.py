@@ -8,8 +8,11 @@ semantics, plus what a ``jit``-compiled training loop needs:
   static shapes, no ``unique`` and no boolean-mask indexing, so the kernels run
   under ``jax.jit``;
 * under ``jit`` the label set must be static: ``num_classes=C`` (labels are
-  ``0..C-1``) or an explicit ``labels=`` list.  Eagerly the labels may be
-  inferred from the data, as scikit-learn does;
+  ``0..C-1``) or an explicit ``labels=`` list, and labels are numbers.
+  Eagerly the labels may be inferred from the data, as scikit-learn does, and
+  may be strings or any sortable values: they are encoded as the sorted
+  distinct values of ``y_true`` and ``y_pred`` together (scikit-learn's
+  encoding), ``labels`` and ``pos_label`` naming the original values;
 * ``ignore_index`` drops samples (multilabel: entries) whose ``y_true`` equals
   it by giving them weight zero (a mask, never boolean indexing);
 * ``threshold``: ``y_pred`` holds scores and a sample is predicted positive
@@ -768,10 +771,13 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
     Parameters
     ----------
     y_true, y_pred : arrays of shape (n,)
-        Labels (numbers). With ``threshold``, ``y_pred`` holds scores and is
-        binarised as ``y_pred >= threshold`` (labels 0/1).
+        Labels: numbers, or eagerly any sortable values (strings too). With
+        ``threshold``, ``y_pred`` holds scores and is binarised as
+        ``y_pred >= threshold`` (labels 0/1).
     labels, num_classes : see :func:`precision_recall_fscore_support`; one of
-        them is required under ``jit``.
+        them is required under ``jit``. Eagerly, at least one of ``labels``
+        must occur in ``y_true`` (``ValueError`` otherwise, as scikit-learn);
+        under ``jit`` such a call returns the all-zero matrix.
     sample_weight : array (n,), optional
     normalize : {None, 'true', 'pred', 'all'}
         Divide by row sums, column sums or the total.

@@ -115,7 +115,7 @@ def _thaw(v):
 # the decorator
 # --------------------------------------------------------------------------
 
-def compiled(fn=None, *, rows=(), weight=None, nan_ok=False):
+def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
     """Decorator: the compile policy for a public function (see the module docstring).
 
     Parameters
@@ -131,9 +131,14 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False):
         NaN is an ordinary output value (empty bins, per-query NaN): never
         re-run eagerly because of it.  Every error and warning of such a
         function must be written with ``fail_if`` / ``warn_if``.
+    rerun : callable, optional
+        ``rerun(out, static_options)``, traced, a 0-d bool: run the plain
+        function eagerly when True (for modules whose checks are not yet
+        written with ``fail_if`` / ``warn_if``; the old ``jax_eager_jit`` hook).
     """
     if fn is None:
-        return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok)
+        return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok,
+                                 rerun=rerun)
     sig = inspect.signature(fn)
     rows = tuple(rows)
     for r in rows + ((weight,) if weight else ()):
@@ -166,7 +171,7 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False):
         if entry is _EAGER:
             return fn(*args, **kwargs)
         if entry is None:
-            entry = _Entry(fn, {k: _thaw(v) for k, v in static.items()})
+            entry = _Entry(fn, {k: _thaw(v) for k, v in static.items()}, rerun)
             with _lock:
                 _stats["misses"] += 1
                 _cache[key] = entry
@@ -174,14 +179,14 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False):
                     _cache.popitem(last=False)
                     _stats["evictions"] += 1
         try:
-            out, flags, has_nan = entry.jitted(dyn)
+            out, flags, has_nan, again = entry.jitted(dyn)
         except Exception:  # the trace needs concrete values (e.g. labels inferred from data)
             with _lock:
                 _cache[key] = _EAGER
                 _stats["eager"] += 1
             return fn(*args, **kwargs)
         V.replay(entry.entries, flags)
-        if not nan_ok and bool(has_nan) and not any(bool(f[0]) for f in flags):
+        if bool(again) or (not nan_ok and bool(has_nan) and not any(bool(f[0]) for f in flags)):
             # a NaN no recorded check explains: let the plain call raise/warn as documented
             with _lock:
                 _stats["eager"] += 1
@@ -195,7 +200,7 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False):
 class _Entry:
     """One compiled program and the static description of the checks it records."""
 
-    def __init__(self, fn, static):
+    def __init__(self, fn, static, rerun=None):
         import jax
 
         self.entries = []
@@ -210,7 +215,8 @@ class _Entry:
             nan = [jnp.any(jnp.isnan(x)) for x in jax.tree_util.tree_leaves(out)
                    if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
             has_nan = jnp.any(jnp.stack(nan)) if nan else jnp.asarray(False)
-            return out, flags, has_nan
+            again = jnp.asarray(False) if rerun is None else jnp.asarray(rerun(out, static))
+            return out, flags, has_nan, again
 
         self.jitted = jax.jit(run)
 
