@@ -33,6 +33,7 @@ import numpy as np
 
 from . import _backend as B
 from . import _validation as V
+from ._compile import compiled
 
 __all__ = [
     "confusion_matrix",
@@ -252,16 +253,10 @@ def _sample_weights(d: _Pair):
 
 
 def _check_01(name, a, xp, traced):
-    bad = (a != 0) & (a != 1)
-    if not traced:
-        if bool(xp.any(bad)):
-            flat = B.to_numpy(bad).reshape(-1)
-            i = int(np.argmax(flat))
-            val = B.to_numpy(a).reshape(-1)[i].item()
-            raise ValueError(f"{name} must be a 0/1 indicator matrix in multilabel mode; "
-                             f"entry {np.unravel_index(i, tuple(a.shape))} is {val!r}")
-        return xp.asarray(False)
-    return xp.any(bad)
+    def message(i, v):
+        return f"{name} must be a 0/1 indicator matrix in multilabel mode; entry {i} is {v!r}"
+
+    return V.fail_if((a != 0) & (a != 1), name, "", xp, values=a, message=message)
 
 
 class _Labels(NamedTuple):
@@ -332,15 +327,10 @@ def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
     """Raise (eager) or flag (jit) labels outside the set, unless they are allowed."""
     if lab.other_ok:
         return xp.asarray(False)
-    if traced:
-        return ~xp.all(match)
-    if not bool(xp.all(match)):
-        i = B._first_index(~match, xp)
-        v = B.to_numpy(y)[i].item()
-        what = (f"outside 0..{L - 1} (num_classes={L})"
-                if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
-        raise ValueError(f"{name} element {i} is {v!r}, which is {what}")
-    return xp.asarray(False)
+    what = (f"outside 0..{L - 1} (num_classes={L})"
+            if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
+    return V.fail_if(~match, name, "", xp, values=y,
+                     message=lambda i, v: f"{name} element {i} is {v!r}, which is {what}")
 
 
 class _Counts(NamedTuple):
@@ -759,6 +749,7 @@ def _full_confusion(d: _Pair, lab: _Labels):
     return cm, d.invalid | bad_t | bad_p
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normalize=None,
                      num_classes=None, ignore_index=None, threshold=None):
     """Confusion matrix ``C[i, j]``: weight of samples with true label i predicted j.
@@ -806,12 +797,10 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
                          "multilabel_confusion_matrix")
     lab = _resolve_labels(d, labels, num_classes)
     cm, invalid = _full_confusion(d, lab)
-    if labels is not None and not d.traced:
+    if labels is not None:
         # scikit-learn's rule; under jit the (all-zero) matrix is returned as it is
-        L = lab.full.shape[0]
-        if not bool(xp.any(xp.sum(cm[:L, :], axis=1) > 0)) and not _any_label_in(d, lab):
-            raise ValueError(f"labels={np.asarray(labels).tolist()}: at least one label "
-                             "specified must be in y_true")
+        V.fail_if(~_any_label_in(d, lab), f"labels={np.asarray(labels).tolist()}:",
+                  "at least one label specified must be in y_true", xp)
     if normalize is None:
         return _sentinel(cm, invalid, xp)
     cmf = xp.astype(cm, d.out)
@@ -824,19 +813,20 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
     undefined = den == 0
     res = cmf / xp.where(undefined, xp.asarray(1.0, dtype=cmf.dtype), den)
     res = B.nan_if(undefined, res, xp)
-    if not d.traced and not bool(invalid) and bool(xp.any(undefined)):
-        part = {"true": "row", "pred": "column", "all": "total"}[normalize]
-        B.warn_undefined(f"confusion_matrix(normalize={normalize!r}): a zero {part} has no "
-                         "normalised value; set to NaN")
+    part = {"true": "row", "pred": "column", "all": "total"}[normalize]
+    V.warn_if(xp.any(undefined) & ~invalid, f"confusion_matrix(normalize={normalize!r}): a "
+              f"zero {part} has no normalised value; set to NaN", xp)
     return B.nan_if(invalid, res, xp)
 
 
-def _any_label_in(d: _Pair, lab: _Labels) -> bool:
-    """Whether some (kept) element of y_true is one of the labels, whatever its weight."""
-    yt = B.to_numpy(d.yt)
+def _any_label_in(d: _Pair, lab: _Labels):
+    """0-d bool: some (kept) element of y_true is one of the labels, whatever its weight."""
+    xp = d.xp
+    ti, _ = _encode(d.yt, _Labels(lab.full, lab.sel, True), xp, "y_true", d.traced)
+    hit = ti < lab.full.shape[0]
     if d.keep is not None:
-        yt = yt[B.to_numpy(d.keep) != 0]
-    return bool(np.isin(yt, lab.full).any())
+        hit = hit & (d.keep != 0)
+    return xp.any(hit)
 
 
 def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=None,
@@ -881,6 +871,7 @@ def _scalar_result(value, invalid, xp, out):
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore_index=None,
                    threshold=None):
     """Share (or weight) of samples whose prediction equals the truth.
@@ -928,12 +919,12 @@ def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore
     undefined = total == 0
     value = _f(correct, xp) / xp.where(undefined, xp.asarray(1.0, dtype=total.dtype), total)
     value = B.nan_if(undefined, value, xp)
-    if not d.traced and bool(undefined):
-        B.warn_undefined("accuracy is undefined when the total sample weight is zero; "
-                         "returning NaN")
+    V.warn_if(undefined, "accuracy is undefined when the total sample weight is zero; "
+              "returning NaN", xp)
     return _scalar_result(value, d.invalid, xp, d.out)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=False,
                             num_classes=None, labels=None, ignore_index=None, threshold=None):
     """Mean recall over the classes present in ``y_true`` (Brodersen et al. 2010).
@@ -972,14 +963,14 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
         undefined = undefined | (K == 1)
         score = (score - chance) / xp.where(K > 1, 1 - chance, one)
     score = B.nan_if(undefined, score, xp)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("balanced accuracy is undefined: "
-                         + ("no class has positive true weight" if int(K) == 0 else
-                            "adjusted=True needs at least two classes in y_true")
-                         + "; returning NaN")
+    V.warn_if(undefined & ~invalid & (K == 0), "balanced accuracy is undefined: no class has "
+              "positive true weight; returning NaN", xp)
+    V.warn_if(undefined & ~invalid & (K != 0), "balanced accuracy is undefined: adjusted=True "
+              "needs at least two classes in y_true; returning NaN", xp)
     return _scalar_result(score, invalid, xp, d.out)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
                       ignore_index=None, threshold=None):
     """Matthews correlation coefficient, binary and multiclass (Gorodkin 2004 R_K).
@@ -1026,12 +1017,12 @@ def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
     value = xp.where(const_p | const_t, xp.asarray(0.0, dtype=s.dtype), cov_tp / den)
     undefined = const_p & const_t
     value = B.nan_if(undefined, value, xp)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("MCC is undefined when both y_true and y_pred are constant "
-                         "(or the total weight is zero); returning NaN")
+    V.warn_if(undefined & ~invalid, "MCC is undefined when both y_true and y_pred are constant "
+              "(or the total weight is zero); returning NaN", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
+@compiled(rows=("y1", "y2"), weight="sample_weight")
 def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
                       replace_undefined_by=math.nan, num_classes=None):
     """Cohen's kappa between two raters, unweighted or linear/quadratic weighted.
@@ -1081,9 +1072,8 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     undefined = (s == 0) | (den == 0)
     value = 1 - num / xp.where(undefined, one, den)
     value = xp.where(undefined, xp.asarray(float(replace_undefined_by), dtype=O.dtype), value)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("Cohen's kappa is undefined (no sample left, or zero expected "
-                         f"disagreement); returning {replace_undefined_by}")
+    V.warn_if(undefined & ~invalid, "Cohen's kappa is undefined (no sample left, or zero "
+              f"expected disagreement); returning {replace_undefined_by}", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
@@ -1118,6 +1108,7 @@ def _check_label_scores(yt, s, w, xp, traced):
     return yt, invalid
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None,
                          labels=None):
     """Share of samples whose true label is among the k highest-scored labels.
@@ -1171,6 +1162,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     if labels is not None:
         lab = _static_labels(labels)
     elif traced:
+        V.eager_only()  # the compile policy hands this call to the eager rule below
         lab = np.arange(C)  # under jit the classes are the columns 0..C-1
     else:
         # scikit-learn's rule: the classes are the sorted distinct values of y_true
@@ -1210,7 +1202,6 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     total = _f(xp.sum(ww), xp)
     undefined = total == 0
     value = B.nan_if(undefined, _f(hits, xp) / xp.where(undefined, 1.0, total), xp)
-    if not traced and bool(undefined):
-        B.warn_undefined("top-k accuracy is undefined when the total sample weight is zero; "
-                         "returning NaN")
+    V.warn_if(undefined, "top-k accuracy is undefined when the total sample weight is zero; "
+              "returning NaN", xp)
     return _scalar_result(value, invalid, xp, out)

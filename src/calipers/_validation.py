@@ -132,7 +132,7 @@ def _first(bad, xp):
     return xp.argmax(xp.astype(flat, B.acc_int(xp)))
 
 
-def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element"):
+def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element", message=None):
     """Raise eagerly / flag under ``jit`` when any element of ``bad`` is True.
 
     Concrete ``bad``: ``ValueError("{name} {rule}; element i is v")`` for the
@@ -140,9 +140,14 @@ def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element"):
     message is ``"{name} {rule}"``), otherwise returns a False flag.  Traced:
     returns ``any(bad)`` (a 0-d bool the caller turns into NaN), recorded for
     :mod:`calipers._compile` to raise after a compiled eager call.
+    ``message(index, value)``, optional, writes the whole message instead
+    (``index`` an int or a tuple for n-D ``bad``, ``value`` a Python scalar).
     """
     if not B.is_traced(bad):
         if bool(xp.any(bad)):
+            if message is not None:
+                i, v = _locate(bad, values)
+                raise ValueError(message(i, v))
             raise ValueError(_message(name, rule, bad, values, what=what))
         return xp.asarray(False)
     flag = xp.any(bad)
@@ -151,8 +156,34 @@ def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element"):
         i = _first(bad, xp) if getattr(bad, "ndim", 0) else None
         v = None if values is None or i is None else xp.reshape(values, (-1,))[i]
         entries[-1].append(("error", flag, i, v, (name, rule, tuple(getattr(bad, "shape", ())),
-                                                  values is not None, what)))
+                                                  values is not None, what, message)))
     return flag
+
+
+def _locate(bad, values, index=None, value=None):
+    """(index as int or tuple, value as a Python scalar or None) of the first True of ``bad``."""
+    shape = tuple(getattr(bad, "shape", ()))
+    if index is None:
+        index = int(np.argmax(B.to_numpy(bad).reshape(-1)))
+        if values is not None:
+            value = B.to_numpy(values).reshape(-1)[index]
+    where = index if len(shape) <= 1 else tuple(int(j) for j in np.unravel_index(index, shape))
+    return where, (value.item() if hasattr(value, "item") else value)
+
+
+def eager_only() -> None:
+    """Inside the compile policy's trace, give the call back to the plain eager function.
+
+    For rules that need concrete values and have no static-shape form (for
+    example classes inferred from the data); under the user's own ``jit`` this
+    does nothing and the caller takes its documented ``jit`` path.
+    """
+    if _collector():
+        raise _NeedsEager()
+
+
+class _NeedsEager(Exception):
+    pass
 
 
 def _message(name, rule, bad, values, index=None, value=None, what="element"):
@@ -197,7 +228,13 @@ def replay(entries, concrete) -> None:
         if not bool(flag):
             continue
         if kind == "error":
-            name, rule, shape, has_values, what = info
+            name, rule, shape, has_values, what, message = info
+            if message is not None:
+                where = None if index is None else (
+                    int(index) if len(shape) <= 1 else
+                    tuple(int(j) for j in np.unravel_index(int(index), shape)))
+                v = None if value is None else np.asarray(value).item()
+                raise ValueError(message(where, v))
             if index is None:
                 raise ValueError(f"{name} {rule}")
             raise ValueError(_message(name, rule, shape, True if has_values else None,
