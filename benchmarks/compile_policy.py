@@ -6,7 +6,7 @@ per-dataset evaluation, produces). "before" calls the undecorated function
 (op-by-op eager JAX, the behaviour without ``calipers._compile``); "after"
 calls the public function (one jitted program per power-of-two bucket, in a
 bounded cache). Reported: XLA compilations (counted from JAX's compile log)
-and total wall time. Run: ``PYTHONPATH=src python benchmarks/compile_policy.py``.
+and total wall time. Run: ``PYTHONPATH=src python -u benchmarks/compile_policy.py [calls]``.
 """
 
 from __future__ import annotations
@@ -86,9 +86,11 @@ def main(calls=50, seed=0):
         c0, t0 = run(name, plain, make, lengths)
         _compile.clear_cache()
         c1, t1 = run(name, fn, make, lengths)
-        print(f"{name:28s} {c0:17d} {t0:8.2f} {c1:16d} {t1:8.2f} {t0 / t1:8.1f}x")
+        print(f"{name:28s} {c0:17d} {t0:8.2f} {c1:16d} {t1:8.2f} {t0 / t1:8.1f}x", flush=True)
     print(f"# compile cache: {_compile.cache_info()}")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50)

@@ -35,6 +35,7 @@ import array_api_compat
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._compile import compiled
 from . import _calibration as _cal
 from . import _language as _lang
@@ -289,9 +290,7 @@ class NLLState(NamedTuple):
         tokens = nll.size if m is None else xp.sum(xp.astype(m, self.tokens.dtype))
         _lang._check_integral("num_bytes", num_bytes, xp)
         nbytes = xp.sum(xp.astype(num_bytes, self.bytes.dtype))
-        if not B.is_traced(num_bytes) and bool(nbytes < 0):
-            raise ValueError(f"num_bytes must be >= 0, got {int(nbytes)}")
-        invalid = invalid | (nbytes < 0)
+        invalid = invalid | V.fail_if(nbytes < 0, "num_bytes", "must be >= 0 (in total)", xp)
         return NLLState(self.nll + xp.sum(nll), self.tokens + tokens, self.bytes + nbytes,
                         _invalid_inc(self, invalid, xp))
 
