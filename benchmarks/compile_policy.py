@@ -6,7 +6,7 @@ per-dataset evaluation, produces). "before" calls the undecorated function
 (op-by-op eager JAX, the behaviour without ``calipers._compile``); "after"
 calls the public function (one jitted program per power-of-two bucket, in a
 bounded cache). Reported: XLA compilations (counted from JAX's compile log)
-and total wall time. Run: ``PYTHONPATH=src python -u benchmarks/compile_policy.py [calls]``.
+and total wall time. Run: ``PYTHONPATH=src python -u benchmarks/compile_policy.py [calls [metric ...]]``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def run(name, fn, make, lengths):
     return counter.n, total
 
 
-def main(calls=50, seed=0):
+def main(calls=50, seed=0, only=None):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(100, 5001, calls).tolist()
 
@@ -82,6 +82,8 @@ def main(calls=50, seed=0):
     print(f"{'metric':28s} {'before: compiles':>17s} {'time s':>8s} {'after: compiles':>16s} "
           f"{'time s':>8s} {'speed-up':>9s}")
     for name, fn, make in cases:
+        if only and name not in only:
+            continue
         plain = fn.__wrapped_compiled__
         c0, t0 = run(name, plain, make, lengths)
         _compile.clear_cache()
@@ -93,4 +95,4 @@ def main(calls=50, seed=0):
 if __name__ == "__main__":
     import sys
 
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50, only=sys.argv[2:])

@@ -279,8 +279,13 @@ def _plan(sig, args, kwargs, rows, positional):
 
 
 def _bucket(dyn, rows, weight):
-    """Pad the row-aligned arrays to the bucket length, the new rows at weight zero."""
-    import jax.numpy as jnp
+    """Pad the row-aligned arrays to the bucket length, the new rows at weight zero.
+
+    The padding is done on the host (NumPy) and the result put back on the
+    array's device: an eager ``jnp.concatenate`` would itself compile once per
+    new input length, which is what bucketing is meant to avoid.
+    """
+    import jax
 
     present = [r for r in rows if r in dyn and r != weight]
     if not present:
@@ -296,10 +301,23 @@ def _bucket(dyn, rows, weight):
         return dyn, None
     m = bucket_length(n)
     out = dict(dyn)  # the weight is always given, so padded and unpadded calls share a program
+
+    def put(a, like):
+        devs = getattr(like, "devices", None)
+        dev = next(iter(devs())) if callable(devs) and len(devs()) == 1 else None
+        return jax.device_put(a, dev)
+
     for r in present:
-        x = dyn[r]
-        out[r] = jnp.concatenate([x, jnp.repeat(x[-1:], m - n, axis=0)])
+        x = np.asarray(dyn[r])
+        if m > n:
+            x = np.concatenate([x, np.repeat(x[-1:], m - n, axis=0)])
+        out[r] = put(x, dyn[r])
     if w is None:
-        w = jnp.ones(n, dtype=B.acc_int(jnp))
-    out[weight] = jnp.concatenate([w, jnp.zeros(m - n, dtype=w.dtype)])
+        import jax.numpy as jnp
+
+        wn = np.ones(n, dtype=np.dtype(B.acc_int(jnp)))
+        like = dyn[present[0]]
+    else:
+        wn, like = np.asarray(w), w
+    out[weight] = put(np.concatenate([wn, np.zeros(m - n, dtype=wn.dtype)]), like)
     return out, n

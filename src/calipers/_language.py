@@ -275,8 +275,9 @@ def _perplexity_result(xp, nll, tok, invalid, *, structured):
     empty = tok == 0
     per = xp.exp(nll / xp.where(empty, 1.0, tok))
     per = B.nan_if(empty | invalid, per, xp)
-    V.warn_if(xp.any(empty), "perplexity is undefined for sequences with no counted tokens; "
-              "returning NaN for them", xp)
+    V.warn_if(xp.any(empty), lambda k: f"perplexity is undefined for {int(k)} sequence(s) with "
+              "no tokens; returning NaN for them", xp,
+              values=xp.sum(xp.astype(empty, B.acc_int(xp))))
     return Perplexity(B.finalize(corpus, xp), per, tok)
 
 

@@ -203,23 +203,24 @@ def _message(name, rule, bad, values, index=None, value=None, what="element"):
     return f"{name} {rule}; {what} {where} is {B.show(value)}"
 
 
-def warn_if(cond, message: str, xp, category=None) -> None:
+def warn_if(cond, message, xp, category=None, *, values=None) -> None:
     """Warn (``UndefinedMetricWarning`` by default) when the 0-d ``cond`` is True.
 
     Eagerly the warning is issued at once and points at the caller's line;
     traced, it is recorded for :mod:`calipers._compile` (plain ``jit`` users
-    get no warning: the NaN is the signal).
+    get no warning: the NaN is the signal).  ``message`` may be a callable of
+    the concrete ``values`` (a NumPy array or scalar) for counts in the text.
     """
     from ._exceptions import UndefinedMetricWarning
 
     category = category or UndefinedMetricWarning
     if not B.is_traced(cond):
         if bool(xp.any(cond)):
-            B.warn(message, category)
+            B.warn(message(B.to_numpy(values)) if callable(message) else message, category)
         return
     entries = _collector()
     if entries:
-        entries[-1].append(("warning", xp.any(cond), None, None, (message, category)))
+        entries[-1].append(("warning", xp.any(cond), None, values, (message, category)))
 
 
 def replay(entries, concrete) -> None:
@@ -240,7 +241,7 @@ def replay(entries, concrete) -> None:
             raise ValueError(_message(name, rule, shape, True if has_values else None,
                                       index=int(index), value=value, what=what))
         message, category = info
-        B.warn(message, category)
+        B.warn(message(np.asarray(value)) if callable(message) else message, category)
 
 
 # --------------------------------------------------------------------------
