@@ -14,7 +14,11 @@ Responsibilities, in one place so that no metric module re-derives them:
   with native fast paths behind the same signature;
 * random numbers per backend: NumPy ``Generator`` or JAX PRNG key
   (:func:`make_rng`);
-* the validators whose messages name the argument and the rule.
+* the shape / dtype / weight validators whose messages name the argument and
+  the rule; option, label and probability rules and the raise-eagerly /
+  flag-under-jit helper live in :mod:`calipers._validation`, the compile
+  policy for eager JAX calls in :mod:`calipers._compile`;
+* warnings that point at the caller's line (:func:`warn`).
 
 Kernels take ``xp`` explicitly and use only the array API standard plus the
 functions here, so they run unchanged on NumPy, JAX (eager and ``jit``) and
