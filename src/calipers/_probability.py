@@ -46,6 +46,10 @@ def _encode_text_binary(y_true, labels, pos_label):
     return (codes == pos).astype(np.int64)
 
 
+def _not_in(labels):
+    return lambda i, v: f"y_true element {i} is {v!r}, which is not in labels={labels}"
+
+
 def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
     if labels is not None and pos_label is not None:
         raise ValueError("give labels or pos_label, not both")
@@ -64,7 +68,7 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         if len(labels) != 2 or labels[0] == labels[1]:
             raise ValueError(f"labels must list two distinct classes [negative, positive], got {labels}")
         ok = (y_true == labels[0]) | (y_true == labels[1])
-        invalid = V.fail_if(~ok, "y_true", f"must hold only labels={labels}", xp, values=y_true)
+        invalid = V.fail_if(~ok, "y_true", "", xp, values=y_true, message=_not_in(labels))
         pos_label = labels[1]
     y, bad_y = B.binary_labels(y_true, xp, pos_label=pos_label)
     f = B.out_float(xp, y_prob)
@@ -108,8 +112,7 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
             hit = y_true == lab
             match = match | hit
             idx = xp.where(hit, j, idx)
-        invalid = V.fail_if(~match, "y_true", f"must hold only labels={labels}", xp,
-                            values=y_true)
+        invalid = V.fail_if(~match, "y_true", "", xp, values=y_true, message=_not_in(labels))
     else:
         idx, invalid = _check_class_index("y_true", y_true, K, xp)
     cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
