@@ -45,7 +45,7 @@ import numpy as np
 from . import _backend as B
 from . import _validation as V
 
-__all__ = ["compiled", "cache_info", "set_cache_size", "clear_cache", "bucket_length"]
+# internal layer (like _backend): no __all__, nothing here is public API
 
 _lock = threading.Lock()
 _cache: OrderedDict = OrderedDict()

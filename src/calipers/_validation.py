@@ -29,18 +29,7 @@ import numpy as np
 
 from . import _backend as B
 
-__all__ = [
-    "confidence_level",
-    "positive_int",
-    "choice",
-    "zero_division",
-    "fail_if",
-    "warn_if",
-    "encode_labels",
-    "binary_labels",
-    "check_probabilities",
-    "prob_sum_tolerance",
-]
+# internal layer (like _backend): no __all__, nothing here is public API
 
 
 # --------------------------------------------------------------------------
