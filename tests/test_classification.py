@@ -577,8 +577,11 @@ def test_jit_needs_static_labels(backend):
     (lambda: C.top_k_accuracy_score([0, 1], [[0.1, 0.9], [0.5, 0.5]], k=0), "k must be"),
     (lambda: C.top_k_accuracy_score([0, 1], [[0.1, 0.9], [0.5, 0.5]], labels=[0, 1, 2]),
      "labels has 3 entries"),
-    (lambda: C.top_k_accuracy_score([0, 2], [[0.1, 0.9], [0.5, 0.5]]),
+    (lambda: C.top_k_accuracy_score([0, 2], [[0.1, 0.9], [0.5, 0.5]], labels=[0, 1]),
      r"y_true element 1 is 2, which is outside 0..1"),
+    # without labels the classes are y_true's sorted values (scikit-learn): 3 for 2 columns
+    (lambda: C.top_k_accuracy_score([0, 2, 1], [[0.1, 0.9], [0.5, 0.5], [0.5, 0.5]]),
+     r"y_true has 3 distinct labels"),
     (lambda: C.top_k_accuracy_score([0, 1], [[0.1, np.nan], [0.5, 0.5]]),
      "y_score must be finite"),
     (lambda: C.top_k_accuracy_score([0, 1], np.zeros((2, 2, 2))), "y_score must be 1-D"),

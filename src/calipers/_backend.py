@@ -14,7 +14,11 @@ Responsibilities, in one place so that no metric module re-derives them:
   with native fast paths behind the same signature;
 * random numbers per backend: NumPy ``Generator`` or JAX PRNG key
   (:func:`make_rng`);
-* the validators whose messages name the argument and the rule.
+* the shape / dtype / weight validators whose messages name the argument and
+  the rule; option, label and probability rules and the raise-eagerly /
+  flag-under-jit helper live in :mod:`calipers._validation`, the compile
+  policy for eager JAX calls in :mod:`calipers._compile`;
+* warnings that point at the caller's line (:func:`warn`).
 
 Kernels take ``xp`` explicitly and use only the array API standard plus the
 functions here, so they run unchanged on NumPy, JAX (eager and ``jit``) and
@@ -24,6 +28,7 @@ array-api-strict.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -47,6 +52,7 @@ __all__ = [
     "make_rng",
     "supports_data_dependent_shapes",
     "warn_undefined",
+    "warn",
 ]
 
 
@@ -58,27 +64,49 @@ def _is_array(x: Any) -> bool:
     return array_api_compat.is_array_api_obj(x) and not isinstance(x, (bool, int, float))
 
 
-def as_arrays(*args: Any):
+def as_arrays(*args: Any, names=None, **named: Any):
     """Return ``(xp, arrays)``: the common namespace and the inputs as its arrays.
 
-    ``None`` stays ``None``.  Python sequences and scalars are converted with the
-    namespace of the array arguments, or NumPy when there are none, so that
-    ``roc_auc_score([0, 1], [0.1, 0.9])`` works like scikit-learn.
+    Call it positionally (``as_arrays(y_true, y_score)``, optionally with
+    ``names=("y_true", "y_score")`` for the messages) or by keyword
+    (``as_arrays(y_true=y_true, y_score=y_score)``); ``arrays`` follows the
+    order given.  ``None`` stays ``None``.
+
+    Namespace rule: NumPy arrays, NumPy scalars, Python sequences and scalars
+    are promoted to the namespace of the other (non-NumPy) array arguments, so
+    a JAX evaluation step that closes over NumPy labels works eagerly and
+    under ``jit``; with no non-NumPy array everything becomes NumPy, so
+    ``roc_auc_score([0, 1], [0.1, 0.9])`` works like scikit-learn.  Two
+    different non-NumPy namespaces (JAX and array-api-strict, say) are a
+    ``ValueError`` naming the arguments.
     """
-    arrays = [a for a in args if a is not None and _is_array(a)]
-    if arrays:
-        xp = array_api_compat.array_namespace(*arrays)
-    else:
-        xp = array_api_compat.array_namespace(np.empty(0))
+    if named:
+        if args:
+            raise TypeError("as_arrays takes arrays positionally or by keyword, not both")
+        names, args = tuple(named), tuple(named.values())
+    if names is None:
+        names = tuple(f"argument {i}" for i in range(len(args)))
+    foreign: dict = {}  # non-NumPy namespace -> first argument name using it
+    for name, a in zip(names, args):
+        if a is not None and _is_array(a) and not array_api_compat.is_numpy_array(a):
+            ns = array_api_compat.array_namespace(a)
+            foreign.setdefault(ns, name)
+    if len(foreign) > 1:
+        desc = ", ".join(f"{n} ({ns.__name__})" for ns, n in foreign.items())
+        raise ValueError(f"inputs come from different array libraries: {desc}; pass arrays of "
+                         "one library (NumPy arrays and lists are converted to the other one)")
+    xp = next(iter(foreign)) if foreign else array_api_compat.array_namespace(np.empty(0))
+    to_np = is_numpy(xp)
     out = []
-    for a in args:
-        if a is None or _is_array(a):
+    for name, a in zip(names, args):
+        if a is None or (_is_array(a) and (to_np or not array_api_compat.is_numpy_array(a))):
             out.append(a)
-        else:
-            try:
-                out.append(xp.asarray(np.asarray(a)) if not is_numpy(xp) else np.asarray(a))
-            except Exception as exc:  # ragged lists, objects
-                raise ValueError(f"could not convert input to an array: {exc}") from exc
+            continue
+        try:
+            arr = np.asarray(a)
+            out.append(arr if to_np else xp.asarray(arr))
+        except Exception as exc:  # ragged lists, objects, strings on JAX
+            raise ValueError(f"could not convert {name} to an array: {exc}") from exc
     return xp, out
 
 
@@ -144,11 +172,19 @@ def acc_int(xp):
 
 
 def out_float(xp, *arrays):
-    """Output float dtype: the inputs' widest floating dtype, else the accumulation float."""
+    """Output float dtype: the inputs' widest floating dtype, else the accumulation float.
+
+    Never narrower than float32: float16 / bfloat16 inputs give float32
+    results (a float16 AUC has three significant digits), or the accumulation
+    float when that is narrower (never, on the supported backends).
+    """
     floats = [a.dtype for a in arrays if a is not None and xp.isdtype(a.dtype, "real floating")]
     if not floats:
         return acc_float(xp)
-    return xp.result_type(*floats)
+    dt = xp.result_type(*floats)
+    if xp.finfo(dt).bits < 32:
+        return xp.float32
+    return dt
 
 
 def finalize(x, xp):
@@ -227,15 +263,31 @@ def group_bounds(sorted_keys, xp):
     return xp.astype(lo, acc_int(xp)), xp.astype(hi, acc_int(xp))
 
 
-def segment_sum(values, segment_ids, num_segments: int, xp, *, indices_are_sorted=False):
-    """Sum of ``values`` per segment id in ``0 .. num_segments-1`` (ids outside give nothing)."""
+def segment_sum(values, segment_ids, num_segments: int, xp, *, indices_are_sorted=False,
+                name="values"):
+    """Sum of ``values`` per segment id in ``0 .. num_segments-1`` (ids outside give nothing).
+
+    Integer values are summed in integers on every backend (exact at any size,
+    unlike a float64 ``bincount`` above 2**53).  Overflow rule: a concrete
+    integer sum that does not fit the dtype raises ``ValueError`` naming
+    ``name`` (public functions check their weights once with
+    :func:`check_weights`, which names the argument); traced sums wrap as the
+    backend's integers do.
+    """
     if is_numpy(xp):
         ids = np.asarray(segment_ids)
         ok = (ids >= 0) & (ids < num_segments)
-        if xp.isdtype(values.dtype, "integral"):
-            w = np.where(ok, values, 0).astype(np.float64)
-            out = np.bincount(np.where(ok, ids, 0), weights=w, minlength=num_segments)
-            return np.rint(out).astype(values.dtype)
+        if xp.isdtype(values.dtype, "integral") or values.dtype == np.bool_:
+            vals = np.asarray(values)
+            dt = np.int64 if vals.dtype == np.bool_ else vals.dtype
+            if vals.dtype.kind == "i" and vals.size:
+                check_int_sum(name, vals, xp)
+            out = np.zeros(num_segments, dtype=dt)
+            if ok.all():
+                np.add.at(out, ids, vals)
+            else:
+                np.add.at(out, ids[ok], vals[ok])
+            return out
         return np.bincount(np.where(ok, ids, 0), weights=np.where(ok, values, 0),
                            minlength=num_segments).astype(values.dtype, copy=False)
     if is_jax(xp):
@@ -253,6 +305,23 @@ def segment_sum(values, segment_ids, num_segments: int, xp, *, indices_are_sorte
     start = xp.searchsorted(segment_ids, seg, side="left")
     stop = xp.searchsorted(segment_ids, seg, side="right")
     return xp.take(c, stop) - xp.take(c, start)
+
+
+def check_int_sum(name: str, x, xp) -> None:
+    """Raise when the sum of a concrete signed-integer array's magnitudes overflows its dtype.
+
+    Every partial sum of the array (per class, per segment, per bin) is
+    bounded by that total, so one check covers all integer accumulations of
+    it.  No-op for floats and traced arrays.
+    """
+    if is_traced(x) or not xp.isdtype(x.dtype, "signed integer") or x.shape[0] == 0:
+        return
+    total = float(np.sum(np.abs(to_numpy(x).astype(np.float64))))
+    limit = float(np.iinfo(to_numpy(x[:0]).dtype).max)
+    if total >= limit:
+        raise ValueError(f"{name} sums to about {total:.3g}, more than {to_numpy(x[:0]).dtype} "
+                         f"holds ({int(limit)}); integer weights accumulate exactly in integers, "
+                         "so pass smaller weights or floats")
 
 
 # --------------------------------------------------------------------------
@@ -306,27 +375,32 @@ def check_numeric(name: str, x, xp) -> None:
         raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
 
 
-def check_finite(name: str, x, xp) -> None:
-    """Raise on NaN/inf in a concrete array (no-op under tracing)."""
-    if is_traced(x) or not xp.isdtype(x.dtype, "real floating"):
-        return
-    if not bool(xp.all(xp.isfinite(x))):
-        flat = to_numpy(x).reshape(-1)
-        bad = int(np.argmax(~np.isfinite(flat)))
-        where = bad if x.ndim == 1 else tuple(int(i) for i in np.unravel_index(bad, x.shape))
-        raise ValueError(f"{name} must be finite (no NaN or inf); element {where} is {flat[bad]}")
+def check_finite(name: str, x, xp):
+    """NaN/inf in ``x``: ``ValueError`` naming the element when concrete; the flag when traced.
+
+    Returns the 0-d invalid flag (always False when concrete).
+    """
+    if not xp.isdtype(x.dtype, "real floating"):
+        return xp.asarray(False)
+    from ._validation import fail_if
+
+    return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
 
 
-def check_weights(name: str, w, xp) -> None:
+def check_weights(name: str, w, xp):
+    """Numeric, finite, non-negative weights whose integer sum fits the dtype.
+
+    Raises eagerly (naming ``name``); returns the 0-d invalid flag under ``jit``.
+    """
     check_numeric(name, w, xp)
     if xp.isdtype(w.dtype, "bool"):
         raise ValueError(f"{name} must be numeric weights, not booleans")
-    if is_traced(w):
-        return
-    check_finite(name, w, xp)
-    if not bool(xp.all(w >= 0)):
-        bad = _first_index(w < 0, xp)
-        raise ValueError(f"{name} must be non-negative; element {bad} is {float(w[bad])}")
+    from ._validation import fail_if
+
+    invalid = check_finite(name, w, xp)
+    invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
+    check_int_sum(name, w, xp)
+    return invalid
 
 
 def _first_index(mask, xp) -> int:
@@ -352,8 +426,28 @@ def show(v) -> str:
     return repr(v.item() if hasattr(v, "item") else v)
 
 
-def warn_undefined(message: str, stacklevel: int = 3) -> None:
-    warnings.warn(message, UndefinedMetricWarning, stacklevel=stacklevel)
+def _in_package(frame) -> bool:
+    mod = frame.f_globals.get("__name__", "")
+    return mod == "calipers" or mod.startswith("calipers.")
+
+
+def warn(message: str, category=UndefinedMetricWarning) -> None:
+    """Issue a warning that points at the user's line (the first frame outside calipers)."""
+    f = sys._getframe(1)
+    level = 2  # 1 would be this function
+    while f is not None and _in_package(f):
+        f = f.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def warn_undefined(message: str, stacklevel: int | None = None) -> None:
+    """Issue an ``UndefinedMetricWarning`` at the caller's line.
+
+    ``stacklevel`` is accepted for old call sites and ignored: the level is
+    found by walking out of the calipers frames.
+    """
+    warn(message, UndefinedMetricWarning)
 
 
 def nan_if(invalid, value, xp):
@@ -372,152 +466,17 @@ def is_concrete_nan(x, xp) -> bool:
 def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     """Validate binary labels and return ``(y01, invalid)``.
 
-    ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
-    be in {0, 1} (or bool); otherwise ``y_true == pos_label`` is the positive
-    class.  Concrete input that breaks the rule raises ``ValueError``; under
-    ``jit`` the returned ``invalid`` flag is True instead, and callers turn the
-    result into NaN.
+    The one binary-label rule, :func:`calipers._validation.binary_labels`
+    (kept here for the families that call ``B.binary_labels``).
     """
-    if pos_label is not None:  # any comparable labels (NumPy strings too)
-        y = xp.astype(y_true == pos_label, acc_int(xp))
-        return y, xp.asarray(False, device=device(y_true))
-    check_numeric(name, y_true, xp)
-    if xp.isdtype(y_true.dtype, "bool"):
-        return xp.astype(y_true, acc_int(xp)), xp.asarray(False, device=device(y_true))
-    if is_numpy(xp) and xp.isdtype(y_true.dtype, "integral") and y_true.size:
-        # Fast path: two reductions instead of an elementwise test.
-        if int(y_true.min()) >= 0 and int(y_true.max()) <= 1:
-            return y_true, np.asarray(False)
-    bad = (y_true != 0) & (y_true != 1)
-    if not is_traced(y_true):
-        if bool(xp.any(bad)):
-            i = _first_index(bad, xp)
-            raise ValueError(
-                f"{name} must contain only 0 and 1 (or booleans) unless pos_label is given; "
-                f"element {i} is {show(to_numpy(y_true)[i])}")
-    return xp.astype(y_true == 1, acc_int(xp)), xp.any(bad)
+    from ._validation import binary_labels as _binary_labels
 
-
-# ==========================================================================
-# JAX eager fast path: one compiled program instead of op-by-op dispatch.
-# (Block added with the calibration / regression / language families.)
-# ==========================================================================
-
-_EAGER_JIT_CACHE: dict = {}
-
-
-def _freeze_static(v):
-    """A hashable form of a static option (lists -> tuples); TypeError if impossible."""
-    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-        return ("__seq__", type(v).__name__, tuple(_freeze_static(x) for x in v))
-    hash(v)
-    return v
-
-
-def _thaw_static(v):
-    if isinstance(v, tuple) and len(v) == 3 and v[0] == "__seq__":
-        items = [_thaw_static(x) for x in v[2]]
-        return items if v[1] == "list" else tuple(items)
-    return v
+    return _binary_labels(y_true, xp, pos_label=pos_label, name=name)
 
 
 def jax_eager_jit(fn=None, *, rerun=None):
-    """Decorator: on concrete JAX arrays, run ``fn`` under ``jax.jit``.
+    """Old name of :func:`calipers._compile.compiled` (no bucketing), kept for modules
+    that still import it; new code uses ``compiled`` with its declarative options."""
+    from ._compile import compiled
 
-    Eager JAX dispatches (and compiles) every primitive separately for each new
-    shape, which makes a metric of a few hundred small operations take seconds.
-    Under ``jax.jit`` the same kernel is one program, compiled once per shape
-    and static options. Valid input gives the values the ``jit`` path gives
-    (the kernels are the ones ``jit`` users run). When the compiled result
-    holds a NaN (invalid input, or an undefined value) or tracing fails,
-    ``fn`` runs again eagerly, so errors are raised and warnings issued
-    exactly as documented.
-
-    Applied only when every positional argument is a concrete JAX array, a
-    NamedTuple of them (a state) or None, and every keyword option is a
-    concrete JAX array (traced) or a hashable Python value (static); any other
-    call (NumPy, array-api-strict, lists, inside ``jit``) goes straight to
-    ``fn``.
-
-    ``rerun(out, options)``, traced, returns a boolean scalar saying when to
-    run eagerly instead of "any NaN in the output" (for outputs where NaN is
-    a normal value, or eager-only warnings not tied to NaN).
-    """
-    import functools
-
-    if fn is None:
-        return functools.partial(jax_eager_jit, rerun=rerun)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        plan = _eager_jit_plan(args, kwargs)
-        if plan is None:
-            return fn(*args, **kwargs)
-        import jax
-        import jax.numpy as jnp
-
-        dyn, static = plan
-        key = (fn, len(args), tuple(sorted(dyn)), tuple(sorted(static.items(), key=lambda kv: kv[0])))
-        try:
-            jitted = _EAGER_JIT_CACHE.get(key)
-        except TypeError:
-            return fn(*args, **kwargs)
-        if jitted is None:
-            thawed = {k: _thaw_static(v) for k, v in static.items()}
-
-            def run(a, d):
-                out = fn(*a, **d, **thawed)
-                if rerun is not None:
-                    return out, jnp.asarray(rerun(out, thawed))
-                flags = [jnp.any(jnp.isnan(x)) for x in jax.tree_util.tree_leaves(out)
-                         if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating)]
-                has_nan = jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
-                return out, has_nan
-
-            jitted = jax.jit(run)
-            _EAGER_JIT_CACHE[key] = jitted
-        try:
-            out, has_nan = jitted(args, {k: kwargs[k] for k in dyn})
-        except Exception:  # a trace-time limit (e.g. a static size needed under jit)
-            return fn(*args, **kwargs)
-        if bool(has_nan):
-            return fn(*args, **kwargs)
-        return out
-
-    return wrapper
-
-
-def _eager_jit_plan(args, kwargs):
-    """``(dynamic kwarg names, frozen static kwargs)`` when the fast path applies, else None."""
-    try:
-        import jax
-    except ImportError:  # pragma: no cover - JAX is optional
-        return None
-    found = False
-
-    def concrete_jax(x):
-        return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-
-    for a in args:
-        if a is None:
-            continue
-        if hasattr(a, "_fields") and isinstance(a, tuple):
-            if not all(concrete_jax(x) for x in a):
-                return None
-        elif not concrete_jax(a):
-            return None
-        found = True
-    if not found:
-        return None
-    dyn, static = [], {}
-    for k, v in kwargs.items():
-        if concrete_jax(v):
-            dyn.append(k)
-        elif isinstance(v, jax.Array) or isinstance(v, np.ndarray) or _is_array(v):
-            return None
-        else:
-            try:
-                static[k] = _freeze_static(v)
-            except TypeError:
-                return None
-    return dyn, static
+    return compiled(fn, rerun=rerun)

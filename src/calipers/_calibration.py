@@ -31,12 +31,13 @@ count 0 (not warned: an empty bin is not an undefined metric).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 
 __all__ = [
     "expected_calibration_error",
@@ -66,22 +67,27 @@ class _Cal(NamedTuple):
 
 
 def _check_class_index(name, y, K, xp):
-    B.check_numeric(name, y, xp)
+    """Labels as class indices ``0 .. K-1`` (the columns of ``y_prob``): ``(index, invalid)``."""
     if xp.isdtype(y.dtype, "bool"):
         y = xp.astype(y, B.acc_int(xp))
     bad = (y < 0) | (y >= K)
     if xp.isdtype(y.dtype, "real floating"):
         bad = bad | (y != xp.round(y)) | ~xp.isfinite(y)
-    if not B.is_traced(y):
-        if bool(xp.any(bad)):
-            i = B._first_index(bad, xp)
-            raise ValueError(f"{name} must hold class indices 0 .. {K - 1} (the columns of "
-                             f"y_prob); element {i} is {B.show(B.to_numpy(y)[i])}")
-        invalid = xp.asarray(False)
-    else:
-        invalid = xp.any(bad)
+    invalid = V.fail_if(bad, name, f"must hold class indices 0 .. {K - 1} (the columns of "
+                        "y_prob)", xp, values=y)
     return xp.astype(xp.where(bad, 0, y) if not xp.isdtype(y.dtype, "real floating")
                      else xp.where(bad, 0.0, y), B.acc_int(xp)), invalid
+
+
+def _weights(sample_weight, n, xp):
+    """``(w as acc float, invalid)``: ones, or valid weights with a positive sum."""
+    acc = B.acc_float(xp)
+    if sample_weight is None:
+        return xp.ones(n, dtype=acc), xp.asarray(False)
+    invalid = B.check_weights("sample_weight", sample_weight, xp)
+    w = xp.astype(sample_weight, acc)
+    invalid = invalid | V.fail_if(~(xp.sum(w) > 0), "sample_weight", "must have a positive sum", xp)
+    return w, invalid
 
 
 def _prepare_probs(y_true, y_prob, sample_weight):
@@ -108,24 +114,9 @@ def _prepare_probs(y_true, y_prob, sample_weight):
             raise ValueError(f"2-D y_prob needs at least 2 columns, got {p.shape[1]}")
         y, invalid = _check_class_index("y_true", y_true, p.shape[1], xp)
         P = p
-    bad = ~((p >= 0) & (p <= 1))   # also catches NaN
-    if not B.is_traced(p):
-        if bool(xp.any(bad)):
-            flat = xp.reshape(bad, (-1,))
-            i = B._first_index(flat, xp)
-            raise ValueError(f"y_prob must be probabilities in [0, 1]; flat element {i} is "
-                             f"{float(B.to_numpy(xp.reshape(p, (-1,)))[i])}")
-    else:
-        invalid = invalid | xp.any(bad)
-    if sample_weight is None:
-        w = xp.ones(p.shape[0], dtype=acc)
-    else:
-        B.check_weights("sample_weight", sample_weight, xp)
-        w = xp.astype(sample_weight, acc)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0) | ~(xp.sum(w) > 0)
-        elif not bool(xp.sum(w) > 0):
-            raise ValueError("sample_weight must have a positive sum")
+    invalid = invalid | V.check_probabilities("y_prob", p, xp)
+    w, bad_w = _weights(sample_weight, p.shape[0], xp)
+    invalid = invalid | bad_w
     return xp, P, y, w, invalid, out, one_d
 
 
@@ -242,7 +233,7 @@ def ece_from_bins(Wb, Sb, Ob, norm, xp):
     return xp.max(gap, axis=-1)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
                                norm="l1", sample_weight=None):
     """Expected calibration error (Naeini et al. 2015; Guo et al. 2017).
@@ -307,14 +298,7 @@ class ReliabilityDiagram(NamedTuple):
     upper: object       #: bin upper edge (quantile: largest confidence in it; NaN if empty)
 
 
-def _diagram_needs_eager(out, options):
-    # empty bins are NaN by design; invalid input makes non-empty bins NaN too
-    import jax.numpy as jnp
-
-    return jnp.any(jnp.isnan(out.confidence) & (out.count > 0))
-
-
-@B.jax_eager_jit(rerun=_diagram_needs_eager)
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight", nan_ok=True)
 def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
                         sample_weight=None):
     """Reliability-diagram data: per bin the mean confidence, the accuracy and the count.
@@ -356,7 +340,7 @@ class BrierDecomposition(NamedTuple):
     uncertainty: object  #: o_bar (1 - o_bar)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_decomposition(y_true, y_prob, *, sample_weight=None, n_bins=None):
     """Murphy's (1973) decomposition ``Brier = reliability - resolution + uncertainty``.
 
@@ -445,16 +429,7 @@ def _nll_derivatives(beta, z, onehot, w, W, xp):
     return nll, g, h
 
 
-def _temperature_needs_eager(T, options):
-    # NaN (invalid input) or a bound reached (eager mode warns about it)
-    import jax.numpy as jnp
-
-    lo, hi = options.get("bounds", (0.01, 100.0))
-    near = (jnp.abs(T - lo) <= 1e-6 * lo) | (jnp.abs(T - hi) <= 1e-6 * hi)
-    return jnp.isnan(T) | near
-
-
-@B.jax_eager_jit(rerun=_temperature_needs_eager)
+@compiled(rows=("logits", "y_true"), weight="sample_weight")
 def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0), max_iter=100):
     """Temperature scaling (Guo et al. 2017): the one T > 0 minimising the log loss
     of ``softmax(logits / T)`` on held-out data.
@@ -508,22 +483,10 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
     z = xp.astype(z, acc)
     K = z.shape[1]
     yi, invalid = _check_class_index("y_true", y, K, xp)
-    finite = xp.all(xp.isfinite(z))
-    if not B.is_traced(z):
-        if not bool(finite):
-            raise ValueError("logits must be finite (no NaN or inf)")
-    else:
-        invalid = invalid | ~finite
-        z = xp.where(xp.isfinite(z), z, 0.0)
-    if sw is None:
-        w = xp.ones(z.shape[0], dtype=acc)
-    else:
-        B.check_weights("sample_weight", sw, xp)
-        w = xp.astype(sw, acc)
-        if not B.is_traced(w) and not bool(xp.sum(w) > 0):
-            raise ValueError("sample_weight must have a positive sum")
-        if B.is_traced(w):  # cannot raise under jit: bad weights give NaN
-            invalid = invalid | ~xp.all(w >= 0) | ~(xp.sum(w) > 0)
+    invalid = invalid | B.check_finite("logits", z, xp)
+    z = xp.where(xp.isfinite(z), z, 0.0)
+    w, bad_w = _weights(sw, z.shape[0], xp)
+    invalid = invalid | bad_w
     W = xp.sum(w)
     cols = xp.reshape(xp.arange(K, dtype=yi.dtype), (1, -1))
     onehot = xp.astype(cols == xp.reshape(yi, (-1, 1)), acc)
@@ -573,8 +536,8 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
                 break
     beta = xp.where(g_lo >= 0, xp.asarray(b_lo, dtype=acc),
                     xp.where(g_hi <= 0, xp.asarray(b_hi, dtype=acc), beta))
-    if not B.is_traced(beta) and (bool(g_lo >= 0) or bool(g_hi <= 0)):
-        warnings.warn(f"the log-loss-optimal temperature lies outside bounds={bounds}; "
-                      f"returning the bound T={1.0 / float(beta):g}", RuntimeWarning, stacklevel=2)
+    for at_bound, t in ((g_lo >= 0, 1.0 / b_lo), (g_hi <= 0, 1.0 / b_hi)):
+        V.warn_if(at_bound & ~invalid, f"the log-loss-optimal temperature lies outside "
+                  f"bounds={bounds}; returning the bound T={t:g}", xp, RuntimeWarning)
     T = B.nan_if(invalid, 1.0 / beta, xp)
     return B.finalize(T, xp)

@@ -8,8 +8,11 @@ semantics, plus what a ``jit``-compiled training loop needs:
   static shapes, no ``unique`` and no boolean-mask indexing, so the kernels run
   under ``jax.jit``;
 * under ``jit`` the label set must be static: ``num_classes=C`` (labels are
-  ``0..C-1``) or an explicit ``labels=`` list.  Eagerly the labels may be
-  inferred from the data, as scikit-learn does;
+  ``0..C-1``) or an explicit ``labels=`` list, and labels are numbers.
+  Eagerly the labels may be inferred from the data, as scikit-learn does, and
+  may be strings or any sortable values: they are encoded as the sorted
+  distinct values of ``y_true`` and ``y_pred`` together (scikit-learn's
+  encoding), ``labels`` and ``pos_label`` naming the original values;
 * ``ignore_index`` drops samples (multilabel: entries) whose ``y_true`` equals
   it by giving them weight zero (a mask, never boolean indexing);
 * ``threshold``: ``y_pred`` holds scores and a sample is predicted positive
@@ -24,12 +27,13 @@ and the widest float the backend gives otherwise (handed case H15).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 
 __all__ = [
     "confusion_matrix",
@@ -124,6 +128,7 @@ class _Pair(NamedTuple):
     cdt: object       # count dtype
     out: object       # output float dtype
     traced: bool
+    classes: object = None  # text labels: the sorted classes the codes index (eager only)
 
 
 def _common_dtype(a, b, xp):
@@ -143,7 +148,19 @@ def _common_dtype(a, b, xp):
 
 def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None,
              pred_name="y_pred", true_name="y_true"):
-    xp, (yt, yp, w) = B.as_arrays(y_true, y_pred, sample_weight)
+    classes = None
+    if V.is_text(y_true) or V.is_text(y_pred):
+        # string / object labels: encoded eagerly as scikit-learn does (sorted distinct
+        # values of both arrays); under jit labels are integers
+        if threshold is not None:
+            raise ValueError(f"threshold needs numeric scores in {pred_name}, got text labels")
+        classes, (y_true, y_pred) = V.encode_labels(y_true, y_pred, names=(true_name, pred_name),
+                                                    infer_from=2)
+        if ignore_index is not None:
+            hit = np.flatnonzero(classes == ignore_index)
+            ignore_index = int(hit[0]) if hit.size else -1
+    xp, (yt, yp, w) = B.as_arrays(y_true, y_pred, sample_weight,
+                                  names=(true_name, pred_name, "sample_weight"))
     traced = B.is_traced(yt, yp, w)
     if yt.ndim not in (1, 2):
         raise ValueError(f"{true_name} must be 1-D (binary/multiclass) or 2-D (multilabel), "
@@ -195,7 +212,34 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
         # reported as invalid labels; their weight is zero
         yt = xp.where(k, yt, yp)
         keep = xp.astype(k, cdt)
-    return _Pair(xp, yt, yp, w, keep, invalid, cdt, out, traced)
+    return _Pair(xp, yt, yp, w, keep, invalid, cdt, out, traced, classes)
+
+
+def _code_of(d: _Pair, value, name):
+    """A static label as its code when the labels were text (``None`` stays ``None``)."""
+    if d.classes is None or value is None:
+        return value
+    hit = np.flatnonzero(d.classes == value)
+    if not hit.size:
+        raise ValueError(f"{name}={value!r} is not a valid label: it should be one of "
+                         f"{d.classes.tolist()}")
+    return int(hit[0])
+
+
+def _codes_of(d: _Pair, labels):
+    """A static label list as codes when the labels were text; absent labels get fresh codes."""
+    if d.classes is None or labels is None:
+        return labels
+    lab = np.asarray(labels)
+    out, extra = [], len(d.classes)
+    for v in lab.tolist():
+        hit = np.flatnonzero(d.classes == v)
+        if hit.size:
+            out.append(int(hit[0]))
+        else:  # a label that occurs in neither array: a code no element has
+            out.append(extra)
+            extra += 1
+    return np.asarray(out, dtype=np.int64)
 
 
 def _sample_weights(d: _Pair):
@@ -209,16 +253,10 @@ def _sample_weights(d: _Pair):
 
 
 def _check_01(name, a, xp, traced):
-    bad = (a != 0) & (a != 1)
-    if not traced:
-        if bool(xp.any(bad)):
-            flat = B.to_numpy(bad).reshape(-1)
-            i = int(np.argmax(flat))
-            val = B.to_numpy(a).reshape(-1)[i].item()
-            raise ValueError(f"{name} must be a 0/1 indicator matrix in multilabel mode; "
-                             f"entry {np.unravel_index(i, tuple(a.shape))} is {val!r}")
-        return xp.asarray(False)
-    return xp.any(bad)
+    def message(i, v):
+        return f"{name} must be a 0/1 indicator matrix in multilabel mode; entry {i} is {v!r}"
+
+    return V.fail_if((a != 0) & (a != 1), name, "", xp, values=a, message=message)
 
 
 class _Labels(NamedTuple):
@@ -229,6 +267,7 @@ class _Labels(NamedTuple):
 
 def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labels:
     """The static label set of a 1-D (binary/multiclass) problem."""
+    labels = _codes_of(d, labels)
     if num_classes is not None:
         C = _check_int("num_classes", num_classes)
         full = np.arange(C)
@@ -288,15 +327,10 @@ def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
     """Raise (eager) or flag (jit) labels outside the set, unless they are allowed."""
     if lab.other_ok:
         return xp.asarray(False)
-    if traced:
-        return ~xp.all(match)
-    if not bool(xp.all(match)):
-        i = B._first_index(~match, xp)
-        v = B.to_numpy(y)[i].item()
-        what = (f"outside 0..{L - 1} (num_classes={L})"
-                if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
-        raise ValueError(f"{name} element {i} is {v!r}, which is {what}")
-    return xp.asarray(False)
+    what = (f"outside 0..{L - 1} (num_classes={L})"
+            if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
+    return V.fail_if(~match, name, "", xp, values=y,
+                     message=lambda i, v: f"{name} element {i} is {v!r}, which is {what}")
 
 
 class _Counts(NamedTuple):
@@ -309,6 +343,7 @@ class _Counts(NamedTuple):
 
 def _binary_counts(d: _Pair, pos_label):
     xp = d.xp
+    pos_label = _code_of(d, pos_label, "pos_label")
     if d.yt.ndim != 1:
         raise ValueError("Target is multilabel-indicator but average='binary'; choose another "
                          "average: None, 'micro', 'macro', 'weighted' or 'samples'")
@@ -451,7 +486,7 @@ def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value):
         where = f"label(s) {bad[:10]}{' ...' if len(bad) > 10 else ''}"
     value = "NaN (left out of averages)" if math.isnan(zd_value) else f"{zd_value:g}"
     B.warn_undefined(f"{what} is ill-defined for {where} with {reason}; set to {value}. "
-                     "Use zero_division to choose the value.", stacklevel=4)
+                     "Use zero_division to choose the value.")
 
 
 _REASONS = {
@@ -511,13 +546,12 @@ def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_w
         raise ValueError(f"beta must be a non-negative number, got {beta!r}")
     if average == "binary":
         if labels is not None:
-            lab = _static_labels(labels)
+            lab = np.asarray(labels)
             if pos_label not in lab.tolist():
                 raise ValueError(f"pos_label={pos_label!r} is not in labels={lab.tolist()}")
     elif pos_label not in (None, 1):
-        warnings.warn(f"pos_label={pos_label!r} is ignored when average={average!r} (it only "
-                      "applies to average='binary'); use labels=[pos_label]", UserWarning,
-                      stacklevel=3)
+        B.warn(f"pos_label={pos_label!r} is ignored when average={average!r} (it only "
+               "applies to average='binary'); use labels=[pos_label]", UserWarning)
     d = _prepare(y_true, y_pred, sample_weight, threshold=threshold, ignore_index=ignore_index)
     xp = d.xp
     c, invalid = _label_counts(d, labels=labels, num_classes=num_classes, average=average,
@@ -715,6 +749,7 @@ def _full_confusion(d: _Pair, lab: _Labels):
     return cm, d.invalid | bad_t | bad_p
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normalize=None,
                      num_classes=None, ignore_index=None, threshold=None):
     """Confusion matrix ``C[i, j]``: weight of samples with true label i predicted j.
@@ -727,10 +762,13 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
     Parameters
     ----------
     y_true, y_pred : arrays of shape (n,)
-        Labels (numbers). With ``threshold``, ``y_pred`` holds scores and is
-        binarised as ``y_pred >= threshold`` (labels 0/1).
+        Labels: numbers, or eagerly any sortable values (strings too). With
+        ``threshold``, ``y_pred`` holds scores and is binarised as
+        ``y_pred >= threshold`` (labels 0/1).
     labels, num_classes : see :func:`precision_recall_fscore_support`; one of
-        them is required under ``jit``.
+        them is required under ``jit``. Eagerly, at least one of ``labels``
+        must occur in ``y_true`` (``ValueError`` otherwise, as scikit-learn);
+        under ``jit`` such a call returns the all-zero matrix.
     sample_weight : array (n,), optional
     normalize : {None, 'true', 'pred', 'all'}
         Divide by row sums, column sums or the total.
@@ -759,6 +797,10 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
                          "multilabel_confusion_matrix")
     lab = _resolve_labels(d, labels, num_classes)
     cm, invalid = _full_confusion(d, lab)
+    if labels is not None:
+        # scikit-learn's rule; under jit the (all-zero) matrix is returned as it is
+        V.fail_if(~_any_label_in(d, lab), f"labels={np.asarray(labels).tolist()}:",
+                  "at least one label specified must be in y_true", xp)
     if normalize is None:
         return _sentinel(cm, invalid, xp)
     cmf = xp.astype(cm, d.out)
@@ -771,11 +813,20 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
     undefined = den == 0
     res = cmf / xp.where(undefined, xp.asarray(1.0, dtype=cmf.dtype), den)
     res = B.nan_if(undefined, res, xp)
-    if not d.traced and not bool(invalid) and bool(xp.any(undefined)):
-        part = {"true": "row", "pred": "column", "all": "total"}[normalize]
-        B.warn_undefined(f"confusion_matrix(normalize={normalize!r}): a zero {part} has no "
-                         "normalised value; set to NaN", stacklevel=3)
+    part = {"true": "row", "pred": "column", "all": "total"}[normalize]
+    V.warn_if(xp.any(undefined) & ~invalid, f"confusion_matrix(normalize={normalize!r}): a "
+              f"zero {part} has no normalised value; set to NaN", xp)
     return B.nan_if(invalid, res, xp)
+
+
+def _any_label_in(d: _Pair, lab: _Labels):
+    """0-d bool: some (kept) element of y_true is one of the labels, whatever its weight."""
+    xp = d.xp
+    ti, _ = _encode(d.yt, _Labels(lab.full, lab.sel, True), xp, "y_true", d.traced)
+    hit = ti < lab.full.shape[0]
+    if d.keep is not None:
+        hit = hit & (d.keep != 0)
+    return xp.any(hit)
 
 
 def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=None,
@@ -820,6 +871,7 @@ def _scalar_result(value, invalid, xp, out):
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore_index=None,
                    threshold=None):
     """Share (or weight) of samples whose prediction equals the truth.
@@ -867,12 +919,12 @@ def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore
     undefined = total == 0
     value = _f(correct, xp) / xp.where(undefined, xp.asarray(1.0, dtype=total.dtype), total)
     value = B.nan_if(undefined, value, xp)
-    if not d.traced and bool(undefined):
-        B.warn_undefined("accuracy is undefined when the total sample weight is zero; "
-                         "returning NaN", stacklevel=3)
+    V.warn_if(undefined, "accuracy is undefined when the total sample weight is zero; "
+              "returning NaN", xp)
     return _scalar_result(value, d.invalid, xp, d.out)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=False,
                             num_classes=None, labels=None, ignore_index=None, threshold=None):
     """Mean recall over the classes present in ``y_true`` (Brodersen et al. 2010).
@@ -911,14 +963,14 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
         undefined = undefined | (K == 1)
         score = (score - chance) / xp.where(K > 1, 1 - chance, one)
     score = B.nan_if(undefined, score, xp)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("balanced accuracy is undefined: "
-                         + ("no class has positive true weight" if int(K) == 0 else
-                            "adjusted=True needs at least two classes in y_true")
-                         + "; returning NaN", stacklevel=3)
+    V.warn_if(undefined & ~invalid & (K == 0), "balanced accuracy is undefined: no class has "
+              "positive true weight; returning NaN", xp)
+    V.warn_if(undefined & ~invalid & (K != 0), "balanced accuracy is undefined: adjusted=True "
+              "needs at least two classes in y_true; returning NaN", xp)
     return _scalar_result(score, invalid, xp, d.out)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
                       ignore_index=None, threshold=None):
     """Matthews correlation coefficient, binary and multiclass (Gorodkin 2004 R_K).
@@ -965,12 +1017,12 @@ def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
     value = xp.where(const_p | const_t, xp.asarray(0.0, dtype=s.dtype), cov_tp / den)
     undefined = const_p & const_t
     value = B.nan_if(undefined, value, xp)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("MCC is undefined when both y_true and y_pred are constant "
-                         "(or the total weight is zero); returning NaN", stacklevel=3)
+    V.warn_if(undefined & ~invalid, "MCC is undefined when both y_true and y_pred are constant "
+              "(or the total weight is zero); returning NaN", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
+@compiled(rows=("y1", "y2"), weight="sample_weight")
 def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
                       replace_undefined_by=math.nan, num_classes=None):
     """Cohen's kappa between two raters, unweighted or linear/quadratic weighted.
@@ -1020,9 +1072,8 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     undefined = (s == 0) | (den == 0)
     value = 1 - num / xp.where(undefined, one, den)
     value = xp.where(undefined, xp.asarray(float(replace_undefined_by), dtype=O.dtype), value)
-    if not d.traced and not bool(invalid) and bool(undefined):
-        B.warn_undefined("Cohen's kappa is undefined (no sample left, or zero expected "
-                         f"disagreement); returning {replace_undefined_by}", stacklevel=3)
+    V.warn_if(undefined & ~invalid, "Cohen's kappa is undefined (no sample left, or zero "
+              f"expected disagreement); returning {replace_undefined_by}", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
@@ -1057,6 +1108,7 @@ def _check_label_scores(yt, s, w, xp, traced):
     return yt, invalid
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None,
                          labels=None):
     """Share of samples whose true label is among the k highest-scored labels.
@@ -1081,10 +1133,10 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     k : int >= 1
         ``k >= C`` gives 1 (every label is in the top k; scikit-learn also warns).
     labels : list, optional
-        Label of each column. Default ``0..C-1`` (scikit-learn's default is the
-        sorted labels of ``y_true``, which is the same whenever ``y_true`` uses
-        all C labels 0..C-1, the only case scikit-learn accepts without
-        ``labels``).
+        Label of each column. Default, eagerly: the sorted distinct values of
+        ``y_true`` (scikit-learn's rule), which must be C of them (otherwise
+        ``labels`` is required); under ``jit``: ``0..C-1``. String labels
+        are accepted eagerly.
     normalize : bool
         False gives the weighted number of hits.
 
@@ -1095,15 +1147,29 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     positive integer, NaN/inf scores, shape errors; under ``jit`` invalid input
     gives NaN.
     """
-    k = _check_int("k", k)
-    xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
+    k = V.positive_int(k, "k")
+    C = 2 if np.ndim(y_score) == 1 else (np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0)
+    if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
+        classes, (y_true,) = V.encode_labels(y_true, labels=labels)
+        labels = np.arange(len(classes))
+    xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight,
+                                 names=("y_true", "y_score", "sample_weight"))
     traced = B.is_traced(yt, s, w)
     B.check_1d("y_true", yt)
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
-    C = 2 if s.ndim == 1 else s.shape[1]
-    lab = _static_labels(labels) if labels is not None else np.arange(C)
+    if labels is not None:
+        lab = _static_labels(labels)
+    elif traced:
+        V.eager_only()  # the compile policy hands this call to the eager rule below
+        lab = np.arange(C)  # under jit the classes are the columns 0..C-1
+    else:
+        # scikit-learn's rule: the classes are the sorted distinct values of y_true
+        lab = np.unique(B.to_numpy(yt))
+        if lab.shape[0] != C:
+            raise ValueError(f"y_true has {lab.shape[0]} distinct labels {lab.tolist()} but "
+                             f"y_score has {C} columns; pass labels= (one per column)")
     if lab.shape[0] != C:
         raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
@@ -1136,7 +1202,6 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     total = _f(xp.sum(ww), xp)
     undefined = total == 0
     value = B.nan_if(undefined, _f(hits, xp) / xp.where(undefined, 1.0, total), xp)
-    if not traced and bool(undefined):
-        B.warn_undefined("top-k accuracy is undefined when the total sample weight is zero; "
-                         "returning NaN", stacklevel=2)
+    V.warn_if(undefined, "top-k accuracy is undefined when the total sample weight is zero; "
+              "returning NaN", xp)
     return _scalar_result(value, invalid, xp, out)

@@ -42,10 +42,11 @@ __all__ = [
 _NORMAL = NormalDist()
 
 
-def _check_level(confidence_level):
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
-            or not (0 < confidence_level < 1):
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+def _check_level(confidence_level) -> float:
+    """The one confidence-level rule (any real in (0, 1), NumPy scalars included)."""
+    from ._validation import confidence_level as _level
+
+    return _level(confidence_level)
 
 
 # --------------------------------------------------------------------------

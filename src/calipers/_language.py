@@ -13,6 +13,8 @@ from statistics import NormalDist
 from typing import NamedTuple
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 
 __all__ = [
     "pass_at_k",
@@ -31,12 +33,10 @@ def _check_integral(name, x, xp):
     B.check_numeric(name, x, xp)
     if xp.isdtype(x.dtype, "bool"):
         raise ValueError(f"{name} must be integers, not booleans")
-    if xp.isdtype(x.dtype, "real floating") and not B.is_traced(x):
-        B.check_finite(name, x, xp)
-        if not bool(xp.all(x == xp.round(x))):
-            i = B._first_index(x != xp.round(x), xp)
-            raise ValueError(f"{name} must hold whole numbers; element {i} is "
-                             f"{float(B.to_numpy(x).reshape(-1)[i])}")
+    if not xp.isdtype(x.dtype, "real floating"):
+        return xp.asarray(False)
+    invalid = B.check_finite(name, xp.reshape(x, (-1,)), xp)
+    return invalid | V.fail_if(x != xp.round(x), name, "must hold whole numbers", xp, values=x)
 
 
 # --------------------------------------------------------------------------
@@ -156,11 +156,8 @@ def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
             raise ValueError(f"mask has shape {tuple(mask.shape)} but {name} has shape "
                              f"{tuple(lp.shape)}; they must match")
         m = xp.astype(mask, acc)
-        if not B.is_traced(mask):
-            if not bool(xp.all((m == 0) | (m == 1))):
-                raise ValueError("mask must contain only 0/1 or booleans")
-        else:
-            invalid = invalid | ~xp.all((m == 0) | (m == 1))
+        invalid = V.fail_if(~((m == 0) | (m == 1)), "mask", "must contain only 0/1 or booleans",
+                            xp, values=mask)
     else:
         m = None
     # masked (padding) positions may hold anything, NaN included: only kept tokens are checked
@@ -168,14 +165,9 @@ def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
     okv = xp.isfinite(lpf) & (lpf <= 0)
     if keep is not None:
         okv = okv | ~keep
-    if not B.is_traced(lp, mask):
-        if not bool(xp.all(okv)):
-            flat = B.to_numpy(xp.reshape(lpf, (-1,)))
-            i = B._first_index(~xp.reshape(okv, (-1,)), xp)
-            raise ValueError(f"{name} must be finite log-probabilities (<= 0, natural log); "
-                             f"element {i} is {float(flat[i])}")
-    else:
-        invalid = invalid | ~xp.all(okv)
+    invalid = invalid | V.fail_if(~xp.reshape(okv, (-1,)), name, "must be finite "
+                                  "log-probabilities (<= 0, natural log)", xp,
+                                  values=xp.reshape(lpf, (-1,)))
     counted = xp.isfinite(lpf) & (lpf <= 0)
     if keep is not None:
         counted = counted & keep
@@ -183,7 +175,7 @@ def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
     return xp, nll, m, invalid, acc
 
 
-@B.jax_eager_jit
+@compiled
 def perplexity(token_logprobs, *, segment_ids=None, num_segments=None, mask=None):
     """Perplexity ``exp(NLL / tokens)`` from per-token log-likelihoods (natural log).
 
@@ -265,13 +257,8 @@ def _segments(segment_ids, values, num_segments, invalid, xp):
     if num_segments < 1:
         raise ValueError(f"num_segments must be >= 1, got {num_segments}")
     out = (ids < 0) | (ids >= num_segments)
-    if not traced:
-        if bool(xp.any(out)):
-            i = B._first_index(out, xp)
-            raise ValueError(f"segment_ids must be in 0 .. {num_segments - 1}; element {i} is "
-                             f"{B.show(B.to_numpy(ids)[i])}")
-    else:
-        invalid = invalid | xp.any(out)
+    invalid = invalid | V.fail_if(out, "segment_ids", f"must be in 0 .. {num_segments - 1}", xp,
+                                  values=ids)
     ids = xp.astype(ids, B.acc_int(xp))
     return ids, num_segments, invalid
 
@@ -282,15 +269,15 @@ def _perplexity_result(xp, nll, tok, invalid, *, structured):
     corpus = xp.exp(total_nll / xp.where(total_tok > 0, total_tok, 1.0))
     corpus = B.nan_if(invalid | (total_tok == 0), corpus, xp)
     if not structured:
-        if not B.is_traced(corpus) and bool(total_tok == 0):
-            B.warn_undefined("perplexity is undefined with no counted tokens; returning NaN")
+        V.warn_if(total_tok == 0, "perplexity is undefined with no counted tokens; "
+                  "returning NaN", xp)
         return B.finalize(corpus, xp)
     empty = tok == 0
     per = xp.exp(nll / xp.where(empty, 1.0, tok))
     per = B.nan_if(empty | invalid, per, xp)
-    if not B.is_traced(per) and bool(xp.any(empty)):
-        B.warn_undefined(f"perplexity is undefined for {int(xp.sum(xp.astype(empty, xp.int32)))} "
-                         "sequence(s) with no tokens; returning NaN for them", stacklevel=4)
+    V.warn_if(xp.any(empty), lambda k: f"perplexity is undefined for {int(k)} sequence(s) with "
+              "no tokens; returning NaN for them", xp,
+              values=xp.sum(xp.astype(empty, B.acc_int(xp))))
     return Perplexity(B.finalize(corpus, xp), per, tok)
 
 
@@ -299,19 +286,15 @@ def _bits_per_unit(token_logprobs, count, mask, count_name):
     _, (cnt,) = B.as_arrays(count)
     if B.is_numpy(_) and not B.is_numpy(xp):
         cnt = xp.asarray(cnt)
-    _check_integral(count_name, cnt, xp)
+    invalid = invalid | _check_integral(count_name, cnt, xp)
     total = xp.sum(xp.astype(cnt, acc))
-    if not B.is_traced(cnt):
-        if bool(xp.any(cnt < 0)) or not bool(total > 0):
-            raise ValueError(f"{count_name} must be non-negative with a positive total, "
-                             f"got a total of {float(total)}")
-    else:
-        invalid = invalid | xp.any(cnt < 0) | ~(total > 0)
+    invalid = invalid | V.fail_if(xp.any(cnt < 0) | ~(total > 0), count_name,
+                                  "must be non-negative with a positive total", xp)
     value = xp.sum(nll) / (math.log(2.0) * xp.where(total > 0, total, 1.0))
     return B.finalize(B.nan_if(invalid, value, xp), xp)
 
 
-@B.jax_eager_jit
+@compiled
 def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
     """Bits per byte: ``total NLL in nats / (ln 2 * total UTF-8 bytes)``.
 
@@ -335,7 +318,7 @@ def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
     return _bits_per_unit(token_logprobs, num_bytes, mask, "num_bytes")
 
 
-@B.jax_eager_jit
+@compiled
 def bits_per_character(token_logprobs, num_characters, *, mask=None):
     """Bits per character: ``total NLL in nats / (ln 2 * total characters)``.
 
@@ -378,8 +361,7 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
     Raises ``ValueError`` for empty input, values other than 0/1, a
     confidence level outside (0, 1); under ``jit`` non-0/1 values give NaN.
     """
-    if not (0 < confidence_level < 1):
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    confidence_level = V.confidence_level(confidence_level)
     xp, (correct,) = B.as_arrays(correct)
     B.check_1d("correct", correct)
     B.check_nonempty("correct", correct)
@@ -405,7 +387,7 @@ class MultipleChoiceAccuracy(NamedTuple):
     accuracy_norm: object  #: argmax of log-likelihood / length; None without lengths
 
 
-@B.jax_eager_jit
+@compiled
 def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, choice_mask=None,
                              ties="expected"):
     """Multiple-choice accuracy from per-choice log-likelihoods, raw and length-normalised.
@@ -470,23 +452,18 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
     is_true = cols == yi
     y_ok = (y >= 0) & (y < nc) & xp.any(is_true & keep, axis=1)
     has_choice = xp.any(keep, axis=1)
-    checks = [(ok, "choice_logprobs must be finite log-likelihoods <= 0"),
-              (y_ok, f"y_true must index an existing choice in 0 .. {nc - 1}"),
-              (has_choice, "every question needs at least one choice")]
+    checks = [(ok, "choice_logprobs", "must be finite log-likelihoods <= 0"),
+              (y_ok, "y_true", f"must index an existing choice in 0 .. {nc - 1}"),
+              (has_choice, "every question", "needs at least one choice")]
     if lengths is not None:
         if tuple(lengths.shape) != (nq, nc):
             raise ValueError(f"choice_lengths has shape {tuple(lengths.shape)}; expected {(nq, nc)}")
         B.check_numeric("choice_lengths", lengths, xp)
         lf = xp.astype(lengths, acc)
-        checks.append(((xp.isfinite(lf) & (lf > 0)) | ~keep, "choice_lengths must be > 0"))
-    if not B.is_traced(ll, y, lengths, cmask):
-        for cond, rule in checks:
-            if not bool(xp.all(cond)):
-                i = B._first_index(xp.reshape(~cond, (-1,)), xp)
-                raise ValueError(f"{rule} (violated at flat element {i})")
-    else:
-        for cond, _ in checks:
-            invalid = invalid | ~xp.all(cond)
+        checks.append(((xp.isfinite(lf) & (lf > 0)) | ~keep, "choice_lengths", "must be > 0"))
+    for cond, name, rule in checks:
+        invalid = invalid | V.fail_if(xp.reshape(~cond, (-1,)), name, rule, xp,
+                                      what="flat element")
 
     def score(values):
         v = xp.where(keep & ok, values, -xp.inf)

@@ -13,48 +13,68 @@ import math
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 
 __all__ = ["log_loss", "brier_score_loss"]
 
 
+def _weights(sample_weight, xp):
+    """The flag of :func:`calipers._backend.check_weights` (None: no weights, no flag)."""
+    if sample_weight is None:
+        return xp.asarray(False)
+    B.check_1d("sample_weight", sample_weight)
+    return B.check_weights("sample_weight", sample_weight, xp)
+
+
+def _encode_text_binary(y_true, labels, pos_label):
+    """Text labels of 1-D ``y_prob`` as 0/1 (eager): the positive class is ``labels[1]``,
+    ``pos_label``, or the greater of the two classes of ``y_true`` (scikit-learn)."""
+    if labels is not None:
+        classes, (codes,) = V.encode_labels(y_true, labels=labels)
+        pos = 1
+    else:
+        classes, (codes,) = V.encode_labels(y_true)
+        if pos_label is not None:
+            hit = np.flatnonzero(classes == pos_label)
+            pos = int(hit[0]) if hit.size else -1
+        elif classes.shape[0] == 2:
+            pos = 1
+        else:
+            raise ValueError(f"y_true has {classes.shape[0]} classes {classes.tolist()}; 1-D "
+                             "y_prob needs two (give labels=[negative, positive] or pos_label)")
+    return (codes == pos).astype(np.int64)
+
+
+def _not_in(labels):
+    return lambda i, v: f"y_true element {i} is {v!r}, which is not in labels={labels}"
+
+
 def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
-    xp, (y_true, y_prob, sample_weight) = B.as_arrays(y_true, y_prob, sample_weight)
+    if labels is not None and pos_label is not None:
+        raise ValueError("give labels or pos_label, not both")
+    if V.is_text(y_true):
+        y_true, labels, pos_label = _encode_text_binary(y_true, labels, pos_label), None, None
+    xp, (y_true, y_prob, sample_weight) = B.as_arrays(
+        y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_1d("y_true", y_true)
     B.check_1d("y_prob", y_prob)
-    if sample_weight is not None:
-        B.check_1d("sample_weight", sample_weight)
     B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
     B.check_numeric("y_prob", y_prob, xp)
+    invalid = xp.asarray(False)
     if labels is not None:
         labels = list(np.asarray(labels).tolist())
         if len(labels) != 2 or labels[0] == labels[1]:
             raise ValueError(f"labels must list two distinct classes [negative, positive], got {labels}")
-        if pos_label is not None:
-            raise ValueError("give labels or pos_label, not both")
-        if not B.is_traced(y_true):
-            ok = (y_true == labels[0]) | (y_true == labels[1])
-            if not bool(xp.all(ok)):
-                i = B._first_index(~ok, xp)
-                raise ValueError(f"y_true element {i} is {B.show(B.to_numpy(y_true)[i])}, "
-                                 f"which is not in labels={labels}")
+        ok = (y_true == labels[0]) | (y_true == labels[1])
+        invalid = V.fail_if(~ok, "y_true", "", xp, values=y_true, message=_not_in(labels))
         pos_label = labels[1]
-    y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
+    y, bad_y = B.binary_labels(y_true, xp, pos_label=pos_label)
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
-    if not B.is_traced(p):
-        B.check_finite("y_prob", p, xp)
-        bad = (p < 0) | (p > 1)
-        if bool(xp.any(bad)):
-            i = B._first_index(bad, xp)
-            raise ValueError(f"y_prob must be probabilities in [0, 1]; element {i} is "
-                             f"{float(B.to_numpy(p)[i])}")
-    else:
-        invalid = invalid | ~xp.all((p >= 0) & (p <= 1))
-    if sample_weight is not None:
-        B.check_weights("sample_weight", sample_weight, xp)
-        if B.is_traced(sample_weight):
-            invalid = invalid | ~xp.all(sample_weight >= 0)
+    invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)
+    invalid = invalid | _weights(sample_weight, xp)
     return xp, y, p, sample_weight, invalid, f
 
 
@@ -62,20 +82,25 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
     """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out."""
     from ._calibration import _check_class_index
 
-    xp, (y_true, y_prob, sample_weight) = B.as_arrays(y_true, y_prob, sample_weight)
+    K = np.shape(y_prob)[1]
+    if V.is_text(y_true):  # eager: codes of the sorted classes (labels, or those of y_true)
+        classes, (y_true,) = V.encode_labels(
+            y_true, labels=None if labels is None else sorted(np.asarray(labels).tolist()))
+        if classes.shape[0] != K:
+            raise ValueError(f"y_true has {classes.shape[0]} classes {classes.tolist()} but "
+                             f"y_prob has {K} columns; pass labels= (one per column)")
+        labels = None
+    xp, (y_true, y_prob, sample_weight) = B.as_arrays(
+        y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_1d("y_true", y_true)
-    if sample_weight is not None:
-        B.check_1d("sample_weight", sample_weight)
     B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
     B.check_numeric("y_prob", y_prob, xp)
     B.check_numeric("y_true", y_true, xp)
-    K = y_prob.shape[1]
     if K < 2:
         raise ValueError(f"2-D y_prob needs at least 2 columns (classes), got {K}")
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
-    acc = B.acc_float(xp)
     if labels is not None:
         labels = sorted(np.asarray(labels).tolist())
         if len(set(labels)) != len(labels) or len(labels) != K:
@@ -87,36 +112,13 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
             hit = y_true == lab
             match = match | hit
             idx = xp.where(hit, j, idx)
-        if not B.is_traced(y_true):
-            if not bool(xp.all(match)):
-                i = B._first_index(~match, xp)
-                raise ValueError(f"y_true element {i} is {B.show(B.to_numpy(y_true)[i])}, "
-                                 f"which is not in labels={labels}")
-            invalid = xp.asarray(False)
-        else:
-            invalid = ~xp.all(match)
+        invalid = V.fail_if(~match, "y_true", "", xp, values=y_true, message=_not_in(labels))
     else:
         idx, invalid = _check_class_index("y_true", y_true, K, xp)
     cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
     onehot = xp.astype(cols == xp.reshape(idx, (-1, 1)), f)
-    bad = ~((p >= 0) & (p <= 1))
-    tol = math.sqrt(float(xp.finfo(f).eps))
-    row_bad = xp.abs(xp.sum(xp.astype(p, acc), axis=1) - 1) > tol
-    if not B.is_traced(p):
-        if bool(xp.any(bad)):
-            i = B._first_index(xp.reshape(bad, (-1,)), xp)
-            raise ValueError(f"y_prob must be probabilities in [0, 1]; flat element {i} is "
-                             f"{float(B.to_numpy(xp.reshape(p, (-1,)))[i])}")
-        if bool(xp.any(row_bad)):
-            i = B._first_index(row_bad, xp)
-            raise ValueError(f"each row of 2-D y_prob must sum to 1 (within {tol:.1e}); row {i} "
-                             f"sums to {float(B.to_numpy(xp.sum(p, axis=1))[i])!r}")
-    else:
-        invalid = invalid | xp.any(bad) | xp.any(row_bad)
-    if sample_weight is not None:
-        B.check_weights("sample_weight", sample_weight, xp)
-        if B.is_traced(sample_weight):
-            invalid = invalid | ~xp.all(sample_weight >= 0)
+    invalid = invalid | V.check_probabilities("y_prob", p, xp, rows_sum_to_one=True)
+    invalid = invalid | _weights(sample_weight, xp)
     return xp, onehot, p, sample_weight, invalid, f
 
 
@@ -149,7 +151,7 @@ def _weighted_mean(values, w, xp, normalize=True):
     return (total / wsum if normalize else total), wsum
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
@@ -165,7 +167,11 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     Parameters
     ----------
     y_true : array (n,)
-        Labels in {0, 1}, or the two classes named by ``labels``.
+        Labels in {0, 1}, or the two classes named by ``labels``. Eagerly,
+        text labels are accepted and encoded as scikit-learn does: the sorted
+        distinct values of ``y_true`` (or ``labels``); for 1-D ``y_prob`` the
+        positive class is the greater of the two. Under ``jit`` labels are
+        integers.
     y_prob : array (n,) or (n, K)
         1-D: probability of the positive class (``labels[1]``), in [0, 1].
         2-D: class probabilities, each row summing to 1 (within
@@ -211,7 +217,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
                      scale_by_half="auto"):
     """Brier score: mean squared difference between forecast probabilities and outcomes.

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 
 __all__ = [
     "mean_squared_error",
@@ -44,13 +46,14 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
         # scikit-learn also accepts (n,) against (n, 1); calipers asks for equal shapes.
         raise ValueError(f"y_true has shape {tuple(y_true.shape)} but y_pred has shape "
                          f"{tuple(y_pred.shape)}; they must match")
+    invalid = xp.asarray(False)
     if sample_weight is not None:
         B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, sample_weight=sample_weight)
-        B.check_weights("sample_weight", sample_weight, xp)
+        invalid = B.check_weights("sample_weight", sample_weight, xp)
     B.check_nonempty("y_true", y_true)
-    _check_finite_nd("y_true", y_true, xp)
-    _check_finite_nd("y_pred", y_pred, xp)
+    invalid = invalid | _check_finite_nd("y_true", y_true, xp)
+    invalid = invalid | _check_finite_nd("y_pred", y_pred, xp)
     d = _Reg()
     d.xp = xp
     d.one_d = y_true.ndim == 1
@@ -63,16 +66,11 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
         yp = xp.reshape(yp, (-1, 1))
     d.yt, d.yp = yt, yp
     d.n_outputs = yt.shape[1]
-    invalid = xp.asarray(False)
-    if B.is_traced(yt, yp, sample_weight):
-        invalid = ~(xp.all(xp.isfinite(yt)) & xp.all(xp.isfinite(yp)))
     w = None
     if sample_weight is not None:
         w = xp.astype(sample_weight, acc)
-        if B.is_traced(sample_weight):
-            invalid = invalid | ~xp.all(w >= 0) | ~(xp.sum(w) > 0)
-        elif not bool(xp.sum(w) > 0):
-            raise ValueError("sample_weight must have a positive sum")
+        invalid = invalid | V.fail_if(~(xp.sum(w) > 0), "sample_weight",
+                                      "must have a positive sum", xp)
     d.w = w
     d.invalid = invalid
     _check_multioutput(multioutput, d.n_outputs, allow_variance_weighted)
@@ -81,7 +79,7 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
 
 def _check_finite_nd(name, x, xp):
     # the backend validator reports a flat index; give it the flattened array
-    B.check_finite(name, xp.reshape(x, (-1,)), xp)
+    return B.check_finite(name, xp.reshape(x, (-1,)), xp)
 
 
 def _check_multioutput(multioutput, n_outputs, allow_variance_weighted):
@@ -124,7 +122,7 @@ def _aggregate(per_output, d, multioutput):
     return B.finalize(xp.astype(value, d.out), xp)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Mean squared error, ``mean((y_true - y_pred)**2)``, weighted by ``sample_weight``.
 
@@ -163,7 +161,7 @@ def mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="unifo
     return _aggregate(_wmean(diff * diff, d), d, multioutput)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def root_mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Root mean squared error, the square root of :func:`mean_squared_error` per output.
 
@@ -177,7 +175,7 @@ def root_mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="
     return _aggregate(d.xp.sqrt(_wmean(diff * diff, d)), d, multioutput)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Mean absolute error, ``mean(|y_true - y_pred|)``, in units of ``y``.
 
@@ -188,7 +186,7 @@ def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="unif
     return _aggregate(_wmean(d.xp.abs(d.yt - d.yp), d), d, multioutput)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def mean_absolute_percentage_error(y_true, y_pred, *, sample_weight=None,
                                    multioutput="uniform_average"):
     """Mean absolute percentage error as a proportion: ``mean(|y_true - y_pred| / |y_true|)``.
@@ -205,18 +203,13 @@ def mean_absolute_percentage_error(y_true, y_pred, *, sample_weight=None,
     d = _prepare(y_true, y_pred, sample_weight, multioutput)
     xp = d.xp
     zero = d.yt == 0
-    if not B.is_traced(d.yt):
-        if bool(xp.any(zero)):
-            i = B._first_index(xp.any(zero, axis=1), xp)
-            raise ValueError(f"y_true must be non-zero for MAPE (division by the actual value); "
-                             f"row {i} has a zero actual")
-    else:
-        d.invalid = d.invalid | xp.any(zero)
+    d.invalid = d.invalid | V.fail_if(xp.any(zero, axis=1), "y_true", "must be non-zero for MAPE "
+                                      "(division by the actual value)", xp, what="row")
     denom = xp.where(zero, 1.0, xp.abs(d.yt))
     return _aggregate(_wmean(xp.abs(d.yt - d.yp) / denom, d), d, multioutput)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=None,
                                multioutput="uniform_average"):
     """Mean absolute scaled error (Hyndman & Koehler 2006).
@@ -246,9 +239,7 @@ def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=N
         series: the ratio has no finite value). Under ``jit`` a zero scale
         or non-finite ``y_train`` gives NaN.
     """
-    if isinstance(sp, bool) or not isinstance(sp, (int, np.integer)) or sp < 1:
-        raise ValueError(f"sp must be an integer >= 1, got {sp!r}")
-    sp = int(sp)
+    sp = V.positive_int(sp, "sp")
     d = _prepare(y_true, y_pred, sample_weight, multioutput)
     xp = d.xp
     _, (y_train,) = B.as_arrays(y_train)
@@ -264,19 +255,16 @@ def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=N
         raise ValueError(f"y_train has {yt.shape[1]} outputs but y_true has {d.n_outputs}")
     if yt.shape[0] <= sp:
         raise ValueError(f"y_train must be longer than sp={sp}; it has {yt.shape[0]} values")
-    _check_finite_nd("y_train", yt, xp)
+    d.invalid = d.invalid | _check_finite_nd("y_train", yt, xp)
     scale = xp.mean(xp.abs(yt[sp:, ...] - yt[:-sp, ...]), axis=0)
-    if not B.is_traced(scale):
-        if bool(xp.any(scale == 0)):
-            raise ValueError(f"the naive scale mean|y_train[t] - y_train[t-{sp}]| is zero "
-                             "(constant or exactly periodic y_train); MASE is not defined")
-    else:
-        d.invalid = d.invalid | xp.any(scale == 0) | ~xp.all(xp.isfinite(scale))
+    d.invalid = d.invalid | V.fail_if(xp.any(scale == 0), "y_train", f"gives a naive scale "
+                                      f"mean|y_train[t] - y_train[t-{sp}]| that is zero (constant "
+                                      "or exactly periodic y_train); MASE is not defined", xp)
     mae = _wmean(xp.abs(d.yt - d.yp), d)
     return _aggregate(mae / xp.where(scale == 0, 1.0, scale), d, multioutput)
 
 
-@B.jax_eager_jit
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average",
              force_finite=False):
     """Coefficient of determination ``R² = 1 - SS_res / SS_tot`` per output.
@@ -323,7 +311,7 @@ def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average
         value = B.finalize(xp.astype(value, d.out), xp)
     else:
         value = _aggregate(r2, d, multioutput)
-    if not force_finite and not B.is_traced(r2) and bool(xp.any(undefined)):
-        B.warn_undefined("R^2 is undefined when y_true is constant (zero variance); "
-                         "returning NaN for that output", stacklevel=3)
+    if not force_finite:
+        V.warn_if(xp.any(undefined), "R^2 is undefined when y_true is constant (zero variance); "
+                  "returning NaN for that output", xp)
     return value

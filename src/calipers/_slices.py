@@ -150,12 +150,11 @@ def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
     rank = np.lexsort((np.arange(len(values)), -support, key_value, tier))
     num_undefined = int((~defined).sum())
     if math.isnan(overall):
-        warnings.warn("the metric is undefined (NaN) on all rows together (the baseline)",
-                      UndefinedMetricWarning, stacklevel=2)
+        B.warn("the metric is undefined (NaN) on all rows together (the baseline)",
+               UndefinedMetricWarning)
     if num_undefined:
-        warnings.warn(f"the metric is undefined (NaN) on {num_undefined} of {len(values)} "
-                      "slices; they are listed last with defined=False",
-                      UndefinedMetricWarning, stacklevel=2)
+        B.warn(f"the metric is undefined (NaN) on {num_undefined} of {len(values)} "
+               "slices; they are listed last with defined=False", UndefinedMetricWarning)
     return SliceReport(
         group=np.asarray(groups)[rank],
         value=values[rank],

@@ -35,6 +35,8 @@ import array_api_compat
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
+from ._compile import compiled
 from . import _calibration as _cal
 from . import _language as _lang
 from . import _probability as _prob
@@ -120,7 +122,7 @@ class ConfusionState(NamedTuple):
         K = int(num_classes)
         return cls(xp.zeros((K, K), dtype=dt), xp.zeros((), dtype=B.acc_int(xp)))
 
-    @B.jax_eager_jit
+    @compiled
     def update(self, y_true, y_pred, *, sample_weight=None):
         """Add a batch of integer labels ``y_true`` and predictions ``y_pred`` (n,)."""
         xp = _state_xp(self)
@@ -156,7 +158,7 @@ class ConfusionState(NamedTuple):
     def merge(self, other):
         return merge(self, other)
 
-    @B.jax_eager_jit
+    @compiled
     def compute(self):
         xp = _state_xp(self)
         f = B.acc_float(xp)
@@ -199,7 +201,7 @@ class CalibrationState(NamedTuple):
         return cls(xp.zeros(shape, dtype=wdt), xp.zeros(shape, dtype=f),
                    xp.zeros(shape, dtype=f), xp.zeros((), dtype=B.acc_int(xp)))
 
-    @B.jax_eager_jit
+    @compiled
     def update(self, y_true, y_prob, *, sample_weight=None, mode=None):
         """Add a batch; arguments as :func:`calipers.expected_calibration_error`."""
         xp = _state_xp(self)
@@ -221,7 +223,7 @@ class CalibrationState(NamedTuple):
     def merge(self, other):
         return merge(self, other)
 
-    @B.jax_eager_jit
+    @compiled
     def compute(self, norm="l1"):
         """Expected calibration error (``norm`` ``"l1"``, ``"l2"`` or ``"max"``)."""
         _cal._check_options(1, "uniform", norm)
@@ -277,7 +279,7 @@ class NLLState(NamedTuple):
         return cls(xp.zeros((), dtype=B.acc_float(xp)), xp.zeros((), dtype=i),
                    xp.zeros((), dtype=i), xp.zeros((), dtype=i))
 
-    @B.jax_eager_jit
+    @compiled
     def update(self, token_logprobs, *, mask=None, num_bytes=0):
         """Add token log-likelihoods (as :func:`calipers.perplexity`) and their text's bytes."""
         xp = _state_xp(self)
@@ -288,16 +290,14 @@ class NLLState(NamedTuple):
         tokens = nll.size if m is None else xp.sum(xp.astype(m, self.tokens.dtype))
         _lang._check_integral("num_bytes", num_bytes, xp)
         nbytes = xp.sum(xp.astype(num_bytes, self.bytes.dtype))
-        if not B.is_traced(num_bytes) and bool(nbytes < 0):
-            raise ValueError(f"num_bytes must be >= 0, got {int(nbytes)}")
-        invalid = invalid | (nbytes < 0)
+        invalid = invalid | V.fail_if(nbytes < 0, "num_bytes", "must be >= 0 (in total)", xp)
         return NLLState(self.nll + xp.sum(nll), self.tokens + tokens, self.bytes + nbytes,
                         _invalid_inc(self, invalid, xp))
 
     def merge(self, other):
         return merge(self, other)
 
-    @B.jax_eager_jit
+    @compiled
     def compute(self):
         xp = _state_xp(self)
         f = B.acc_float(xp)
@@ -339,7 +339,7 @@ class ProbabilityLossState(NamedTuple):
                    xp.zeros((), dtype=f if weighted else B.acc_int(xp)),
                    xp.zeros((), dtype=B.acc_int(xp)))
 
-    @B.jax_eager_jit
+    @compiled
     def update(self, y_true, y_prob, *, sample_weight=None):
         xp = _state_xp(self)
         y_true, y_prob, sample_weight = _to(xp, y_true, y_prob, sample_weight)
@@ -376,7 +376,7 @@ class ProbabilityLossState(NamedTuple):
     def merge(self, other):
         return merge(self, other)
 
-    @B.jax_eager_jit
+    @compiled
     def compute(self):
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))

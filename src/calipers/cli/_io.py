@@ -109,6 +109,8 @@ def read_predictions(path, label: str, scores: list[str], *, extra: list[str] = 
         rule = f"an integer class in 0..{k - 1}" if multiclass else "0 or 1"
         raise InputError(f"{_where(path, kind, label, i)}: label {y[i]:g} is not {rule}")
     cols = {s: _to_float(path, kind, s, table.column(s).combine_chunks()) for s in scores}
+    if multiclass:  # the library's probability rule, before any metric runs
+        check_probability_rows(path, np.stack([cols[s] for s in scores], axis=1), scores)
     extras = {}
     for c in extra:
         arr = table.column(c).combine_chunks()
@@ -122,3 +124,28 @@ def read_predictions(path, label: str, scores: list[str], *, extra: list[str] = 
             raise InputError(f"{_where(path, kind, c, i)}: empty value")
         extras[c] = vals
     return y.astype(np.int64), cols, extras
+
+
+def check_probability_rows(path, P, columns) -> None:
+    """Class-probability columns (n, K): each value in [0, 1] and each row summing to 1.
+
+    The rule and the tolerance are the library's
+    (:func:`calipers._validation.check_probabilities`, ``sqrt(eps)`` of
+    float64), so a file the command accepts is one ``log_loss`` accepts.
+    Rows are numbered from 1, as data rows in the file.
+    """
+    from .. import _validation as V
+
+    P = np.asarray(P, dtype=np.float64)
+    bad = ~((P >= 0) & (P <= 1))
+    if bad.any():
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise InputError(f"{path}: column {columns[j]!r}, row {i + 1}: {P[i, j]:g} is not a "
+                         "probability in [0, 1]")
+    tol = V.prob_sum_tolerance(P.dtype)
+    rowsum = P.sum(axis=1)
+    off = np.abs(rowsum - 1) > tol
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise InputError(f"{path}: row {i + 1}: the class probabilities sum to {rowsum[i]:.6g}, "
+                         f"not 1 (within {tol:.1e})")

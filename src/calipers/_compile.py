@@ -1,0 +1,323 @@
+"""The one compile policy: eager JAX calls of public functions run as one compiled program.
+
+Eager JAX dispatches every primitive separately and compiles each for every
+new shape, so a metric of a few hundred small operations costs seconds per
+new input length.  :func:`compiled` wraps a public function so that a call on
+concrete JAX arrays runs it under ``jax.jit`` instead:
+
+* static options (Python values: strings, numbers, label lists) are part of
+  the cache key; array arguments are traced.  NumPy arrays and lists passed
+  next to JAX arrays are promoted to JAX first (the namespace rule of
+  :func:`calipers._backend.as_arrays`);
+* the compiled programs live in one bounded LRU cache
+  (:func:`set_cache_size`, :func:`cache_info`), keyed by function, static
+  options and argument shapes, so memory does not grow with the number of
+  distinct input lengths;
+* shape bucketing: a function that declares its row-aligned arguments and a
+  sample-weight argument gets its rows padded to the next power of two with
+  copies of the last row at weight zero.  Such rows cannot change the result
+  of a weighted metric (they are valid whenever the last row is, so they add
+  no error either), and a sequence of lengths compiles O(log n) times.
+  Functions without such a safe padding, or whose output has one entry per
+  row, declare no rows and are compiled per exact shape;
+* errors and warnings: checks written with :func:`calipers._validation.fail_if`
+  / :func:`~calipers._validation.warn_if` are recorded while tracing and come
+  back from the compiled program as flags (with the first offending index and
+  value); after the call they are raised / issued in call order with the
+  eager message, before any result is returned.  A NaN in the output that no
+  recorded flag explains (a check not written with those helpers) makes the
+  call run again eagerly, so a documented error or warning is never lost;
+* anything else (NumPy or array-api-strict inputs, string labels, calls
+  inside the user's own ``jit``, a function whose trace needs concrete values)
+  runs the plain function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _backend as B
+from . import _validation as V
+
+# internal layer (like _backend): no __all__, nothing here is public API
+
+_lock = threading.Lock()
+_cache: OrderedDict = OrderedDict()
+_max_entries = 128
+_stats = {"hits": 0, "misses": 0, "evictions": 0, "eager": 0}
+_EAGER = object()  # cache value: this key cannot be traced, run the plain function
+_MIN_BUCKET = 8
+
+
+def set_cache_size(n: int) -> None:
+    """Keep at most ``n`` compiled programs (least recently used are dropped)."""
+    global _max_entries
+    _max_entries = V.positive_int(n, "n")
+    with _lock:
+        while len(_cache) > _max_entries:
+            _cache.popitem(last=False)
+            _stats["evictions"] += 1
+
+
+def clear_cache() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def cache_info() -> dict:
+    """Hits, misses (= compilations), evictions, eager fallbacks, current and maximum size."""
+    with _lock:
+        return dict(_stats, size=len(_cache), max_size=_max_entries)
+
+
+def bucket_length(n: int) -> int:
+    """The padded length of ``n`` rows: the next power of two, at least 8."""
+    return max(_MIN_BUCKET, 1 << max(0, int(n) - 1).bit_length())
+
+
+# --------------------------------------------------------------------------
+# static options
+# --------------------------------------------------------------------------
+
+def _freeze(v):
+    """A hashable form of a static option; TypeError if there is none."""
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "biuf":
+            raise TypeError("non-numeric array")
+        return ("__nd__", str(v.dtype), v.shape, tuple(v.reshape(-1).tolist()))
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return ("__seq__", type(v).__name__, tuple(_freeze(x) for x in v))
+    if isinstance(v, float) and v != v:  # NaN != NaN would defeat the cache
+        return ("__nan__",)
+    hash(v)
+    return (type(v).__name__, v)
+
+
+def _thaw(v):
+    tag = v[0]
+    if tag == "__nd__":
+        return np.asarray(v[3], dtype=v[1]).reshape(v[2])
+    if tag == "__seq__":
+        items = [_thaw(x) for x in v[2]]
+        return items if v[1] == "list" else tuple(items)
+    if tag == "__nan__":
+        return float("nan")
+    return v[1]
+
+
+# --------------------------------------------------------------------------
+# the decorator
+# --------------------------------------------------------------------------
+
+def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
+    """Decorator: the compile policy for a public function (see the module docstring).
+
+    Parameters
+    ----------
+    rows : tuple of str
+        Names of the row-aligned array arguments (axis 0 is the row).
+    weight : str, optional
+        Name of the sample-weight argument.  Given together with ``rows``,
+        calls are bucketed: rows padded to :func:`bucket_length` with copies of
+        the last row at weight zero (the function must return no per-row
+        output and honour weights exactly).
+    nan_ok : bool
+        NaN is an ordinary output value (empty bins, per-query NaN): never
+        re-run eagerly because of it.  Every error and warning of such a
+        function must be written with ``fail_if`` / ``warn_if``.
+    rerun : callable, optional
+        ``rerun(out, static_options)``, traced, a 0-d bool: run the plain
+        function eagerly when True (for modules whose checks are not yet
+        written with ``fail_if`` / ``warn_if``; the old ``jax_eager_jit`` hook).
+    """
+    if fn is None:
+        return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok,
+                                 rerun=rerun)
+    sig = inspect.signature(fn)
+    rows = tuple(rows)
+    for r in rows + ((weight,) if weight else ()):
+        if r not in sig.parameters:
+            raise TypeError(f"{fn.__name__} has no argument {r!r}")
+    positional = {n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty}
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "jax" not in sys.modules:  # no JAX array can exist
+            return fn(*args, **kwargs)
+        plan = _plan(sig, args, kwargs, rows + ((weight,) if weight else ()), positional)
+        if plan is None:
+            return fn(*args, **kwargs)
+        dyn, static = plan
+        bucket = None
+        if weight is not None and rows:
+            dyn, bucket = _bucket(dyn, rows, weight)
+        key = (fn, tuple(sorted(static.items())),
+               tuple((k, _abstract(v)) for k, v in sorted(dyn.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return fn(*args, **kwargs)
+        with _lock:
+            entry = _cache.get(key)
+            if entry is not None:
+                _cache.move_to_end(key)
+                _stats["hits"] += 1
+        if entry is _EAGER:
+            return fn(*args, **kwargs)
+        if entry is None:
+            entry = _Entry(fn, {k: _thaw(v) for k, v in static.items()}, rerun)
+            with _lock:
+                _stats["misses"] += 1
+                _cache[key] = entry
+                while len(_cache) > _max_entries:
+                    _cache.popitem(last=False)
+                    _stats["evictions"] += 1
+        try:
+            out, flags, has_nan, again = entry.jitted(dyn)
+        except Exception:  # the trace needs concrete values (e.g. labels inferred from data)
+            with _lock:
+                _cache[key] = _EAGER
+                _stats["eager"] += 1
+            return fn(*args, **kwargs)
+        V.replay(entry.entries, flags)
+        if bool(again) or (not nan_ok and bool(has_nan) and not any(bool(f[0]) for f in flags)):
+            # a NaN no recorded check explains: let the plain call raise/warn as documented
+            with _lock:
+                _stats["eager"] += 1
+            return fn(*args, **kwargs)
+        return out
+
+    wrapper.__wrapped_compiled__ = fn
+    return wrapper
+
+
+class _Entry:
+    """One compiled program and the static description of the checks it records."""
+
+    def __init__(self, fn, static, rerun=None):
+        import jax
+
+        self.entries = []
+
+        def run(dyn):
+            import jax.numpy as jnp
+
+            with V.collect() as recorded:
+                out = fn(**dyn, **static)
+            self.entries = list(recorded)
+            flags = [(e[1], e[2], e[3]) for e in recorded]
+            nan = [jnp.any(jnp.isnan(x)) for x in jax.tree_util.tree_leaves(out)
+                   if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact)]
+            has_nan = jnp.any(jnp.stack(nan)) if nan else jnp.asarray(False)
+            again = jnp.asarray(False) if rerun is None else jnp.asarray(rerun(out, static))
+            return out, flags, has_nan, again
+
+        self.jitted = jax.jit(run)
+
+
+def _abstract(v):
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(v)
+    return tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves)
+
+
+def _plan(sig, args, kwargs, rows, positional):
+    """``(dynamic arrays by name, frozen static options by name)``, or None for a plain call."""
+    import jax
+
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None  # let the plain call report the signature error
+    dyn, static, convert = {}, {}, []
+    found = False
+    for name, v in bound.arguments.items():
+        if sig.parameters[name].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                         inspect.Parameter.VAR_KEYWORD):
+            return None
+        if isinstance(v, jax.Array):
+            if isinstance(v, jax.core.Tracer):
+                return None  # inside the user's jit: the plain function is traced
+            dyn[name] = v
+            found = True
+        elif isinstance(v, tuple) and hasattr(v, "_fields") and v and \
+                all(isinstance(x, jax.Array) for x in v):
+            if any(isinstance(x, jax.core.Tracer) for x in v):
+                return None
+            dyn[name] = v
+            found = True
+        elif v is not None and (name in rows or name in positional) and \
+                (isinstance(v, (np.ndarray, np.generic, list, tuple)) or B._is_array(v)):
+            convert.append((name, v))  # data next to JAX arrays: promoted to JAX
+        else:
+            try:
+                static[name] = _freeze(v)
+            except TypeError:
+                return None
+    if not found:
+        return None
+    import jax.numpy as jnp
+
+    for name, v in convert:
+        if B._is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
+            return None  # another non-NumPy namespace: as_arrays reports it
+        try:
+            a = np.asarray(v)
+        except Exception:
+            return None
+        if a.dtype.kind not in "biuf":
+            return None  # string labels are encoded eagerly on NumPy
+        dyn[name] = jnp.asarray(a)
+    return dyn, static
+
+
+def _bucket(dyn, rows, weight):
+    """Pad the row-aligned arrays to the bucket length, the new rows at weight zero.
+
+    The padding is done on the host (NumPy) and the result put back on the
+    array's device: an eager ``jnp.concatenate`` would itself compile once per
+    new input length, which is what bucketing is meant to avoid.
+    """
+    import jax
+
+    present = [r for r in rows if r in dyn and r != weight]
+    if not present:
+        return dyn, None
+    lengths = {dyn[r].shape[0] if dyn[r].ndim else -1 for r in present}
+    w = dyn.get(weight)
+    if w is not None:
+        lengths.add(w.shape[0] if w.ndim == 1 else -1)
+    if len(lengths) != 1:
+        return dyn, None  # shapes disagree: the function reports it
+    n = lengths.pop()
+    if n <= 0:
+        return dyn, None
+    m = bucket_length(n)
+    out = dict(dyn)  # the weight is always given, so padded and unpadded calls share a program
+
+    def put(a, like):
+        devs = getattr(like, "devices", None)
+        dev = next(iter(devs())) if callable(devs) and len(devs()) == 1 else None
+        return jax.device_put(a, dev)
+
+    for r in present:
+        x = np.asarray(dyn[r])
+        if m > n:
+            x = np.concatenate([x, np.repeat(x[-1:], m - n, axis=0)])
+        out[r] = put(x, dyn[r])
+    if w is None:
+        import jax.numpy as jnp
+
+        wn = np.ones(n, dtype=np.dtype(B.acc_int(jnp)))
+        like = dyn[present[0]]
+    else:
+        wn, like = np.asarray(w), w
+    out[weight] = put(np.concatenate([wn, np.zeros(m - n, dtype=wn.dtype)]), like)
+    return out, n

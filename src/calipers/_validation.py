@@ -1,0 +1,360 @@
+"""The one input layer: static options, labels, probabilities and the raise-or-flag rule.
+
+Every family checks its inputs with these functions, so a rule has one
+wording and one implementation:
+
+* static options (Python values, also under ``jit``): :func:`confidence_level`,
+  :func:`positive_int` (``k``, ``n_bins``, ``num_classes``), :func:`choice`
+  (``average``, ``method``), :func:`zero_division`;
+* concrete-or-traced values: :func:`fail_if` raises ``ValueError`` naming the
+  argument and the rule when values are concrete, and returns a boolean flag
+  (callers turn the result into NaN) when traced; :func:`warn_if` warns
+  eagerly.  Under :mod:`calipers._compile` both are collected from the
+  compiled program and raised / issued after it, in call order, so a compiled
+  eager call raises and warns exactly as the plain eager call;
+* labels: :func:`encode_labels` (eager, any sortable labels, scikit-learn's
+  encoding) and :func:`binary_labels` (0/1 labels, jit-safe);
+* probabilities: :func:`check_probabilities`, one tolerance for rows that
+  must sum to one (:func:`prob_sum_tolerance`), used by the metrics and the
+  command-line reader alike.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import threading
+
+import numpy as np
+
+from . import _backend as B
+
+# internal layer (like _backend): no __all__, nothing here is public API
+
+
+# --------------------------------------------------------------------------
+# static options
+# --------------------------------------------------------------------------
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def confidence_level(value, name: str = "confidence_level") -> float:
+    """A real number strictly between 0 and 1 (Python or NumPy scalar); returned as float."""
+    if B._is_array(value) and getattr(value, "ndim", 1) == 0 and not B.is_traced(value) \
+            and not isinstance(value, (bool, np.bool_)):
+        value = value.item() if hasattr(value, "item") else value
+    if not _is_real(value) or not (0 < float(value) < 1):
+        raise ValueError(f"{name} must be a real number in (0, 1), got {value!r}")
+    return float(value)
+
+
+def positive_int(value, name: str, minimum: int = 1) -> int:
+    """An integer (Python or NumPy, not bool) ``>= minimum``; returned as int."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def choice(value, name: str, allowed):
+    """``value`` if it is one of ``allowed``, else a ``ValueError`` listing them."""
+    if not any(value is a or (type(value) is type(a) and value == a) for a in allowed):
+        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+    return value
+
+
+def zero_division(value):
+    """``(value, warn)`` for a ``zero_division`` option: "warn" (0, warning), "nan", 0, 1 or NaN."""
+    msg = f'zero_division must be "nan", "warn", 0, 1 or NaN, got {value!r}'
+    if isinstance(value, str):
+        if value == "nan":
+            return math.nan, True
+        if value == "warn":
+            return 0.0, True
+        raise ValueError(msg)
+    if not _is_real(value):
+        raise ValueError(msg)
+    v = float(value)
+    if math.isnan(v):
+        return math.nan, False
+    if v not in (0.0, 1.0):
+        raise ValueError(msg)
+    return v, False
+
+
+# --------------------------------------------------------------------------
+# raise eagerly / flag under jit
+# --------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _collector():
+    return getattr(_local, "stack", None)
+
+
+class collect:
+    """Context manager used by :mod:`calipers._compile` while tracing a public function.
+
+    Inside it, traced :func:`fail_if` / :func:`warn_if` calls record
+    ``(kind, flag, index, value, message)`` entries that the compiled program
+    returns, so the caller can raise or warn after it on concrete values.
+    """
+
+    def __enter__(self):
+        self.entries = []
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self.entries)
+        return self.entries
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+        return False
+
+
+def _first(bad, xp):
+    flat = xp.reshape(bad, (-1,))
+    return xp.argmax(xp.astype(flat, B.acc_int(xp)))
+
+
+def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element", message=None):
+    """Raise eagerly / flag under ``jit`` when any element of ``bad`` is True.
+
+    Concrete ``bad``: ``ValueError("{name} {rule}; element i is v")`` for the
+    first True element (``v`` read from ``values``; without ``values`` the
+    message is ``"{name} {rule}"``), otherwise returns a False flag.  Traced:
+    returns ``any(bad)`` (a 0-d bool the caller turns into NaN), recorded for
+    :mod:`calipers._compile` to raise after a compiled eager call.
+    ``message(index, value)``, optional, writes the whole message instead
+    (``index`` an int or a tuple for n-D ``bad``, ``value`` a Python scalar).
+    """
+    if not B.is_traced(bad):
+        if bool(xp.any(bad)):
+            if message is not None:
+                i, v = _locate(bad, values)
+                raise ValueError(message(i, v))
+            raise ValueError(_message(name, rule, bad, values, what=what))
+        return xp.asarray(False)
+    flag = xp.any(bad)
+    entries = _collector()
+    if entries:
+        i = _first(bad, xp) if getattr(bad, "ndim", 0) else None
+        v = None if values is None or i is None else xp.reshape(values, (-1,))[i]
+        entries[-1].append(("error", flag, i, v, (name, rule, tuple(getattr(bad, "shape", ())),
+                                                  values is not None, what, message)))
+    return flag
+
+
+def _locate(bad, values, index=None, value=None):
+    """(index as int or tuple, value as a Python scalar or None) of the first True of ``bad``."""
+    shape = tuple(getattr(bad, "shape", ()))
+    if index is None:
+        index = int(np.argmax(B.to_numpy(bad).reshape(-1)))
+        if values is not None:
+            value = B.to_numpy(values).reshape(-1)[index]
+    where = index if len(shape) <= 1 else tuple(int(j) for j in np.unravel_index(index, shape))
+    return where, (value.item() if hasattr(value, "item") else value)
+
+
+def eager_only() -> None:
+    """Inside the compile policy's trace, give the call back to the plain eager function.
+
+    For rules that need concrete values and have no static-shape form (for
+    example classes inferred from the data); under the user's own ``jit`` this
+    does nothing and the caller takes its documented ``jit`` path.
+    """
+    if _collector():
+        raise _NeedsEager()
+
+
+class _NeedsEager(Exception):
+    pass
+
+
+def _message(name, rule, bad, values, index=None, value=None, what="element"):
+    if getattr(bad, "ndim", 0) == 0 and index is None:
+        return f"{name} {rule}"
+    if index is None:
+        flat = B.to_numpy(bad).reshape(-1)
+        index = int(np.argmax(flat))
+        shape = tuple(bad.shape)
+        if values is not None:
+            value = B.to_numpy(values).reshape(-1)[index]
+    else:
+        shape = bad
+    where = index if len(shape) <= 1 else tuple(int(j) for j in np.unravel_index(index, shape))
+    if values is None:
+        return f"{name} {rule}; {what} {where} breaks it"
+    return f"{name} {rule}; {what} {where} is {B.show(value)}"
+
+
+def warn_if(cond, message, xp, category=None, *, values=None) -> None:
+    """Warn (``UndefinedMetricWarning`` by default) when the 0-d ``cond`` is True.
+
+    Eagerly the warning is issued at once and points at the caller's line;
+    traced, it is recorded for :mod:`calipers._compile` (plain ``jit`` users
+    get no warning: the NaN is the signal).  ``message`` may be a callable of
+    the concrete ``values`` (a NumPy array or scalar) for counts in the text.
+    """
+    from ._exceptions import UndefinedMetricWarning
+
+    category = category or UndefinedMetricWarning
+    if not B.is_traced(cond):
+        if bool(xp.any(cond)):
+            B.warn(message(B.to_numpy(values)) if callable(message) else message, category)
+        return
+    entries = _collector()
+    if entries:
+        entries[-1].append(("warning", xp.any(cond), None, values, (message, category)))
+
+
+def replay(entries, concrete) -> None:
+    """Raise / warn for the recorded entries whose flags came back True (in call order)."""
+    for (kind, _, _, _, info), (flag, index, value) in zip(entries, concrete):
+        if not bool(flag):
+            continue
+        if kind == "error":
+            name, rule, shape, has_values, what, message = info
+            if message is not None:
+                where = None if index is None else (
+                    int(index) if len(shape) <= 1 else
+                    tuple(int(j) for j in np.unravel_index(int(index), shape)))
+                v = None if value is None else np.asarray(value).item()
+                raise ValueError(message(where, v))
+            if index is None:
+                raise ValueError(f"{name} {rule}")
+            raise ValueError(_message(name, rule, shape, True if has_values else None,
+                                      index=int(index), value=value, what=what))
+        message, category = info
+        B.warn(message(np.asarray(value)) if callable(message) else message, category)
+
+
+# --------------------------------------------------------------------------
+# labels
+# --------------------------------------------------------------------------
+
+def _host_labels(x, name):
+    """A static label list as a 1-D NumPy array (never traced)."""
+    if B.is_traced(x):
+        raise ValueError(f"{name} must be concrete (a list or a NumPy array), not a traced array")
+    arr = np.asarray(B.to_numpy(x) if B._is_array(x) else x)
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
+    if np.unique(arr).shape[0] != arr.shape[0]:
+        raise ValueError(f"{name} must not contain duplicates, got {arr.tolist()}")
+    return arr
+
+
+def is_text(x) -> bool:
+    """True for label arrays/lists that are not numeric (strings, bytes, objects)."""
+    if x is None or B.is_traced(x):
+        return False
+    if B._is_array(x) and not isinstance(x, np.ndarray):
+        return False  # JAX / array-api arrays are numeric by construction
+    try:
+        kind = np.asarray(x).dtype.kind
+    except Exception:  # ragged input: let the array conversion report it
+        return False
+    return kind in "USOa"
+
+
+def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
+    """Encode labels of any sortable dtype as scikit-learn does (eager, NumPy).
+
+    Classes are ``labels`` (in the order given) when given, else the sorted
+    distinct values of the first ``infer_from`` arrays (``y_true`` alone by
+    default; 2 for ``y_true`` and ``y_pred`` together).  Returns
+    ``(classes, codes)``: ``classes`` a NumPy array, ``codes`` one int64
+    array per input with each element's index in ``classes``.  A value not in
+    ``classes`` raises ``ValueError`` naming its array.  Under ``jit`` labels
+    are integers and the number of classes is static: use the integer paths.
+    """
+    arrays = [np.asarray(B.to_numpy(a) if B._is_array(a) else a) for a in (y, *others)]
+    names = tuple(names) + tuple(f"argument {i}" for i in range(len(names), len(arrays)))
+    if labels is not None:
+        classes = _host_labels(labels, "labels")
+    else:
+        pool = [a.reshape(-1) for a in arrays[:infer_from]]
+        try:
+            classes = np.unique(np.concatenate(pool))
+        except TypeError as exc:  # mixed str / int
+            raise ValueError(f"labels in {', '.join(names[:infer_from])} must be of one "
+                             f"sortable type: {exc}") from exc
+    order = np.argsort(classes, kind="stable")
+    sc = classes[order]
+    codes = []
+    for name, a in zip(names, arrays):
+        try:
+            pos = np.clip(np.searchsorted(sc, a), 0, len(sc) - 1)
+            ok = sc[pos] == a
+        except TypeError as exc:
+            raise ValueError(f"{name} labels cannot be compared with {sc.tolist()}: {exc}") from exc
+        if not np.all(ok):
+            i = int(np.argmax(~np.asarray(ok).reshape(-1)))
+            raise ValueError(f"{name} element {i} is {B.show(a.reshape(-1)[i])}, which is not "
+                             f"in labels {classes.tolist()}")
+        codes.append(order[pos].astype(np.int64))
+    return classes, codes
+
+
+def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
+    """Validate binary labels and return ``(y01, invalid)``: the one binary-label rule.
+
+    ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
+    be in {0, 1} (or bool); otherwise ``y_true == pos_label`` is the positive
+    class (any comparable labels, NumPy strings too).  Concrete input that
+    breaks the rule raises ``ValueError`` naming ``name``; under ``jit`` the
+    returned ``invalid`` flag (0-d bool) is True instead and callers turn the
+    result into NaN.  The ranking family calls it as ``B.binary_labels``.
+    """
+    if pos_label is not None:
+        y = xp.astype(y_true == pos_label, B.acc_int(xp))
+        return y, xp.asarray(False, device=B.device(y_true))
+    B.check_numeric(name, y_true, xp)
+    if xp.isdtype(y_true.dtype, "bool"):
+        return xp.astype(y_true, B.acc_int(xp)), xp.asarray(False, device=B.device(y_true))
+    if B.is_numpy(xp) and xp.isdtype(y_true.dtype, "integral") and y_true.size:
+        # fast path: two reductions instead of an elementwise test
+        if int(y_true.min()) >= 0 and int(y_true.max()) <= 1:
+            return y_true, np.asarray(False)
+    bad = (y_true != 0) & (y_true != 1)
+    invalid = fail_if(bad, name, "must contain only 0 and 1 (or booleans) unless pos_label is "
+                      "given", xp, values=y_true)
+    return xp.astype(y_true == 1, B.acc_int(xp)), invalid
+
+
+# --------------------------------------------------------------------------
+# probabilities
+# --------------------------------------------------------------------------
+
+def prob_sum_tolerance(dtype) -> float:
+    """How far a row of class probabilities may sum from 1: ``sqrt(eps)`` of its float dtype."""
+    return math.sqrt(float(np.finfo(_np_dtype(dtype)).eps))
+
+
+def check_probabilities(name: str, p, xp, *, rows_sum_to_one=False):
+    """Probabilities in [0, 1] (NaN refused); 2-D rows summing to 1 within :func:`prob_sum_tolerance`.
+
+    Raises eagerly, returns the invalid flag under ``jit`` (:func:`fail_if`).
+    """
+    ok = (p >= 0) & (p <= 1)  # False for NaN
+    invalid = fail_if(~ok, name, "must be probabilities in [0, 1]", xp, values=p)
+    if rows_sum_to_one and p.ndim == 2:
+        acc = B.acc_float(xp)
+        tol = prob_sum_tolerance(p.dtype)
+        sums = xp.sum(xp.astype(p, acc), axis=1)
+        invalid = invalid | fail_if(xp.abs(sums - 1) > tol, f"each row of {name}",
+                                    f"must sum to 1 (within {tol:.1e})", xp,
+                                    values=sums, what="the sum of row")
+    return invalid
+
+
+def _np_dtype(dt):
+    try:
+        return np.dtype(dt)
+    except TypeError:  # array-api-strict dtype objects
+        return np.dtype(str(dt).split(".")[-1].split("'")[0])
