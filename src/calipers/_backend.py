@@ -472,11 +472,3 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     from ._validation import binary_labels as _binary_labels
 
     return _binary_labels(y_true, xp, pos_label=pos_label, name=name)
-
-
-def jax_eager_jit(fn=None, *, rerun=None):
-    """Old name of :func:`calipers._compile.compiled` (no bucketing), kept for modules
-    that still import it; new code uses ``compiled`` with its declarative options."""
-    from ._compile import compiled
-
-    return compiled(fn, rerun=rerun)

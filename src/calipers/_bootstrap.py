@@ -467,10 +467,9 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
     if distinct < MIN_DISTINCT:
         reasons.append(f"{distinct} distinct replicated differences (fewer than {MIN_DISTINCT})")
     if reasons:
-        warnings.warn("the bootstrap interval rests on " + "; ".join(reasons) + ": it does not "
-                      "measure uncertainty. Use more data or an exact test "
-                      "(paired_permutation_test, mcnemar).", BootstrapDesignWarning,
-                      stacklevel=B.caller_stacklevel() if hasattr(B, "caller_stacklevel") else 3)
+        B.warn("the bootstrap interval rests on " + "; ".join(reasons) + ": it does not "
+               "measure uncertainty. Use more data or an exact test "
+               "(paired_permutation_test, mcnemar).", BootstrapDesignWarning)
 
 
 def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,

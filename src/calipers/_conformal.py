@@ -24,7 +24,6 @@ integer and the warning is issued at trace time).
 from __future__ import annotations
 
 import math
-import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -187,11 +186,11 @@ def conformal_rank(n: int, alpha) -> int:
     return int(math.ceil((int(n) + 1) * (1 - a)))
 
 
-def _warn_small(n, k, alpha, stacklevel):
-    warnings.warn(
-        f"the calibration set is too small for alpha={alpha}: n={n} < 1/alpha - 1, so the "
-        f"conformal rank k={k} exceeds n; q_hat is +inf (an infinite interval, or the full "
-        "label set)", CalibrationSizeWarning, stacklevel=stacklevel)
+def _warn_small(n, k, alpha, stacklevel=None):
+    # stacklevel is unused: B.warn finds the caller's line itself
+    B.warn(f"the calibration set is too small for alpha={alpha}: n={n} < 1/alpha - 1, so the "
+           f"conformal rank k={k} exceeds n; q_hat is +inf (an infinite interval, or the full "
+           "label set)", CalibrationSizeWarning)
 
 
 def _quantile(scores, alpha, xp, *, invalid, stacklevel=4):

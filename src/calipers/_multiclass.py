@@ -20,6 +20,7 @@ import numpy as np
 from . import _backend as B
 from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
 from . import _rankstats as R
+from ._compile import compiled
 
 __all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
 
@@ -28,6 +29,7 @@ def _f(x, xp):
     return xp.astype(x, B.acc_float(xp))
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="macro",
                              sample_weight=None, labels=None):
     """Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till 2001).

@@ -8,7 +8,6 @@ column order).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

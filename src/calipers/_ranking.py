@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _backend as B
 from . import _rankstats as R
+from ._compile import compiled
 from ._multiclass import multiclass_roc_auc_score
 
 __all__ = [
@@ -99,6 +100,7 @@ def _result(value, d: _Binary, undefined, what: str):
 # ROC AUC
 # --------------------------------------------------------------------------
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_label=None,
                   multi_class="raise", average="macro", labels=None):
     """Area under the ROC curve of a binary problem, ties counted exactly.
@@ -210,6 +212,7 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # average precision and the trapezoidal PR area
 # --------------------------------------------------------------------------
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None):
     """Average precision, the non-interpolated step sum over distinct thresholds.
 
@@ -249,6 +252,7 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
                    "average precision is undefined when y_true has no positive; returning NaN")
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None):
     """Trapezoidal area under the precision-recall curve (not average precision).
 
@@ -492,6 +496,7 @@ def _at_k(y_true, y_score, k, sample_weight, pos_label):
     return d, tp, xp.asarray(float(k), dtype=f), P
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     """Precision among the k highest scores; ties at the k-th score by expectation.
 
@@ -525,6 +530,7 @@ def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     return _result(tp / wk, d, never, "")
 
 
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def recall_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
     """Share of the positive weight found among the k highest scores.
 

@@ -54,6 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from ._compile import compiled
 from ._exceptions import UndefinedMetricWarning
 from ._states import _namespace, _state_xp, _to, merge
 
@@ -321,7 +322,7 @@ class ROCHistogramState(NamedTuple):
         """The key format: ``"float32"`` or ``"float16"``."""
         return self._score_format
 
-    @B.jax_eager_jit(rerun=lambda out, _: out.invalid > 0)
+    @compiled(rerun=lambda out, _: out.invalid > 0)
     def update(self, y_true, y_score, *, sample_weight=None):
         """Add a batch: labels ``y_true`` (n,) in {0, 1} (or bool), scores ``y_score`` (n,).
 
@@ -382,7 +383,7 @@ class ROCHistogramState(NamedTuple):
         """Add two states of the same class and resolution (what ``psum`` does)."""
         return merge(self, other)
 
-    @B.jax_eager_jit
+    @compiled
     def compute(self) -> ROCHistogramSummary:
         """AUC, AP and their bounds (see the class notes); float64 (float32 without x64)."""
         xp = _state_xp(self)

@@ -40,11 +40,11 @@ then a weighted Mann-Whitney statistic computed by
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import NamedTuple
 
 from . import _backend as B
+from ._compile import compiled
 from ._exceptions import UndefinedMetricWarning
 
 __all__ = [
@@ -251,8 +251,7 @@ def _pair_counts(t, e, r, a_list, b, xp):
 
 
 def _warn(msg):
-    # _warn <- public function <- B.jax_eager_jit's wrapper <- the caller
-    warnings.warn(msg, UndefinedMetricWarning, stacklevel=4)
+    B.warn(msg, UndefinedMetricWarning)  # at the caller's line, whatever the wrapping
 
 
 def _cindex(p: _Pairs, xp):
@@ -269,7 +268,7 @@ _NO_PAIRS = "no comparable pairs (no event before another time): the C-index is 
 # Harrell's C
 # --------------------------------------------------------------------------
 
-@B.jax_eager_jit
+@compiled
 def concordance_index_censored(event, time, risk, *, sample_weight=None):
     """Harrell's concordance index for right-censored data.
 
@@ -431,7 +430,7 @@ def _censoring_weights(d: _Surv, train_event, train_time, used):
 # Uno's C
 # --------------------------------------------------------------------------
 
-@B.jax_eager_jit
+@compiled
 def concordance_index_ipcw(event, time, risk, *, train_event=None, train_time=None, tau=None):
     """Uno's concordance index with inverse-probability-of-censoring weights.
 
@@ -515,7 +514,7 @@ def concordance_index_ipcw(event, time, risk, *, train_event=None, train_time=No
 # cumulative/dynamic AUC(t)
 # --------------------------------------------------------------------------
 
-@B.jax_eager_jit
+@compiled
 def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_time=None):
     """Cumulative/dynamic time-dependent AUC at each of ``times``.
 
