@@ -115,7 +115,7 @@ def _thaw(v):
 # the decorator
 # --------------------------------------------------------------------------
 
-def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
+def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None):
     """Decorator: the compile policy for a public function (see the module docstring).
 
     Parameters
@@ -135,10 +135,18 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
         ``rerun(out, static_options)``, traced, a 0-d bool: run the plain
         function eagerly when True (for modules whose checks are not yet
         written with ``fail_if`` / ``warn_if``; the old ``jax_eager_jit`` hook).
+    prepare : callable, optional
+        ``prepare(arguments) -> (arguments, finish)``, run eagerly on the
+        bound arguments of a concrete-JAX call before anything is compiled:
+        it validates concrete values and turns data-dependent facts into
+        static options (segment ids factorised into codes and a static
+        ``num_segments``), and ``finish(out)`` maps the compiled result back
+        (the original ids, eager warnings). The same hook serves every
+        per-segment function, so none needs a wrapper of its own.
     """
     if fn is None:
         return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok,
-                                 rerun=rerun)
+                                 rerun=rerun, prepare=prepare)
     sig = inspect.signature(fn)
     rows = tuple(rows)
     for r in rows + ((weight,) if weight else ()):
@@ -150,6 +158,20 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
     def wrapper(*args, **kwargs):
         if "jax" not in sys.modules:  # no JAX array can exist
             return fn(*args, **kwargs)
+        if prepare is not None:
+            if not _concrete_jax_call(args, kwargs):
+                return fn(*args, **kwargs)
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError:
+                return fn(*args, **kwargs)
+            arguments, finish = prepare(dict(bound.arguments))
+            return finish(_run(arguments, {}))
+        return _run(args, kwargs)
+
+    def _run(args, kwargs):
+        if isinstance(args, dict):  # prepared arguments, by name
+            args, kwargs = (), args
         plan = _plan(sig, args, kwargs, rows + ((weight,) if weight else ()), positional)
         if plan is None:
             return fn(*args, **kwargs)
@@ -195,6 +217,15 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None):
 
     wrapper.__wrapped_compiled__ = fn
     return wrapper
+
+
+def _concrete_jax_call(args, kwargs) -> bool:
+    """Some argument is a concrete JAX array and none is traced."""
+    import jax
+
+    values = [*args, *kwargs.values()]
+    arrays = [v for v in values if isinstance(v, jax.Array)]
+    return bool(arrays) and not any(isinstance(v, jax.core.Tracer) for v in arrays)
 
 
 class _Entry:

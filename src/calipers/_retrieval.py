@@ -28,8 +28,6 @@ Conventions (see ``docs/ranking.md``):
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from typing import Any, NamedTuple
 
@@ -38,6 +36,7 @@ import numpy as np
 from . import _backend as B
 from . import _rankstats as R
 from . import _segments as S
+from ._compile import compiled
 from ._results import result_type
 
 __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
@@ -608,74 +607,43 @@ _ARRAY_OPTIONS = ("doc_id", "retrieved", "sample_weight")
 _NO_UNDEFINED = ("dcg", "precision_at_k")
 
 
-def _eager_jax(args):
-    present = [a for a in args if a is not None and B._is_array(a)]
-    if not present or B.is_traced(*present):
-        return False
-    import array_api_compat
+def _segment_prepare(id_name="query_id", binary=False, what="queries with no relevant item"):
+    """The compile policy's ``prepare`` hook for every per-segment function.
 
-    return any(array_api_compat.is_jax_array(a) for a in present)
+    Eagerly (concrete JAX input): check values (raise as documented), factorise
+    the ids into codes with a static ``num_segments``; ``finish`` puts the
+    original ids back and issues the undefined-segment warning.
+    """
 
-
-@functools.lru_cache(maxsize=256)
-def _jitted(fn, items, num_segments, names):
-    import jax
-
-    options = dict(items)
-
-    def run(y, s, codes, *extra):
-        return fn(y, s, codes, num_segments=num_segments, **options, **dict(zip(names, extra)))
-
-    return jax.jit(run)
-
-
-def _jax_eager_via_jit(fn):
-    """Eager JAX input: check values eagerly (raise), factorise ids, then run ``fn``
-    under ``jax.jit`` with a static ``num_segments`` (one compiled program, cached
-    per options and shapes, instead of op-by-op dispatch)."""
-
-    third = list(inspect.signature(fn).parameters)[2]  # query_id, or group_id
-
-    @functools.wraps(fn)
-    def wrapper(y_true, y_score, query_id=None, **kw):
-        if third in kw and third != "query_id":  # grouped_roc_auc(..., group_id=g)
-            if query_id is not None:
-                raise TypeError(f"{fn.__name__}() got multiple values for argument {third!r}")
-            query_id = kw.pop(third)
-        arrays = {k: kw.pop(k) for k in _ARRAY_OPTIONS if k in kw}
-        if not _eager_jax([y_true, y_score, query_id, *arrays.values()]):
-            return fn(y_true, y_score, query_id, **kw, **arrays)
-        items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                             for k, v in kw.items() if k != "num_segments"))
-        try:
-            hash(items)
-        except TypeError:
-            return fn(y_true, y_score, query_id, **kw, **arrays)
-        names = tuple(k for k in _ARRAY_OPTIONS if arrays.get(k) is not None)
-        xp, y, s, qid, extra, num_segments = _as_flat(
-            y_true, y_score, query_id, [arrays.get(k) for k in _ARRAY_OPTIONS],
-            kw.get("num_segments"))
+    def prepare(a):
+        extras = [a.get(k) for k in _ARRAY_OPTIONS]
+        xp, y, s, qid, extra, num_segments = _as_flat(a["y_true"], a["y_score"], a.get(id_name),
+                                                      extras, a.get("num_segments"))
         _value_checks(xp, y, s)
         ex = dict(zip(_ARRAY_OPTIONS, extra))
-        if fn.__name__ == "grouped_roc_auc":
+        if binary:
             B.binary_labels(y, xp)
         if ex["sample_weight"] is not None:
             B.check_weights("sample_weight", ex["sample_weight"], xp)
         if ex["doc_id"] is not None:
             B.check_numeric("doc_id", ex["doc_id"], xp)
-        codes, qids, Q, _, _ = S.factorize(
-            qid, xp, num_segments=num_segments,
-            name="group_id" if fn.__name__ == "grouped_roc_auc" else "query_id")
-        res = _jitted(fn, items, Q, names)(y, s, codes, *[ex[k] for k in names])
-        nu = int(res.n_undefined)
-        if nu and kw.get("undefined", "skip") == "skip" and res.metric not in _NO_UNDEFINED:
-            what = "groups with one class" if res.metric == "grouped_roc_auc" else \
-                "queries with no relevant item"
-            B.warn_undefined(f"{res.metric} is undefined for {nu} of {Q} {what}: NaN, left "
-                             f"out of the mean", stacklevel=3)
-        return QueryResult(res.values, qids, res.mean, nu, res.k, res.metric)
+        codes, qids, Q, _, _ = S.factorize(qid, xp, num_segments=num_segments, name=id_name)
+        out = dict(a, y_true=y, y_score=s, num_segments=Q, **{id_name: codes})
+        out.update({k: ex[k] for k in _ARRAY_OPTIONS if k in a})
 
-    return wrapper
+        def finish(res):
+            nu = int(res.n_undefined)
+            if nu and a.get("undefined", "skip") == "skip" and res.metric not in _NO_UNDEFINED:
+                B.warn_undefined(f"{res.metric} is undefined for {nu} of {Q} {what}: NaN, left "
+                                 f"out of the mean")
+            return QueryResult(res.values, qids, res.mean, nu, res.k, res.metric)
+
+        return out, finish
+
+    return prepare
+
+
+_per_query = compiled(nan_ok=True, prepare=_segment_prepare())
 
 
 # --------------------------------------------------------------------------
@@ -737,7 +705,7 @@ def _common_doc(fn):
     return fn
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
         doc_id=None, retrieved=None, num_segments=None):
@@ -757,7 +725,7 @@ def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average"
     return _finish(ctx, vals, None, undefined_mode="skip", name="dcg", k=_k_out(ks, is_seq))
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
          doc_id=None, retrieved=None, undefined="skip", num_segments=None):
@@ -797,7 +765,7 @@ def _ndcg_from(ctx, ks, is_seq, undefined):
                    k=_k_out(ks, is_seq), warn_what="queries with ideal DCG 0 (no relevant item)")
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
                     doc_id=None, retrieved=None, undefined="skip", num_segments=None):
@@ -815,7 +783,7 @@ def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, tie
                    name="reciprocal_rank")
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
                       ties="average", doc_id=None, retrieved=None, undefined="skip",
@@ -835,7 +803,7 @@ def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
     return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="average_precision")
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
                    ties="average", doc_id=None, retrieved=None, num_segments=None):
@@ -855,7 +823,7 @@ def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
                    k=_k_out(ks, is_seq))
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties="average",
                 doc_id=None, retrieved=None, undefined="skip", num_segments=None):
@@ -874,7 +842,7 @@ def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties
                    k=_k_out(ks, is_seq))
 
 
-@_jax_eager_via_jit
+@_per_query
 @_common_doc
 def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
                 doc_id=None, retrieved=None, undefined="skip", num_segments=None):
@@ -894,7 +862,8 @@ def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="a
 # grouped AUC
 # --------------------------------------------------------------------------
 
-@_jax_eager_via_jit
+@compiled(nan_ok=True, prepare=_segment_prepare("group_id", binary=True,
+                                              what="groups with one class"))
 def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
                     weighting="uniform", num_segments=None):
     """ROC AUC per group (user, query) in one segment sort, and the grouped AUC (GAUC).
