@@ -7,7 +7,7 @@ Responsibilities, in one place so that no metric module re-derives them:
 * know whether values are concrete (validate, warn) or traced under ``jax.jit``
   (no Python branching on values; invalid input becomes NaN) (:func:`is_traced`);
 * pick accumulation dtypes: integer counts where possible and the widest float
-  the backend allows, never float32 running sums of counts (handed case H15)
+  the backend allows, never float32 running sums of counts (scikit-learn #6842, jax #585)
   (:func:`acc_float`, :func:`acc_int`);
 * tie groups of a sorted key (:func:`group_bounds`), segment sums
   (:func:`segment_sum`) and prefix sums with a leading zero (:func:`prefix_sum`),
@@ -202,7 +202,7 @@ def prefix_sum(x, xp, dtype=None):
     """Inclusive cumulative sum with a leading zero: length ``n + 1``.
 
     ``C[j] - C[i]`` is the sum of ``x[i:j]``.  ``dtype`` is the accumulation
-    dtype (integers stay exact beyond 2**24, unlike float32 sums: H15).
+    dtype (integers stay exact beyond 2**24, unlike float32 sums: scikit-learn #6842, jax #585).
     """
     if is_numpy(xp):  # one pass, no intermediate copy for the dtype change
         dt = np.cumsum(x[:0]).dtype if dtype is None else dtype  # small ints widen, as cumsum does

@@ -6,7 +6,7 @@ Conventions (stated once, used by every function here):
 * **Equal-width bins** (``strategy="uniform"``): a confidence ``c`` in [0, 1]
   goes to bin ``min(B - 1, floor(c * B))`` computed in floating point, so bin
   ``b`` is ``[b/B, (b+1)/B)``, 0.0 is in the first bin and 1.0 in the last
-  (handed case H12: no hidden ``B+1``-th bin, nothing dropped at 0).
+  (torchmetrics #3510: no hidden ``B+1``-th bin, nothing dropped at 0).
 * **Equal-mass bins** (``strategy="quantile"``): rows sorted by confidence; a
   row goes to bin ``min(B - 1, floor(B * W_below / W))`` with ``W_below`` the
   weight of rows whose confidence is strictly smaller. Tied confidences share
@@ -242,7 +242,7 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     with ``conf_b`` the mean confidence and ``acc_b`` the mean outcome in bin
     ``b`` (weighted by ``sample_weight``). Binning, modes and norms are the
     module conventions (:mod:`calipers._calibration`): equal-width bins put 0.0
-    in the first and 1.0 in the last bin (handed case H12).
+    in the first and 1.0 in the last bin (torchmetrics #3510).
 
     Parameters
     ----------
@@ -276,7 +276,7 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     >>> conf = [0.95, 0.95, 0.95, 0.95, 0.55, 0.55]
     >>> float(calipers.expected_calibration_error([1, 1, 1, 0, 1, 0], conf, n_bins=10))
     0.15...
-    >>> float(calipers.expected_calibration_error([1, 0], [0.95, 1.0], n_bins=10))  # H12
+    >>> float(calipers.expected_calibration_error([1, 0], [0.95, 1.0], n_bins=10))
     0.475...
     """
     _check_options(n_bins, strategy, norm)

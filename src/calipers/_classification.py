@@ -18,10 +18,10 @@ semantics, plus what a ``jit``-compiled training loop needs:
 * ``threshold``: ``y_pred`` holds scores and a sample is predicted positive
   iff ``score >= threshold``;
 * F-scores are computed from counts, ``(1+b^2) TP / ((1+b^2) TP + b^2 FN + FP)``,
-  so an undefined precision does not make F undefined (handed case H09).
+  so an undefined precision does not make F undefined (scikit-learn #27189, PR #27577).
 
 Counts are integers when there are no weights (or the weights are integers)
-and the widest float the backend gives otherwise (handed case H15).
+and the widest float the backend gives otherwise (scikit-learn #6842, jax #585).
 """
 
 from __future__ import annotations
@@ -626,8 +626,8 @@ def precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None, po
 
     Precision ``TP/(TP+FP)``, recall ``TP/(TP+FN)``, F-beta from counts
     ``(1+b^2)TP / ((1+b^2)TP + b^2 FN + FP)`` (undefined only when
-    ``TP+FP+FN = 0``; an undefined precision does not make F undefined, handed
-    case H09). ``beta=inf`` gives recall. Default ``average=None`` as
+    ``TP+FP+FN = 0``; an undefined precision does not make F undefined, scikit-learn
+    #27189). ``beta=inf`` gives recall. Default ``average=None`` as
     scikit-learn.
 
     Returns ``(precision, recall, fbeta, support)``: arrays of shape (L,) for
@@ -690,7 +690,7 @@ def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="bina
 def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
              sample_weight=None, zero_division="nan", num_classes=None,
              ignore_index=None, threshold=None):
-    """F1 from counts: ``2 TP / (2 TP + FP + FN)`` (handed case H09).
+    """F1 from counts: ``2 TP / (2 TP + FP + FN)`` (scikit-learn #27189, PR #27577).
 
     Undefined (``zero_division``) only when ``TP + FP + FN = 0``: a label never
     predicted but present has F1 = 0 even though its precision is undefined.
@@ -980,7 +980,7 @@ def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
 
         MCC = (c s - t.p) / sqrt((s^2 - p.p) (s^2 - t.t))
 
-    Degenerate marginals (handed case H08):
+    Degenerate marginals (torchmetrics #779, scikit-learn #25258):
 
     * exactly one of ``y_true``, ``y_pred`` puts all its weight on one class:
       the denominator is 0 and MCC is 0, its limit (any small perturbation of
@@ -1113,7 +1113,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
                          labels=None):
     """Share of samples whose true label is among the k highest-scored labels.
 
-    Tie rule (scikit-learn's, handed case H11): labels are ranked by score,
+    Tie rule (scikit-learn's, scikit-learn PR #16625): labels are ranked by score,
     and among equal scores the label with the **higher column index ranks
     first**. The true label ``j`` is a hit iff
     ``#{i: s_i > s_j} + #{i > j: s_i == s_j} < k``. This breaks ties pessimistically

@@ -98,7 +98,7 @@ def mcnemar(table, *, method: str = "exact") -> McNemarResult:
 
     b + c = 0 (no discordant pair) is no evidence of a difference: statistic
     0 and p = 1 for every method, never a division error (statsmodels' chi2
-    with correction returns (inf, 0) there; handed case H14). With b = c the
+    with correction returns (inf, 0) there; statsmodels PR #950, huggingface/evaluate PR #795). With b = c the
     corrected statistic is 0 (statsmodels gives 1 / (b + c)).
 
     Returns ``McNemarResult(statistic, pvalue, b, c, method)`` of Python numbers.

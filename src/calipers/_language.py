@@ -50,7 +50,7 @@ def pass_at_k(n, c, k, *, max_correct=None):
     pass@k is the probability that at least one of ``k`` samples drawn
     without replacement from the ``n`` is correct. Computed as the stable
     product ``1 - prod_{i=n-c+1}^{n} (1 - k / i)`` (no binomials, no overflow
-    for n in the thousands; handed case H13), vectorised over problems with
+    for n in the thousands; openai/human-eval #35), vectorised over problems with
     different ``n`` and ``c``. When ``n - c < k`` one factor is exactly 0 and
     pass@k is exactly 1. Average the result over problems for the benchmark
     score.

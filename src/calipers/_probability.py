@@ -181,7 +181,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     labels : sequence, optional
         1-D ``y_prob``: two labels ``[negative, positive]``. Not needed for
         0/1 labels even when only one class is present (scikit-learn requires
-        it then; handed case H10). 2-D: the K class labels (sorted to give the
+        it then; scikit-learn #6703, PR #7239). 2-D: the K class labels (sorted to give the
         column order, as scikit-learn). Without ``labels``, 2-D ``y_prob``
         takes ``y_true`` as column indices ``0 .. K-1``; scikit-learn instead
         infers the classes from the values present in ``y_true`` (a data-
