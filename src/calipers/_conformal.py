@@ -46,11 +46,6 @@ __all__ = [
 ]
 
 
-def _out_float(xp, *arrays):
-    """The inputs' float dtype, at least float32 (half-precision inputs give float32 results)."""
-    return xp.result_type(B.out_float(xp, *arrays), xp.float32)
-
-
 class CalibrationSizeWarning(UserWarning):
     """The calibration set is too small for the level asked: ``n < 1/alpha - 1``.
 
@@ -276,7 +271,7 @@ def conformal_quantile(scores, *, alpha):
     _float_input("scores", scores, xp, 1)
     B.check_nonempty("scores", scores)
     invalid = _finite_or_flag("scores", scores, xp)
-    out = _out_float(xp, scores)
+    out = B.out_float(xp, scores)
     q, _, _ = _quantile(xp.astype(scores, B.acc_float(xp)), alpha, xp, invalid=invalid)
     return B.finalize(xp.astype(q, out), xp)
 
@@ -345,7 +340,7 @@ def split_conformal_regression(y_calib, y_pred_calib, y_pred_test, *, alpha=0.1)
                | _finite_or_flag("y_pred_calib", y_pred_calib, xp))
     bad_test = _finite_or_flag("y_pred_test", y_pred_test, xp)
     acc = B.acc_float(xp)
-    out = _out_float(xp, y_calib, y_pred_calib, y_pred_test)
+    out = B.out_float(xp, y_calib, y_pred_calib, y_pred_test)
     resid = xp.abs(_as(y_calib, acc, xp) - _as(y_pred_calib, acc, xp))
     q, k, n = _quantile(resid, alpha, xp, invalid=invalid)
     yp = _as(y_pred_test, acc, xp)
@@ -520,7 +515,7 @@ def split_conformal_classification(y_calib, proba_calib, proba_test, *, alpha=0.
     else:
         sets = _aps_sets(pt, q, xp)
     sets = sets & ~xp.reshape(xp.asarray(inv_test), (1, 1))
-    out = _out_float(xp, proba_calib, proba_test)
+    out = B.out_float(xp, proba_calib, proba_test)
     return ConformalSets(sets=sets, q_hat=B.finalize(xp.astype(q, out), xp), k=k,
                          n_calibration=n,
                          alpha=float(alpha) if not isinstance(alpha, str) else alpha,
@@ -639,7 +634,7 @@ def mean_interval_width(lower, upper, *, sample_weight=None):
     if sample_weight is not None:
         # weight 0 on an infinite interval leaves it out (0 * inf would be NaN)
         width = xp.where(xp.astype(sample_weight, acc) > 0, width, xp.zeros_like(width))
-    out = _out_float(xp, lower, upper)
+    out = B.out_float(xp, lower, upper)
     return B.finalize(xp.astype(B.nan_if(bad, _mean(width, sample_weight, xp), xp), out), xp)
 
 

@@ -45,10 +45,6 @@ __all__ = [
 ]
 
 
-def _out_float(xp, *arrays):
-    """The inputs' float dtype, at least float32 (half-precision inputs give float32 results)."""
-    return xp.result_type(B.out_float(xp, *arrays), xp.float32)
-
 _ROW_SUM_TOL = 1e-6
 
 
@@ -200,7 +196,7 @@ def _prepare(reward, propensity, target, action, estimated_rewards, *, max_weigh
 
     d = _Logged()
     d.xp = xp
-    d.out = _out_float(xp, *[a for a in (reward, propensity, target, estimated_rewards)
+    d.out = B.out_float(xp, *[a for a in (reward, propensity, target, estimated_rewards)
                               if a is not None])
     if need_model and action is None:  # the direct method needs no weights
         d.w = xp.zeros(n, dtype=acc)
@@ -329,7 +325,7 @@ def effective_sample_size(weights):
     s1 = xp.sum(wf)
     s2 = xp.sum(wf * wf)
     ess = xp.where(s2 > 0, s1 * s1 / xp.where(s2 > 0, s2, xp.ones_like(s2)), xp.zeros_like(s2))
-    return B.finalize(xp.astype(B.nan_if(invalid, ess, xp), _out_float(xp, w)), xp)
+    return B.finalize(xp.astype(B.nan_if(invalid, ess, xp), B.out_float(xp, w)), xp)
 
 
 @_doc

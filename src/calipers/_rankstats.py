@@ -79,17 +79,8 @@ def _sum_dtype(xp, cdt):
 
 
 def out_float(xp, *arrays):
-    """Result dtype of the family: at least float32; float64 when an input is float64.
-
-    float16 / bfloat16 inputs give float32 results (the counts are exact; only
-    the result's rounding is at stake); integer inputs give the widest float.
-    """
-    floats = [a.dtype for a in arrays if a is not None and xp.isdtype(a.dtype, "real floating")]
-    if not floats:
-        return B.acc_float(xp)
-    if any(d == xp.float64 for d in floats):
-        return xp.float64
-    return xp.float32
+    """Result dtype of the family: the backend rule (at least float32, the inputs' widest float)."""
+    return B.out_float(xp, *arrays)
 
 
 def _f(x, xp):
