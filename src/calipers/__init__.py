@@ -32,7 +32,7 @@ from ._power import (
     mcnemar_power,
     mcnemar_sample_size,
 )
-from ._probability import brier_score_loss, log_loss
+from ._probability import brier_score_loss, log_loss, probability_sum_tolerance
 from ._classification import (
     accuracy_score,
     balanced_accuracy_score,
@@ -221,6 +221,7 @@ __all__ = [
     "average_precision_score",
     "brier_score_loss",
     "log_loss",
+    "probability_sum_tolerance",
     "paired_bootstrap",
     "paired_bootstrap_replicates",
     "DeLongResult",

@@ -441,6 +441,20 @@ def warn(message: str, category=UndefinedMetricWarning) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
+def scalar_result(value, xp, *, out, invalid, undefined, what: str):
+    """The end of every scalar metric: NaN where invalid or undefined, cast, warn eagerly.
+
+    ``what`` is the :class:`UndefinedMetricWarning` text for a concrete
+    undefined result on valid input; traced values never warn (under ``jit``
+    NaN is the whole message).
+    """
+    value = nan_if(invalid | undefined, value, xp)
+    value = xp.astype(value, out)
+    if not is_traced(value) and bool(undefined) and not bool(invalid):
+        warn_undefined(what)
+    return finalize(value, xp)
+
+
 def warn_undefined(message: str, stacklevel: int | None = None) -> None:
     """Issue an ``UndefinedMetricWarning`` at the caller's line.
 

@@ -15,7 +15,34 @@ from . import _backend as B
 from . import _validation as V
 from ._compile import compiled
 
-__all__ = ["log_loss", "brier_score_loss"]
+__all__ = ["log_loss", "brier_score_loss", "probability_sum_tolerance"]
+
+
+def probability_sum_tolerance(dtype="float64") -> float:
+    """How far a row of class probabilities may sum from 1 and still be accepted.
+
+    ``sqrt(eps)`` of the float dtype (1.49e-08 for float64, 3.45e-04 for
+    float32): every calipers function that takes class probabilities
+    (log loss, Brier score, calibration, the streaming states, the
+    ``calipers report`` reader) refuses a row whose sum is further from 1,
+    so a file or pipeline can apply the same rule before calling them.
+
+    Parameters
+    ----------
+    dtype : dtype or str
+        A real floating dtype (NumPy, JAX or its name).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import calipers
+    >>> print(f"{calipers.probability_sum_tolerance('float32'):.3g}")
+    0.000345
+    """
+    return V.prob_sum_tolerance(dtype)
 
 
 def _weights(sample_weight, xp):

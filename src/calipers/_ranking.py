@@ -88,12 +88,8 @@ def _div(a, b, xp):
 
 def _result(value, d: _Binary, undefined, what: str):
     """Cast, turn invalid input into NaN, warn (eagerly) when undefined."""
-    xp = d.xp
-    value = B.nan_if(d.invalid | undefined, value, xp)
-    value = xp.astype(value, d.out)
-    if not B.is_traced(value) and bool(undefined) and not bool(d.invalid):
-        B.warn_undefined(what, stacklevel=4)
-    return B.finalize(value, xp)
+    return B.scalar_result(value, d.xp, out=d.out, invalid=d.invalid, undefined=undefined,
+                           what=what)
 
 
 # --------------------------------------------------------------------------

@@ -203,12 +203,8 @@ def _compact_numpy(g: _Groups, xp) -> _Groups:
 
 
 def _finish(value, d: _Sel, undefined, what):
-    xp = d.xp
-    value = B.nan_if(d.invalid | undefined, value, xp)
-    value = xp.astype(value, d.out)
-    if not B.is_traced(value) and bool(undefined) and not bool(d.invalid):
-        B.warn_undefined(what, stacklevel=4)
-    return B.finalize(value, xp)
+    return B.scalar_result(value, d.xp, out=d.out, invalid=d.invalid, undefined=undefined,
+                           what=what)
 
 
 def _check_method(method):

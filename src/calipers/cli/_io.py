@@ -130,11 +130,11 @@ def check_probability_rows(path, P, columns) -> None:
     """Class-probability columns (n, K): each value in [0, 1] and each row summing to 1.
 
     The rule and the tolerance are the library's
-    (:func:`calipers._validation.check_probabilities`, ``sqrt(eps)`` of
-    float64), so a file the command accepts is one ``log_loss`` accepts.
+    (:func:`calipers.probability_sum_tolerance`, ``sqrt(eps)`` of float64),
+    so a file the command accepts is one ``log_loss`` accepts.
     Rows are numbered from 1, as data rows in the file.
     """
-    from .. import _validation as V
+    import calipers
 
     P = np.asarray(P, dtype=np.float64)
     bad = ~((P >= 0) & (P <= 1))
@@ -142,7 +142,7 @@ def check_probability_rows(path, P, columns) -> None:
         i, j = (int(v[0]) for v in np.nonzero(bad))
         raise InputError(f"{path}: column {columns[j]!r}, row {i + 1}: {P[i, j]:g} is not a "
                          "probability in [0, 1]")
-    tol = V.prob_sum_tolerance(P.dtype)
+    tol = calipers.probability_sum_tolerance(P.dtype)
     rowsum = P.sum(axis=1)
     off = np.abs(rowsum - 1) > tol
     if off.any():
