@@ -64,6 +64,8 @@ _BOOT_W = ("a weighted row is resampled as one unit, not as its repetitions (SPE
            "mean repetition, or the function refuses them)")
 _AT_K_W = "k counts rows, not weight: weighted @k differs from repeated rows (pending case)"
 _JIT_NAN = "a NaN y_score under jit gives a number, not NaN"
+_F16_SUM = ("float16 targets raise ValueError: rows of 1/3s rounded to float16 fail the fixed 1e-6 "
+            "sum-to-1 tolerance (not scaled to the input dtype)")
 _STR_LEAF = "the result holds a Python string as a pytree leaf (make it a static meta field)"
 
 
@@ -234,6 +236,46 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ('precision_at_k', 'weights/numpy'): _AT_K_W,
     ('recall_at_k', 'weights/array_api_strict'): _AT_K_W,
     ('recall_at_k', 'weights/numpy'): _AT_K_W,
+    # functions added after the suite (registered later)
+    ('adjust_pvalues', 'float16/numpy'): _F16,
+    ('adjust_pvalues', 'float16/jax_eager'): _F16,
+    ('risk_coverage_curve', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('risk_coverage_curve', 'float16/numpy'): _F16,
+    ('risk_coverage_curve', 'float16/jax_eager'): _F16,
+    ('aurc', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('aurc', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('aurc', 'float16/numpy'): _F16,
+    ('aurc', 'float16/jax_eager'): _F16,
+    ('excess_aurc', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('excess_aurc', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('excess_aurc', 'float16/numpy'): _F16,
+    ('excess_aurc', 'float16/jax_eager'): _F16,
+    ('selective_risk', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('selective_risk', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('selective_risk', 'float16/numpy'): _F16,
+    ('selective_risk', 'float16/jax_eager'): _F16,
+    ('coverage_at_risk', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('coverage_at_risk', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('coverage_at_risk', 'float16/numpy'): _F16,
+    ('coverage_at_risk', 'float16/jax_eager'): _F16,
+    ('concordance_index_censored', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('concordance_index_censored', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('concordance_index_ipcw', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('concordance_index_ipcw', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('cumulative_dynamic_auc', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('cumulative_dynamic_auc', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('split_conformal_classification', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('split_conformal_classification', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('set_coverage', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('set_coverage', 'mixed_namespaces/jax_jit'): _MIXED,
+    ('direct_method_estimate', 'float16/numpy'): _F16_SUM,
+    ('direct_method_estimate', 'float16/jax_eager'): _F16_SUM,
+    ('doubly_robust_estimate', 'float16/numpy'): _F16_SUM,
+    ('doubly_robust_estimate', 'float16/jax_eager'): _F16_SUM,
+    ('ranking_batch_metrics', 'undefined/numpy'): _STACK("_streaming"),
+    ('ranking_batch_metrics', 'undefined/jax_eager'): _STACK("_streaming"),
+    ('ranking_batch_metrics', 'mixed_namespaces/jax_eager'): _MIXED,
+    ('ranking_batch_metrics', 'mixed_namespaces/jax_jit'): _MIXED,
 }
 
 
