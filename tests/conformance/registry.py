@@ -225,6 +225,157 @@ def _with_prob(gen, i, value=1.5):
     return g
 
 
+
+# survival: event, time (integer grid: tied times), risk (coarse grid: tied risks)
+def g_survival(rng, n):
+    event = _binary_labels(rng, n)
+    time = rng.integers(2, 9, n).astype(float)
+    time[:3] = [1.0, 10.0, 10.0]     # the range the evaluation times must lie in
+    event[1:3] = [0, 1]              # a censored and an event row at the last time
+    return (event, time, _ties(rng, n)), {}
+
+
+def g_dynamic_auc(rng, n):
+    (e, t, r), _ = g_survival(rng, n)
+    return (e, t, r, np.array([3.0, 6.0])), {}
+
+
+def u_all_censored(rng, n):
+    (e, t, r), kw = g_survival(rng, n)
+    return (np.zeros(n, dtype=np.int64), t, r), kw
+
+
+def u_dynamic_all_censored(rng, n):
+    (e, t, r, times), kw = g_dynamic_auc(rng, n)
+    return (np.zeros(n, dtype=np.int64), t, r, times), kw
+
+
+# selective classification: confidence (tied), y_true, y_pred
+def g_selective(rng, n):
+    return (_ties(rng, n), _binary_labels(rng, n), _binary_labels(rng, n)), {}
+
+
+def u_selective_zero_weight(rng, n):
+    args, _ = g_selective(rng, n)
+    return args, {"sample_weight": np.zeros(n)}
+
+
+# conformal prediction
+M_TEST = 5   # test points: not rows (a test row permutes the output, a calibration row does not)
+
+
+def g_pvalues(rng, n):
+    return (rng.integers(0, 11, n) / 10.0,), {}
+
+
+def g_conformal_scores(rng, n):
+    return (_ties(rng, n),), {}
+
+
+def g_intervals(rng, n):
+    y = rng.integers(1, 8, n) / 2.0
+    centre = rng.integers(1, 8, n) / 2.0
+    half = rng.integers(0, 3, n) / 2.0          # bounds on the grid: points on a bound
+    return (y, centre - half, centre + half), {}
+
+
+def g_widths(rng, n):
+    (_, lo, hi), kw = g_intervals(rng, n)
+    return (lo, hi), kw
+
+
+def g_sets(rng, n, c=3):
+    sets = rng.integers(0, 2, (n, c)).astype(bool)
+    return (sets,), {}
+
+
+def g_set_coverage(rng, n, c=3):
+    y = rng.integers(0, c, n)
+    return (y, g_sets(rng, n, c)[0][0]), {}
+
+
+def g_conformal_classification(rng, n, c=3):
+    (y, p), _ = g_multiclass_scores(rng, n, c)
+    (_, pt), _ = g_multiclass_scores(rng, M_TEST, c)
+    return (y, p, pt), {}
+
+
+def g_conformal_regression(rng, n):
+    (y, p), _ = g_regression(rng, n)
+    return (y, p, rng.integers(1, 8, M_TEST) / 2.0), {}
+
+
+# off-policy evaluation: rewards, logging propensities, target probabilities (tied grids)
+def g_logged(rng, n):
+    reward = rng.integers(0, 3, n) / 2.0
+    propensity = rng.integers(1, 5, n) / 4.0
+    target = rng.integers(0, 5, n) / 4.0
+    return (reward, propensity, target), {}
+
+
+def _policy(rng, n, a=3):
+    t = rng.integers(0, 3, (n, a)).astype(float)
+    t[:, 0] += 1.0                  # no all-zero row
+    return t / t.sum(axis=1, keepdims=True)
+
+
+def g_direct(rng, n, a=3):
+    return (_policy(rng, n, a), rng.integers(0, 5, (n, a)) / 4.0), {}
+
+
+def g_doubly_robust(rng, n, a=3):
+    (reward, propensity, _), _ = g_logged(rng, n)
+    target = _policy(rng, n, a)
+    return ((reward, propensity, target, rng.integers(0, 5, (n, a)) / 4.0),
+            {"action": rng.integers(0, a, n)})
+
+
+def g_propensity_target(rng, n):
+    (_, propensity, target), _ = g_logged(rng, n)
+    return (propensity, target), {}
+
+
+def g_ess(rng, n):
+    return (rng.integers(0, 5, n) / 2.0,), {}
+
+
+def u_target_zero(rng, n):
+    (reward, propensity, _), kw = g_logged(rng, n)
+    return (reward, propensity, np.zeros(n)), kw
+
+
+# paired per-unit values (two systems on the same units), tied
+def g_units(rng, n):
+    return (rng.integers(0, 5, n) / 4.0, rng.integers(0, 5, n) / 4.0), {}
+
+
+# padded (Q, L) ranking batch: Q = n queries of L items
+def g_ranking_batch(rng, n, length=4):
+    y = rng.integers(0, 3, (n, length))
+    y[:, 0] = 1                           # every query has a relevant item
+    score = rng.integers(0, 3, (n, length)) / 2.0
+    mask = np.ones((n, length), dtype=bool)
+    mask[::3, -1] = False                 # some padding
+    return (y, score, mask), {}
+
+
+def u_ranking_batch_no_relevant(rng, n):
+    (y, s, m), kw = g_ranking_batch(rng, n)
+    y = y.copy()
+    y[1] = 0                              # query 1 has no relevant item
+    return (y, s, m), kw
+
+
+def _with_value(gen, i, value, where=1):
+    def g(rng, n):
+        args, kw = gen(rng, n)
+        args = list(args)
+        a = np.array(args[i], dtype=float)
+        a.reshape(a.shape[0], -1)[where, 0] = value
+        args[i] = a
+        return tuple(args), kw
+    return g
+
 BIN_INVALID = ((_with_nan(g_binary_scores, 1), "y_score"),
                (_with_label(g_binary_scores, 0, 2), "y_true"))
 PROB_INVALID = ((_with_prob(g_binary_scores, 1), "y_prob"),
@@ -380,6 +531,104 @@ ENTRIES = [
           # support counts rows (the weight total is the separate ``weight`` field)
           weights_view=lambda r: (r.group, r.value, r.overall, r.num_undefined),
           jit="slicing by group needs concrete group ids (documented eager only)"),
+    # multiple comparisons
+    Entry("adjust_pvalues", calipers.adjust_pvalues, g_pvalues, {"method": "holm"},
+          weights=None, labels=None,
+          rows="one adjusted p-value per hypothesis, in input order: rows permute the output",
+          invalid=((_with_prob(g_pvalues, 0), "pvalues"), (_with_nan(g_pvalues, 0), "pvalues"))),
+    # selective classification (confidence is the score; integer weights are repetition)
+    Entry("risk_coverage_curve", calipers.risk_coverage_curve, g_selective, ties=0, labels=1,
+          not_on={"agreement/array_api_strict": "documented: without data-dependent shapes "
+                  "the curve keeps one point per row, not per tie group",
+                  "weights/array_api_strict": "the same: repeated rows add curve points"},
+          jit="under jit the curve keeps one point per row (documented), so jit output is not "
+              "eager's; tests/test_selective.py checks the jit curve",
+          undefined=u_selective_zero_weight,
+          invalid=((_with_nan(g_selective, 0), "confidence"),)),
+    Entry("aurc", calipers.aurc, g_selective, ties=0, labels=1,
+          undefined=u_selective_zero_weight,
+          invalid=((_with_nan(g_selective, 0), "confidence"),)),
+    Entry("excess_aurc", calipers.excess_aurc, g_selective, ties=0, labels=1,
+          undefined=u_selective_zero_weight,
+          invalid=((_with_nan(g_selective, 0), "confidence"),)),
+    Entry("selective_risk", calipers.selective_risk, g_selective, {"coverage": 0.5}, ties=0,
+          labels=1, undefined=u_selective_zero_weight,
+          invalid=((_with_nan(g_selective, 0), "confidence"),)),
+    Entry("coverage_at_risk", calipers.coverage_at_risk, g_selective, {"max_risk": 0.4},
+          ties=0, labels=1, undefined=u_selective_zero_weight,
+          invalid=((_with_nan(g_selective, 0), "confidence"),)),
+    # survival (risk is the score; event is the label array)
+    Entry("concordance_index_censored", calipers.concordance_index_censored, g_survival,
+          ties=2, undefined=u_all_censored,
+          invalid=((_with_nan(g_survival, 2), "risk"), (_with_label(g_survival, 0, 2), "event"))),
+    # tau below the last time: G is 0 there (a censored row at the largest time)
+    Entry("concordance_index_ipcw", calipers.concordance_index_ipcw, g_survival, {"tau": 9.0},
+          weights=None,
+          ties=2, undefined=u_all_censored,
+          invalid=((_with_nan(g_survival, 2), "risk"), (_with_label(g_survival, 0, 2), "event"))),
+    Entry("cumulative_dynamic_auc", calipers.cumulative_dynamic_auc, g_dynamic_auc,
+          weights=None, ties=2, undefined=u_dynamic_all_censored,
+          invalid=((_with_nan(g_dynamic_auc, 2), "risk"),
+                   (_with_label(g_dynamic_auc, 0, 2), "event"))),
+    # conformal prediction
+    Entry("conformal_quantile", calipers.conformal_quantile, g_conformal_scores,
+          {"alpha": 0.1}, weights=None, labels=None, ties=0,
+          invalid=((_with_nan(g_conformal_scores, 0), "scores"),)),
+    Entry("split_conformal_regression", calipers.split_conformal_regression,
+          g_conformal_regression, {"alpha": 0.2}, weights=None, labels=None,
+          invalid=((_with_nan(g_conformal_regression, 1), "y_pred_calib"),)),
+    Entry("split_conformal_classification", calipers.split_conformal_classification,
+          g_conformal_classification, {"alpha": 0.2, "method": "lac"}, weights=None, ties=1,
+          not_on={"invalid/jax_jit": "documented: under jit invalid input gives a NaN q_hat and "
+                  "empty sets; the check reads the first field (sets, bool), never NaN"},
+          invalid=((_with_prob(g_conformal_classification, 1), "proba_calib"),
+                   (_with_label(g_conformal_classification, 0, 7), "y_calib"))),
+    Entry("interval_coverage", calipers.interval_coverage, g_intervals, labels=None,
+          invalid=((_with_nan(g_intervals, 0), "y_true"), (_with_nan(g_intervals, 1), "lower"))),
+    Entry("mean_interval_width", calipers.mean_interval_width, g_widths, labels=None,
+          invalid=((_with_nan(g_widths, 0), "lower"),
+                   (_with_value(g_widths, 1, -100.0), "upper"))),
+    Entry("mean_set_size", calipers.mean_set_size, g_sets, labels=None, float16=False),
+    Entry("set_coverage", calipers.set_coverage, g_set_coverage, float16=False,
+          invalid=((_with_label(g_set_coverage, 0, 7), "y_true"),)),
+    # off-policy evaluation (no sample_weight: the importance weights are the method)
+    Entry("importance_weights", calipers.importance_weights, g_propensity_target,
+          weights=None, labels=None, rows="one weight per row: rows permute the output",
+          invalid=((_with_value(g_propensity_target, 0, 0.0), "propensity"),)),
+    Entry("effective_sample_size", calipers.effective_sample_size, g_ess, weights=None,
+          labels=None, invalid=((_with_value(g_ess, 0, -1.0), "weights"),)),
+    Entry("ips_estimate", calipers.ips_estimate, g_logged, weights=None, labels=None,
+          invalid=((_with_value(g_logged, 1, 0.0), "propensity"),
+                   (_with_nan(g_logged, 0), "reward"))),
+    Entry("snips_estimate", calipers.snips_estimate, g_logged, weights=None, labels=None,
+          undefined=u_target_zero,
+          invalid=((_with_value(g_logged, 1, 0.0), "propensity"),
+                   (_with_nan(g_logged, 0), "reward"))),
+    Entry("direct_method_estimate", calipers.direct_method_estimate, g_direct, weights=None,
+          labels=None, invalid=((_with_value(g_direct, 0, 1.5), "target"),)),
+    Entry("doubly_robust_estimate", calipers.doubly_robust_estimate, g_doubly_robust,
+          weights=None, labels=None,
+          invalid=((_with_value(g_doubly_robust, 1, 0.0), "propensity"),
+                   (_with_nan(g_doubly_robust, 3), "estimated_rewards"))),
+    Entry("off_policy_interval", functools.partial(calipers.off_policy_interval, "snips"),
+          g_logged, {"n_resamples": 50, "seed": 0}, weights=None, labels=None,
+          rows="resamples are drawn by row position: the seed and the row order fix them",
+          invalid=((_with_value(g_logged, 1, 0.0), "propensity"),)),
+    # paired tests over units (one value per unit and system)
+    Entry("paired_permutation_test", calipers.paired_permutation_test, g_units,
+          {"exact_max": 20}, weights=None, labels=None,   # 12 units: all 2**12 sign patterns
+          invalid=((_with_nan(g_units, 0), "a"),)),
+    Entry("paired_unit_bootstrap", calipers.paired_unit_bootstrap, g_units,
+          {"n_resamples": 200, "seed": 0}, weights=None, labels=None,
+          rows="resamples are drawn by row position: the seed and the row order fix them",
+          # fewer than 10 units is undefined, but only the interval fields are NaN and the
+          # check reads the first field (the difference): tests/test_permutation.py covers it
+          invalid=((_with_nan(g_units, 1), "b"),)),
+    # padded (Q, L) ranking batch for a jitted eval step
+    Entry("ranking_batch_metrics", calipers.ranking_batch_metrics, g_ranking_batch, {"k": 3},
+          weights=None, rows="one value per query (batch row): rows permute the output",
+          undefined=u_ranking_batch_no_relevant,
+          invalid=((_with_nan(g_ranking_batch, 1), "y_score"),)),
 ]
 
 REGISTRY = {e.name: e for e in ENTRIES}
@@ -413,6 +662,35 @@ EXEMPT = {
     "retrieval.read_qrels": "file reader, not an array metric (tested in test_trec.py)",
     "retrieval.read_run": "file reader, not an array metric (tested in test_trec.py)",
     "retrieval.trec_arrays": "builds flat arrays from parsed files (tested in test_trec.py)",
+    "retrieval.evaluate": "NumPy only by design: joins qrels and runs by string ids from files "
+                          "or dicts (tested against trec_eval in test_trec.py)",
+    "retrieval.parse_trec_measures": "parser of trec_eval measure names (tested in test_trec.py)",
+    "retrieval.TrecEvaluation": "result type (of retrieval.evaluate)",
+    "AUCPowerResult": "result type (of auc_difference_power)",
+    "ConcordanceResult": "result type (checked through the concordance indices)",
+    "CumulativeDynamicAUC": "result type (checked through cumulative_dynamic_auc)",
+    "ConformalIntervals": "result type (checked through split_conformal_regression)",
+    "ConformalSets": "result type (checked through split_conformal_classification)",
+    "OffPolicyInterval": "result type (checked through off_policy_interval)",
+    "PairedPermutationResult": "result type (checked through paired_permutation_test)",
+    "UnitBootstrapResult": "result type (checked through paired_unit_bootstrap)",
+    "SelectivePoint": "result type (checked through selective_risk, coverage_at_risk)",
+    "RankingBatch": "result type (checked through ranking_batch_metrics)",
+    "QueryMeanSummary": "result type (of QueryMeanState.compute)",
+    "ROCHistogramSummary": "result type (of ROCHistogramState.compute)",
+    "CalibrationSizeWarning": "warning class",
+    "QueryMeanState": "streaming state class (init/update/merge/compute), tested with merge, "
+                      "jit and shard_map in test_streaming.py",
+    "ROCHistogramState": "streaming state class, tested with merge, jit and shard_map in "
+                         "test_streaming.py",
+    # planning tools: eager calculators on Python numbers, no arrays (tested in test_power.py)
+    "auc_difference_power": "planning tool: power from Python numbers (AUCs, counts)",
+    "auc_difference_sample_size": "planning tool: a Python int sample size from Python numbers",
+    "auc_minimum_detectable_difference": "planning tool: a Python float from Python numbers",
+    "mcnemar_power": "planning tool: power from Python numbers",
+    "mcnemar_sample_size": "planning tool: a Python int sample size from Python numbers",
+    "conformal_rank": "exact integer rank from a Python int and level (Fractions), no arrays; "
+                      "checked through conformal_quantile (tested in test_conformal.py)",
 }
 
 # Top-level names that are the same object as a registered retrieval function.
