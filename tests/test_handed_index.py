@@ -20,21 +20,8 @@ ALL_IDS = sorted(HANDED_CASES)
 
 # id -> the work that will add its test (delete the line when the test lands).
 PENDING = {
-    "H16": "bootstrap issue: weights in ranking-at-k metrics",
     "H17": "bootstrap issue: BCa bias correction with replicates tied at the estimate",
-    "H21": "inputs issue: top_k_accuracy_score labels rule",
-    "H22": "inputs issue: string / bytes labels in classification and probability metrics",
     "H23": "bootstrap issue: paired resampling resamples pairs",
-    "H24": "inputs issue: confusion_matrix labels none of which occur in y_true",
-    "H25": "new family (survival)",
-    "H26": "new family (survival)",
-    "H27": "new family (conformal)",
-    "H28": "new family (conformal)",
-    "H29": "new family (selective prediction)",
-    "H30": "new family (off-policy)",
-    "H31": "new family (off-policy)",
-    "H32": "streaming states",
-    "H33": "streaming states",
 }
 
 
@@ -79,7 +66,5 @@ def test_docs_cite_public_sources_not_case_ids():
     assert not _naming_case_ids(root, "docs/*.md") + _naming_case_ids(root, "README.md")
 
 
-@pytest.mark.xfail(strict=True, reason="docstrings and comments in src/ still cite case ids; "
-                                       "the lead replaces them with the public sources")
 def test_src_cites_public_sources_not_case_ids():
     assert not _naming_case_ids(TESTS.parent, "src/calipers/**/*.py")

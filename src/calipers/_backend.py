@@ -375,34 +375,6 @@ def check_numeric(name: str, x, xp) -> None:
         raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
 
 
-def check_finite(name: str, x, xp):
-    """NaN/inf in ``x``: ``ValueError`` naming the element when concrete; the flag when traced.
-
-    Returns the 0-d invalid flag (always False when concrete).
-    """
-    if not xp.isdtype(x.dtype, "real floating"):
-        return xp.asarray(False)
-    from ._validation import fail_if
-
-    return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
-
-
-def check_weights(name: str, w, xp):
-    """Numeric, finite, non-negative weights whose integer sum fits the dtype.
-
-    Raises eagerly (naming ``name``); returns the 0-d invalid flag under ``jit``.
-    """
-    check_numeric(name, w, xp)
-    if xp.isdtype(w.dtype, "bool"):
-        raise ValueError(f"{name} must be numeric weights, not booleans")
-    from ._validation import fail_if
-
-    invalid = check_finite(name, w, xp)
-    invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
-    check_int_sum(name, w, xp)
-    return invalid
-
-
 def _first_index(mask, xp) -> int:
     return int(np.argmax(np.asarray(mask_to_numpy(mask))))
 
@@ -475,14 +447,3 @@ def is_concrete_nan(x, xp) -> bool:
     if is_traced(x):
         return False
     return bool(xp.isnan(x))
-
-
-def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
-    """Validate binary labels and return ``(y01, invalid)``.
-
-    The one binary-label rule, :func:`calipers._validation.binary_labels`
-    (kept here for the families that call ``B.binary_labels``).
-    """
-    from ._validation import binary_labels as _binary_labels
-
-    return _binary_labels(y_true, xp, pos_label=pos_label, name=name)

@@ -39,6 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
     _compiled_draw, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
 )
@@ -179,7 +180,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
         raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
     a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
-        y01, _ = B.binary_labels(y_true, xp)
+        y01, _ = V.binary_labels(y_true, xp)
         if name in ("roc_auc", "average_precision"):
             layout = xp.argsort(a, stable=False)
             if name == "average_precision":
@@ -236,7 +237,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     y_codes = None
     if stratify:
         if traced:
-            y_codes = B.binary_labels(y_true, xp)[0]
+            y_codes = V.binary_labels(y_true, xp)[0]
             y_codes = lay(y_codes)
         else:
             _, inv = np.unique(B.to_numpy(y_true), return_inverse=True)
@@ -267,7 +268,7 @@ def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups):
     B.check_1d("y_score_b", b)
     if sw is not None:
         B.check_1d("sample_weight", sw)
-        B.check_weights("sample_weight", sw, xp)
+        V.check_weights("sample_weight", sw, xp)
     if groups is not None and not B.is_traced(groups):
         g = np.asarray(B.to_numpy(groups)) if not hasattr(groups, "shape") else groups
         if len(g.shape) != 1:
@@ -354,7 +355,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
 
 def _traced_invalid(name, xp, y_true, a, b, sw):
     """Scalar flag: traced input that breaks a rule the eager path would raise on."""
-    _, bad = B.binary_labels(y_true, xp)
+    _, bad = V.binary_labels(y_true, xp)
     for s in (a, b):
         if xp.isdtype(s.dtype, "real floating"):
             bad = bad | ~xp.all(xp.isfinite(s))

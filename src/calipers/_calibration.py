@@ -84,7 +84,7 @@ def _weights(sample_weight, n, xp):
     acc = B.acc_float(xp)
     if sample_weight is None:
         return xp.ones(n, dtype=acc), xp.asarray(False)
-    invalid = B.check_weights("sample_weight", sample_weight, xp)
+    invalid = V.check_weights("sample_weight", sample_weight, xp)
     w = xp.astype(sample_weight, acc)
     invalid = invalid | V.fail_if(~(xp.sum(w) > 0), "sample_weight", "must have a positive sum", xp)
     return w, invalid
@@ -107,7 +107,7 @@ def _prepare_probs(y_true, y_prob, sample_weight):
     p = xp.astype(y_prob, acc)
     one_d = p.ndim == 1
     if one_d:
-        y, invalid = B.binary_labels(y_true, xp)
+        y, invalid = V.binary_labels(y_true, xp)
         P = xp.stack([1 - p, p], axis=1)
     else:
         if p.shape[1] < 2:
@@ -483,7 +483,7 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
     z = xp.astype(z, acc)
     K = z.shape[1]
     yi, invalid = _check_class_index("y_true", y, K, xp)
-    invalid = invalid | B.check_finite("logits", z, xp)
+    invalid = invalid | V.check_finite("logits", z, xp)
     z = xp.where(xp.isfinite(z), z, 0.0)
     w, bad_w = _weights(sw, z.shape[0], xp)
     invalid = invalid | bad_w

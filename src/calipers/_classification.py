@@ -108,7 +108,7 @@ def _static_labels(labels, name="labels"):
 def _check_finite(name, x, xp):
     """``B.check_finite`` for 1-D or 2-D arrays (the message gives the position)."""
     if x.ndim <= 1:
-        return B.check_finite(name, x, xp)
+        return V.check_finite(name, x, xp)
     if B.is_traced(x) or not xp.isdtype(x.dtype, "real floating"):
         return
     if not bool(xp.all(xp.isfinite(x))):
@@ -195,7 +195,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
     if w is not None:
         B.check_1d("sample_weight", w)
         B.check_same_length(**{true_name: yt}, sample_weight=w)
-        B.check_weights("sample_weight", w, xp)
+        V.check_weights("sample_weight", w, xp)
         if B.is_traced(w):
             invalid = invalid | ~xp.all(w >= 0)
             if xp.isdtype(w.dtype, "real floating"):
@@ -1100,7 +1100,7 @@ def _check_label_scores(yt, s, w, xp, traced):
         invalid = invalid | ~xp.all(xp.isfinite(s))
     if w is not None:
         B.check_1d("sample_weight", w)
-        B.check_weights("sample_weight", w, xp)
+        V.check_weights("sample_weight", w, xp)
         if B.is_traced(w):
             invalid = invalid | ~xp.all(w >= 0)
     if xp.isdtype(yt.dtype, "bool"):

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from . import _rankstats as R
 from ._bootstrap import ConfidenceInterval
 
@@ -186,7 +187,7 @@ def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
     cluster arbitrarily dependent; the placements are the same, summed per
     cluster.
     """
-    y01, invalid = B.binary_labels(y_true, xp)
+    y01, invalid = V.binary_labels(y_true, xp)
     yf = xp.astype(y01, B.acc_float(xp))
     comps = [_placements(y01, s, xp) for s in scores]
     P, N = comps[0][3], comps[0][4]
@@ -248,7 +249,7 @@ def _prepare_scores(y_true, *scores, names, groups=None):
     for nm, s in zip(names, arrs[1:]):
         B.check_1d(nm, s)
         B.check_numeric(nm, s, xp)
-        B.check_finite(nm, s, xp)
+        V.check_finite(nm, s, xp)
     B.check_same_length(y_true=y, **dict(zip(names, arrs[1:])))
     B.check_nonempty("y_true", y)
     if groups is None:

@@ -29,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._results import result_type
 
 __all__ = [
@@ -218,7 +219,7 @@ def _finite_or_flag(name, x, xp):
     """Raise on non-finite concrete values; return a traced 'invalid' flag under jit."""
     if B.is_traced(x):
         return ~xp.all(xp.isfinite(x))
-    B.check_finite(name, xp.reshape(x, (-1,)), xp)
+    V.check_finite(name, xp.reshape(x, (-1,)), xp)
     return xp.asarray(False)
 
 
@@ -540,7 +541,7 @@ def _prep_weight(sample_weight, n, xp):
     if sample_weight.shape[0] != n:
         raise ValueError(f"sample_weight has {sample_weight.shape[0]} elements but there are "
                          f"{n} rows; they must match")
-    B.check_weights("sample_weight", sample_weight, xp)
+    V.check_weights("sample_weight", sample_weight, xp)
     if not B.is_traced(sample_weight) and not bool(xp.sum(sample_weight) > 0):
         raise ValueError("sample_weight must have a positive sum")
     return sample_weight

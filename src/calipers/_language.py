@@ -35,7 +35,7 @@ def _check_integral(name, x, xp):
         raise ValueError(f"{name} must be integers, not booleans")
     if not xp.isdtype(x.dtype, "real floating"):
         return xp.asarray(False)
-    invalid = B.check_finite(name, xp.reshape(x, (-1,)), xp)
+    invalid = V.check_finite(name, xp.reshape(x, (-1,)), xp)
     return invalid | V.fail_if(x != xp.round(x), name, "must hold whole numbers", xp, values=x)
 
 
@@ -365,7 +365,7 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
     xp, (correct,) = B.as_arrays(correct)
     B.check_1d("correct", correct)
     B.check_nonempty("correct", correct)
-    y, invalid = B.binary_labels(correct, xp, name="correct")
+    y, invalid = V.binary_labels(correct, xp, name="correct")
     acc = B.acc_float(xp)
     n = y.shape[0]
     p = xp.sum(xp.astype(y, acc)) / n

@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._results import result_type
 
 __all__ = [
@@ -317,7 +318,7 @@ def effective_sample_size(weights):
     if B.is_traced(w):
         invalid = ~xp.all(xp.isfinite(wf) & (wf >= 0))
     else:
-        B.check_weights("weights", w, xp)
+        V.check_weights("weights", w, xp)
         invalid = xp.asarray(False)
     # scale by the largest weight: ESS is scale-free, and w**2 neither under- nor overflows
     m = xp.max(wf)

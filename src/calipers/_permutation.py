@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._results import ConfidenceInterval, result_type
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
@@ -113,8 +114,8 @@ def _differences(a, b, name_a="a", name_b="b"):
     B.check_nonempty(name_a, a)
     B.check_numeric(name_a, a, xp)
     B.check_numeric(name_b, b, xp)
-    B.check_finite(name_a, a, xp)
-    B.check_finite(name_b, b, xp)
+    V.check_finite(name_a, a, xp)
+    V.check_finite(name_b, b, xp)
     f = B.acc_float(xp)
     d = xp.astype(a, f) - xp.astype(b, f)
     invalid = ~xp.all(xp.isfinite(d)) if B.is_traced(a, b) else \

@@ -50,7 +50,7 @@ def _weights(sample_weight, xp):
     if sample_weight is None:
         return xp.asarray(False)
     B.check_1d("sample_weight", sample_weight)
-    return B.check_weights("sample_weight", sample_weight, xp)
+    return V.check_weights("sample_weight", sample_weight, xp)
 
 
 def _encode_text_binary(y_true, labels, pos_label):
@@ -96,7 +96,7 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         ok = (y_true == labels[0]) | (y_true == labels[1])
         invalid = V.fail_if(~ok, "y_true", "", xp, values=y_true, message=_not_in(labels))
         pos_label = labels[1]
-    y, bad_y = B.binary_labels(y_true, xp, pos_label=pos_label)
+    y, bad_y = V.binary_labels(y_true, xp, pos_label=pos_label)
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
     invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)

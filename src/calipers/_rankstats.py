@@ -55,6 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 
 # Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
 # _comparison, _retrieval and the bootstrap kernels.
@@ -112,10 +113,10 @@ def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_s
     B.check_numeric(score_name, y_score, xp)
     if xp.isdtype(y_score.dtype, "bool"):
         raise ValueError(f"{score_name} must be numeric scores, not booleans")
-    B.check_finite(score_name, y_score, xp)
-    y, invalid = B.binary_labels(y_true, xp, pos_label=pos_label)
+    V.check_finite(score_name, y_score, xp)
+    y, invalid = V.binary_labels(y_true, xp, pos_label=pos_label)
     if sample_weight is not None:
-        B.check_weights("sample_weight", sample_weight, xp)
+        V.check_weights("sample_weight", sample_weight, xp)
     if B.is_traced(y_score):
         invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
             y_score.dtype, "real floating") else invalid

@@ -50,7 +50,7 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
     if sample_weight is not None:
         B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, sample_weight=sample_weight)
-        invalid = B.check_weights("sample_weight", sample_weight, xp)
+        invalid = V.check_weights("sample_weight", sample_weight, xp)
     B.check_nonempty("y_true", y_true)
     invalid = invalid | _check_finite_nd("y_true", y_true, xp)
     invalid = invalid | _check_finite_nd("y_pred", y_pred, xp)
@@ -79,7 +79,7 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
 
 def _check_finite_nd(name, x, xp):
     # the backend validator reports a flat index; give it the flattened array
-    return B.check_finite(name, xp.reshape(x, (-1,)), xp)
+    return V.check_finite(name, xp.reshape(x, (-1,)), xp)
 
 
 def _check_multioutput(multioutput, n_outputs, allow_variance_weighted):

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from . import _rankstats as R
 from . import _segments as S
 from ._compile import compiled
@@ -145,8 +146,8 @@ def _value_checks(xp, y_true, y_score):
     B.check_numeric("y_score", y_score, xp)
     if xp.isdtype(y_score.dtype, "bool"):
         raise ValueError("y_score must be numeric scores, not booleans")
-    B.check_finite("y_score", y_score, xp)
-    B.check_finite("y_true", y_true, xp)
+    V.check_finite("y_score", y_score, xp)
+    V.check_finite("y_true", y_true, xp)
     invalid = xp.asarray(False, device=B.device(y_score))
     if B.is_traced(y_score) and xp.isdtype(y_score.dtype, "real floating"):
         invalid = invalid | ~xp.all(xp.isfinite(y_score))
@@ -622,9 +623,9 @@ def _segment_prepare(id_name="query_id", binary=False, what="queries with no rel
         _value_checks(xp, y, s)
         ex = dict(zip(_ARRAY_OPTIONS, extra))
         if binary:
-            B.binary_labels(y, xp)
+            V.binary_labels(y, xp)
         if ex["sample_weight"] is not None:
-            B.check_weights("sample_weight", ex["sample_weight"], xp)
+            V.check_weights("sample_weight", ex["sample_weight"], xp)
         if ex["doc_id"] is not None:
             B.check_numeric("doc_id", ex["doc_id"], xp)
         codes, qids, Q, _, _ = S.factorize(qid, xp, num_segments=num_segments, name=id_name)
@@ -909,10 +910,10 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
     xp, y_true, y_score, group_id, (_, _, w), num_segments = _as_flat(
         y_true, y_score, group_id, [None, None, sample_weight], num_segments)
     invalid = _value_checks(xp, y_true, y_score)
-    y01, bad = B.binary_labels(y_true, xp)
+    y01, bad = V.binary_labels(y_true, xp)
     invalid = invalid | bad
     if w is not None:
-        B.check_weights("sample_weight", w, xp)
+        V.check_weights("sample_weight", w, xp)
         if B.is_traced(w):
             invalid = invalid | ~xp.all(w >= 0)
     ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")

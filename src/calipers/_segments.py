@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 
 __all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "pad_segments", "segment_sort",
            "segment_sums", "sorted_within_segments"]
@@ -111,7 +112,7 @@ def factorize(ids, xp, *, num_segments=None, name="query_id", _perm_out=None):
         grouped = bool(n == 0 or np.all(codes[1:] >= codes[:-1]))
         return codes, uniq, int(uniq.shape[0]), np.False_, grouped
     # Generic namespace, eager: one stable sort of the ids, codes by id changes.
-    B.check_finite(name, ids, xp)
+    V.check_finite(name, ids, xp)
     n = ids.shape[0]
     if n == 0:
         z = xp.zeros(0, dtype=ai, device=B.device(ids))

@@ -20,6 +20,7 @@ import math
 from typing import NamedTuple
 
 from . import _backend as B
+from . import _validation as V
 
 __all__ = [
     "risk_coverage_curve",
@@ -81,13 +82,13 @@ def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
         if xp.isdtype(l.dtype, "bool"):
             l = xp.astype(l, B.acc_int(xp))
         B.check_same_length(confidence=c, loss=l)
-        B.check_finite("loss", l, xp)
+        V.check_finite("loss", l, xp)
     if w is not None:
         B.check_1d("sample_weight", w)
         B.check_same_length(confidence=c, sample_weight=w)
-        B.check_weights("sample_weight", w, xp)
+        V.check_weights("sample_weight", w, xp)
     B.check_nonempty("confidence", c)
-    B.check_finite("confidence", c, xp)
+    V.check_finite("confidence", c, xp)
     invalid = xp.asarray(False)
     if B.is_traced(c, l, w):
         for x in (c, l, w):

@@ -148,7 +148,7 @@ class ConfusionState(NamedTuple):
         else:
             if xp.isdtype(self.counts.dtype, "integral"):
                 raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
-            B.check_weights("sample_weight", sample_weight, xp)
+            V.check_weights("sample_weight", sample_weight, xp)
             vals = xp.astype(sample_weight, self.counts.dtype)
             invalid = invalid | ~xp.all(vals >= 0)
         add = B.segment_sum(vals, ids, K * K, xp)

@@ -54,6 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._compile import compiled
 from ._exceptions import UndefinedMetricWarning
 from ._states import _namespace, _state_xp, _to, merge
@@ -352,8 +353,8 @@ class ROCHistogramState(NamedTuple):
                              "init(score_dtype='float32')")
         if y_score.shape[0] == 0:
             return self
-        B.check_finite("y_score", y_score, xp)
-        y01, invalid = B.binary_labels(y_true, xp)
+        V.check_finite("y_score", y_score, xp)
+        y01, invalid = V.binary_labels(y_true, xp)
         M = self.neg.shape[0]
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
@@ -362,7 +363,7 @@ class ROCHistogramState(NamedTuple):
                 raise ValueError("real-valued sample_weight needs a state made with "
                                  "init(..., weighted=True); integer weights (repetitions) "
                                  "are accepted as they are")
-            B.check_weights("sample_weight", sample_weight, xp)
+            V.check_weights("sample_weight", sample_weight, xp)
             if B.is_traced(sample_weight):
                 invalid = invalid | ~xp.all(sample_weight >= 0)
         b = _bin_index(y_score, fmt, self.bits, xp)

@@ -44,6 +44,7 @@ import warnings
 from typing import NamedTuple
 
 from . import _backend as B
+from . import _validation as V
 from ._compile import compiled
 from ._exceptions import UndefinedMetricWarning
 
@@ -123,14 +124,14 @@ def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk"
         B.check_numeric(rn, risk, xp)
         if xp.isdtype(risk.dtype, "bool"):
             raise ValueError(f"{rn} must be numeric scores, not booleans")
-        B.check_finite(rn, risk, xp)
+        V.check_finite(rn, risk, xp)
     B.check_same_length(**{en: event, tn: time})
     B.check_nonempty(tn, time)
     B.check_numeric(tn, time, xp)
     if xp.isdtype(time.dtype, "bool"):
         raise ValueError(f"{tn} must be numeric times, not booleans")
-    B.check_finite(tn, time, xp)
-    e, invalid = B.binary_labels(event, xp, name=en)
+    V.check_finite(tn, time, xp)
+    e, invalid = V.binary_labels(event, xp, name=en)
     for name, x in ((tn, time), (rn, risk)):
         if x is not None and B.is_traced(x) and xp.isdtype(x.dtype, "real floating"):
             invalid = invalid | ~xp.all(xp.isfinite(x))
@@ -335,7 +336,7 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         w = _to_ns(sample_weight, xp)
         B.check_1d("sample_weight", w)
         B.check_same_length(time=d.t, sample_weight=w)
-        B.check_weights("sample_weight", w, xp)
+        V.check_weights("sample_weight", w, xp)
     cdt = _count_dtype(xp, w)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
@@ -579,7 +580,7 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     times = _to_ns(times, xp)
     B.check_1d("times", times)
     B.check_nonempty("times", times)
-    B.check_finite("times", times, xp)
+    V.check_finite("times", times, xp)
     m = times.shape[0]
     r2 = d.r if d.r.ndim == 2 else None
     if r2 is not None and r2.shape[1] != m:

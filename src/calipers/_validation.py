@@ -149,6 +149,30 @@ def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element", messa
     return flag
 
 
+def check_finite(name: str, x, xp):
+    """NaN/inf in ``x``: ``ValueError`` naming the element when concrete; the flag when traced.
+
+    Returns the 0-d invalid flag (always False when concrete).
+    """
+    if not xp.isdtype(x.dtype, "real floating"):
+        return xp.asarray(False)
+    return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
+
+
+def check_weights(name: str, w, xp):
+    """Numeric, finite, non-negative weights whose integer sum fits the dtype.
+
+    Raises eagerly (naming ``name``); returns the 0-d invalid flag under ``jit``.
+    """
+    B.check_numeric(name, w, xp)
+    if xp.isdtype(w.dtype, "bool"):
+        raise ValueError(f"{name} must be numeric weights, not booleans")
+    invalid = check_finite(name, w, xp)
+    invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
+    B.check_int_sum(name, w, xp)
+    return invalid
+
+
 def _locate(bad, values, index=None, value=None):
     """(index as int or tuple, value as a Python scalar or None) of the first True of ``bad``."""
     shape = tuple(getattr(bad, "shape", ()))

@@ -679,6 +679,8 @@ EXEMPT = {
     "QueryMeanSummary": "result type (of QueryMeanState.compute)",
     "ROCHistogramSummary": "result type (of ROCHistogramState.compute)",
     "CalibrationSizeWarning": "warning class",
+    "BootstrapDesignWarning": "warning class",
+    "probability_sum_tolerance": "a constant of the input rule (a float from a dtype), no metric",
     "QueryMeanState": "streaming state class (init/update/merge/compute), tested with merge, "
                       "jit and shard_map in test_streaming.py",
     "ROCHistogramState": "streaming state class, tested with merge, jit and shard_map in "
