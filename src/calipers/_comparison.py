@@ -25,7 +25,7 @@ import numpy as np
 from . import _backend as B
 from . import _validation as V
 from . import _rankstats as R
-from ._bootstrap import ConfidenceInterval
+from ._results import ConfidenceInterval, result_type
 
 __all__ = [
     "McNemarResult",
@@ -54,7 +54,11 @@ def _check_level(confidence_level) -> float:
 # McNemar
 # --------------------------------------------------------------------------
 
-class McNemarResult(NamedTuple):
+@result_type(meta=("method",))
+class McNemarResult:
+    """McNemar's test: ``statistic``, ``pvalue``, the discordant counts ``b``
+    (A right, B wrong) and ``c``, and the ``method`` (a static pytree field)."""
+
     statistic: float
     pvalue: float
     b: int
@@ -246,21 +250,22 @@ def _prepare_scores(y_true, *scores, names, groups=None):
     xp, arrs = B.as_arrays(y_true, *scores)
     y = arrs[0]
     B.check_1d("y_true", y)
+    bad = xp.asarray(False)
     for nm, s in zip(names, arrs[1:]):
         B.check_1d(nm, s)
         B.check_numeric(nm, s, xp)
-        V.check_finite(nm, s, xp)
+        bad = bad | V.check_finite(nm, s, xp)   # raises eagerly; the NaN flag under jit
     B.check_same_length(y_true=y, **dict(zip(names, arrs[1:])))
     B.check_nonempty("y_true", y)
     if groups is None:
-        return xp, y, arrs[1:], None
+        return xp, y, arrs[1:], None, bad
     # Cluster ids of any sortable kind stay NumPy (strings have no JAX dtype);
     # arrays of the scores' namespace (traced under jit) stay as they are.
     if not B._is_array(groups) or isinstance(groups, np.ndarray):
         groups = np.asarray(groups)
     B.check_1d("groups", groups)
     B.check_same_length(y_true=y, groups=groups)
-    return xp, y, arrs[1:], groups
+    return xp, y, arrs[1:], groups, bad
 
 
 def _norm_sf(z, xp):
@@ -335,9 +340,11 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     if alternative not in ("two-sided", "greater", "less"):
         raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', "
                          f"got {alternative!r}")
-    xp, y, (a, b), g = _prepare_scores(y_true, y_score_a, y_score_b,
-                                       names=("y_score_a", "y_score_b"), groups=groups)
+    xp, y, (a, b), g, bad_scores = _prepare_scores(y_true, y_score_a, y_score_b,
+                                                   names=("y_score_a", "y_score_b"),
+                                                   groups=groups)
     aucs, cov, undefined, invalid = _delong_parts(y, [a, b], xp, g, num_groups)
+    invalid = invalid | bad_scores
     var = cov(0, 0) + cov(1, 1) - 2 * cov(0, 1)
     var = xp.where(var > 0, var, 0.0)     # rounding can make an exact 0 slightly negative
     diff = aucs[0] - aucs[1]
@@ -374,8 +381,9 @@ def delong_roc_variance(y_true, y_score):
     fewer than 2 positives or 2 negatives. Errors and jit behaviour as
     :func:`delong_test`.
     """
-    xp, y, (s,), _ = _prepare_scores(y_true, y_score, names=("y_score",))
+    xp, y, (s,), _, bad_scores = _prepare_scores(y_true, y_score, names=("y_score",))
     aucs, cov, undefined, invalid = _delong_parts(y, [s], xp)
+    invalid = invalid | bad_scores
     bad = undefined | invalid
     _warn_if(undefined & ~invalid, "DeLong's variance needs at least 2 positives and 2 "
                                    "negatives; returning NaN")
@@ -459,7 +467,8 @@ def proportion_confint(count, nobs, *, confidence_level: float = 0.95,
 # sequential probability ratio test
 # --------------------------------------------------------------------------
 
-class SPRTResult(NamedTuple):
+@result_type(meta=("decision",))
+class SPRTResult:
     """``decision``: "accept_h1", "accept_h0" or "continue" (no boundary crossed yet).
 
     ``n_used``: observations consumed when stopping (all of them when

@@ -46,9 +46,6 @@ __all__ = [
 ]
 
 
-_ROW_SUM_TOL = 1e-6
-
-
 @result_type(meta=("estimator", "n_resamples", "confidence_level"))
 class OffPolicyInterval:
     """A bootstrap interval for an off-policy value estimate.
@@ -180,8 +177,9 @@ def _prepare(reward, propensity, target, action, estimated_rewards, *, max_weigh
         checks.append((~xp.isfinite(xp.astype(reward, acc)), "reward must be finite"))
     if target.ndim == 2:
         K = target.shape[1]
-        checks.append((xp.abs(xp.sum(t, axis=1) - 1) > _ROW_SUM_TOL,
-                       f"each row of target must sum to 1 (within {_ROW_SUM_TOL})"))
+        tol = V.prob_sum_tolerance(target.dtype)  # the library's one rule: sqrt(eps) of the dtype
+        checks.append((xp.abs(xp.sum(t, axis=1) - 1) > tol,
+                       f"each row of target must sum to 1 (within {tol:.1e})"))
         if action is not None:
             checks.append(((action < 0) | (action >= K),
                            f"action must be an index in 0 .. {K - 1}"))
