@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 
+from ._compile import program
 from . import _backend as B
 from ._exceptions import UndefinedMetricWarning
 from ._resample import _draw_jax
@@ -23,8 +23,12 @@ def _default_batch(n):
     return max(1, min(4096, (1 << 20) // max(n, 1)))
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled_chunk(kernel_a, kernel_b, design, idtype_name):
+    return program(("bootstrap_chunk", kernel_a, kernel_b, design, idtype_name),
+                   lambda: _build_chunk(kernel_a, kernel_b, design, idtype_name))
+
+
+def _build_chunk(kernel_a, kernel_b, design, idtype_name):
     import jax
     import jax.numpy as jnp
 
@@ -38,9 +42,13 @@ def _compiled_chunk(kernel_a, kernel_b, design, idtype_name):
     return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None)))
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled_masked(kernel_a, kernel_b, idtype_name):
     """Grouped jackknife on JAX: evaluate with group g deleted, vmapped over g."""
+    return program(("bootstrap_jackknife", kernel_a, kernel_b, idtype_name),
+                   lambda: _build_masked(kernel_a, kernel_b, idtype_name))
+
+
+def _build_masked(kernel_a, kernel_b, idtype_name):
     import jax
     import jax.numpy as jnp
 
@@ -54,8 +62,12 @@ def _compiled_masked(kernel_a, kernel_b, idtype_name):
     return jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled_draw(design, idtype_name):
+    return program(("bootstrap_draw", design, idtype_name),
+                   lambda: _build_draw(design, idtype_name))
+
+
+def _build_draw(design, idtype_name):
     import jax
     import jax.numpy as jnp
 

@@ -76,6 +76,32 @@ def cache_info() -> dict:
         return dict(_stats, size=len(_cache), max_size=_max_entries)
 
 
+def program(key: tuple, build):
+    """A compiled program of calipers' own engines, kept in the same bounded cache.
+
+    The bootstrap engine compiles kernels x designs, not public functions,
+    so it cannot go through :func:`compiled`; ``program(key, build)`` returns
+    the cached ``build()`` (a ``jax.jit`` object) for a hashable ``key``,
+    counted and evicted with everything else, so the library holds one cache
+    with one bound.
+    """
+    key = ("program",) + tuple(key)
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+            _stats["hits"] += 1
+            return entry
+    entry = build()
+    with _lock:
+        _stats["misses"] += 1
+        _cache[key] = entry
+        while len(_cache) > _max_entries:
+            _cache.popitem(last=False)
+            _stats["evictions"] += 1
+    return entry
+
+
 def bucket_length(n: int) -> int:
     """The padded length of ``n`` rows: the next power of two, at least 8."""
     return max(_MIN_BUCKET, 1 << max(0, int(n) - 1).bit_length())

@@ -46,7 +46,6 @@ may be created, and the bound accounts for them).
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from typing import NamedTuple
@@ -55,7 +54,7 @@ import numpy as np
 
 from . import _backend as B
 from . import _validation as V
-from ._compile import compiled
+from ._compile import compiled, program
 from ._exceptions import UndefinedMetricWarning
 from ._states import _namespace, _state_xp, _to, merge
 
@@ -577,12 +576,12 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
     return out
 
 
-@functools.lru_cache(maxsize=64)
 def _ranking_batch_jit(k, gain, relevance_level):
     import jax
     import jax.numpy as jnp
 
-    return jax.jit(lambda y, s, m: _ranking_batch(y, s, m, k, gain, relevance_level, jnp))
+    return program(("ranking_batch", k, gain, relevance_level), lambda: jax.jit(
+        lambda y, s, m: _ranking_batch(y, s, m, k, gain, relevance_level, jnp)))
 
 
 def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
