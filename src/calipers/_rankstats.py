@@ -398,6 +398,28 @@ def _below_and_tied_numpy(neg, pos):
     return left, tied
 
 
+def _twice_u_numpy(neg, pos):
+    """``2U`` (twice the Mann-Whitney count, ties 1/2) of sorted classes, exact int.
+
+    Heavily tied scores: one pair of binary searches per distinct positive
+    score, weighted by how many positives share it (``lo + hi`` is twice the
+    negatives below plus the tied ones); otherwise one search per positive.
+    """
+    P = pos.shape[0]
+    new = np.empty(P, dtype=bool)
+    new[0] = True
+    np.not_equal(pos[1:], pos[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    if 2 * starts.shape[0] <= P:
+        counts = np.diff(np.append(starts, P))
+        u = pos[starts]
+        lo = np.searchsorted(neg, u, side="left")
+        hi = np.searchsorted(neg, u, side="right")
+        return int(((lo + hi) * counts).sum(dtype=np.int64))
+    left, tied = _below_and_tied_numpy(neg, pos)
+    return 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
+
+
 def roc_auc(y01, s, w, xp):
     """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``."""
     if B.is_numpy(xp) and w is None:
@@ -405,8 +427,7 @@ def roc_auc(y01, s, w, xp):
         P, N = pos.shape[0], neg.shape[0]
         if P == 0 or N == 0:
             return np.float64(math.nan), True
-        left, tied = _below_and_tied_numpy(neg, pos)
-        twice = 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
+        twice = _twice_u_numpy(neg, pos)
         return np.float64(twice / (2.0 * P * N)), False   # exact integers, one division
     tg = sort_groups(y01, s, xp)
     cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
