@@ -93,13 +93,18 @@ def program(key: tuple, build):
             _stats["hits"] += 1
             return entry
     entry = build()
+    _insert(key, entry)
+    return entry
+
+
+def _insert(key, entry) -> None:
+    """A new program (a miss): store it, dropping the least recently used past the bound."""
     with _lock:
         _stats["misses"] += 1
         _cache[key] = entry
         while len(_cache) > _max_entries:
             _cache.popitem(last=False)
             _stats["evictions"] += 1
-    return entry
 
 
 def bucket_length(n: int) -> int:
@@ -220,12 +225,7 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
             return fn(*args, **kwargs)
         if entry is None:
             entry = _Entry(fn, {k: _thaw(v) for k, v in static.items()}, rerun)
-            with _lock:
-                _stats["misses"] += 1
-                _cache[key] = entry
-                while len(_cache) > _max_entries:
-                    _cache.popitem(last=False)
-                    _stats["evictions"] += 1
+            _insert(key, entry)
         try:
             out, flags, has_nan, again = entry.jitted(dyn)
         except Exception:  # the trace needs concrete values (e.g. labels inferred from data)

@@ -46,11 +46,26 @@ def _models(scores) -> dict[str, Any]:
     return {"model": np.asarray(scores)}
 
 
-def _check_band(n_resamples, confidence_level):
+def _check_band(n_resamples, confidence_level, sample_weight):
     if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 2:
         raise ValueError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
     if not 0 < float(confidence_level) < 1:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if sample_weight is not None:
+        raise ValueError("band=True resamples rows; it cannot be combined with sample_weight")
+
+
+def _fill_band(ax, grid, curve_on_grid, n, n_resamples, confidence_level, seed, line, **fill):
+    """Shade a model's pointwise band in its line's colour (resamples with one class skipped)."""
+    import warnings
+
+    import calipers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
+        b = _band(curve_on_grid, n, n_resamples, confidence_level, seed)
+    if b is not None:
+        ax.fill_between(grid, b[0], b[1], color=line.get_color(), alpha=0.2, lw=0, **fill)
 
 
 def _band(curve_on_grid, n, n_resamples, confidence_level, seed):
@@ -119,9 +134,7 @@ def roc_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False
 
     ax = _axes(ax)
     if band:
-        _check_band(n_resamples, confidence_level)
-        if sample_weight is not None:
-            raise ValueError("band=True resamples rows; it cannot be combined with sample_weight")
+        _check_band(n_resamples, confidence_level, sample_weight)
     grid = np.linspace(0, 1, 101)
     for name, s in _models(scores).items():
         fpr, tpr, _ = calipers.roc_curve(y_true, s, sample_weight=sample_weight,
@@ -137,13 +150,7 @@ def roc_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False
                     return None  # a resample with one class has no curve
                 return _interp_curve(grid, f, t)
 
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
-                b = _band(on_grid, len(s), n_resamples, confidence_level, seed)
-            if b is not None:
-                ax.fill_between(grid, b[0], b[1], color=line.get_color(), alpha=0.2, lw=0)
+            _fill_band(ax, grid, on_grid, len(s), n_resamples, confidence_level, seed, line)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
     ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC",
            xlim=(0, 1), ylim=(0, 1.02))
@@ -166,9 +173,7 @@ def pr_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False,
 
     ax = _axes(ax)
     if band:
-        _check_band(n_resamples, confidence_level)
-        if sample_weight is not None:
-            raise ValueError("band=True resamples rows; it cannot be combined with sample_weight")
+        _check_band(n_resamples, confidence_level, sample_weight)
     grid = np.linspace(0, 1, 101)
     for name, s in _models(scores).items():
         prec, rec, _ = calipers.precision_recall_curve(y_true, s, sample_weight=sample_weight,
@@ -188,14 +193,8 @@ def pr_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False,
                 idx = np.minimum(np.searchsorted(r, grid, side="left"), len(r) - 1)
                 return p[idx]
 
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
-                b = _band(on_grid, len(s), n_resamples, confidence_level, seed)
-            if b is not None:
-                ax.fill_between(grid, b[0], b[1], color=line.get_color(), alpha=0.2, lw=0,
-                                step="post")
+            _fill_band(ax, grid, on_grid, len(s), n_resamples, confidence_level, seed, line,
+                       step="post")
     y = np.asarray(y_true)
     pos = (y == (1 if pos_label is None else pos_label))
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
