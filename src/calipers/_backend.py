@@ -427,12 +427,8 @@ def scalar_result(value, xp, *, out, invalid, undefined, what: str):
     return finalize(value, xp)
 
 
-def warn_undefined(message: str, stacklevel: int | None = None) -> None:
-    """Issue an ``UndefinedMetricWarning`` at the caller's line.
-
-    ``stacklevel`` is accepted for old call sites and ignored: the level is
-    found by walking out of the calipers frames.
-    """
+def warn_undefined(message: str) -> None:
+    """Issue an ``UndefinedMetricWarning`` at the caller's line (found by :func:`warn`)."""
     warn(message, UndefinedMetricWarning)
 
 

@@ -636,7 +636,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     n_undefined = int(n_resamples - ok.sum())
     if n_undefined:
         B.warn_undefined(f"{n_undefined} of {n_resamples} bootstrap replicates are undefined "
-                         f"(metric NaN for model A or B); they are left out", 2)
+                         f"(metric NaN for model A or B); they are left out")
     d_ok = diff[ok]
     _warn_degenerate(s, y_true, stratify, d_ok)
     difference = est_a - est_b

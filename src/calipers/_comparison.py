@@ -279,7 +279,7 @@ def _norm_sf(z, xp):
 
 def _warn_if(undefined, what):
     if not B.is_traced(undefined) and bool(undefined):
-        B.warn_undefined(what, 4)
+        B.warn_undefined(what)
 
 
 def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,

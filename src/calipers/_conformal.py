@@ -182,19 +182,18 @@ def conformal_rank(n: int, alpha) -> int:
     return int(math.ceil((int(n) + 1) * (1 - a)))
 
 
-def _warn_small(n, k, alpha, stacklevel=None):
-    # stacklevel is unused: B.warn finds the caller's line itself
+def _warn_small(n, k, alpha):
     B.warn(f"the calibration set is too small for alpha={alpha}: n={n} < 1/alpha - 1, so the "
            f"conformal rank k={k} exceeds n; q_hat is +inf (an infinite interval, or the full "
            "label set)", CalibrationSizeWarning)
 
 
-def _quantile(scores, alpha, xp, *, invalid, stacklevel=4):
+def _quantile(scores, alpha, xp, *, invalid):
     """``(q_hat, k, n)`` from 1-D scores in the accumulation float."""
     n = scores.shape[0]
     k = conformal_rank(n, alpha)
     if k > n:
-        _warn_small(n, k, alpha, stacklevel)
+        _warn_small(n, k, alpha)
         q = xp.asarray(math.inf, dtype=scores.dtype, device=B.device(scores))
     elif B.is_numpy(xp):  # selection, O(n), instead of a full sort
         q = np.partition(scores, k - 1)[k - 1]

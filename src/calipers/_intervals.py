@@ -60,7 +60,7 @@ def _interval(d, theta, method, confidence_level, alternative, jack):
         if probs is None:
             B.warn_undefined("the BCa interval is undefined here (all replicates equal, all "
                              "on one side of the estimate, or no usable jackknife values); "
-                             "returning NaN", 4)
+                             "returning NaN")
             return ConfidenceInterval(math.nan, math.nan)
     lo, hi = _quantiles(d, probs)
     if method == "basic":

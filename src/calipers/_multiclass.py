@@ -118,7 +118,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         value = B.nan_if(invalid, xp.astype(value, out), xp)
         if not traced and not bool(invalid) and bool(undefined):
             B.warn_undefined("micro-averaged ROC AUC is undefined: total weight is zero; "
-                             "returning NaN", stacklevel=2)
+                             "returning NaN")
         return B.finalize(value, xp)
 
     f = B.acc_float(xp)
@@ -162,7 +162,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
                          for i in np.flatnonzero(und)]
             B.warn_undefined(f"one-vs-{'rest' if multi_class == 'ovr' else 'one'} ROC AUC is "
                              f"undefined for {what} {bad_names[:10]} (a class absent from "
-                             "y_true); NaN, left out of the average", stacklevel=2)
+                             "y_true); NaN, left out of the average")
     if average is None:
         return B.nan_if(invalid, xp.astype(values, out), xp)
     value = _nanaverage(values, support if average == "weighted" else None, xp)
@@ -291,7 +291,7 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     exp_cost = B.nan_if(d.invalid | undefined, xp.astype(exp_cost, d.out), xp)
     if not B.is_traced(threshold) and not bool(d.invalid) and bool(undefined):
         B.warn_undefined("threshold selection is undefined when the total weight is zero; "
-                         "returning NaN", stacklevel=2)
+                         "returning NaN")
     fin = lambda v: B.finalize(v, xp)  # noqa: E731
     return ThresholdSelection(fin(threshold), fin(exp_cost), *(fin(_pick(a, idx, xp))
                                                                for a in (tp, fp, fn, tn)))

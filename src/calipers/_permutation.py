@@ -282,8 +282,7 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
         if not B.is_traced(d):
             B.warn_undefined(f"paired_unit_bootstrap: {n} units, fewer than "
                              f"{MIN_BOOTSTRAP_UNITS}: no interval (NaN); the bootstrap over "
-                             f"so few units under-covers. Use paired_permutation_test.",
-                             stacklevel=2)
+                             f"so few units under-covers. Use paired_permutation_test.")
         ci = ConfidenceInterval(B.finalize(nan, xp), B.finalize(nan, xp))
         return UnitBootstrapResult(B.finalize(obs, xp), ci, B.finalize(nan, xp),
                                    B.finalize(nan, xp), n, n_resamples,

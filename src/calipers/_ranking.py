@@ -403,9 +403,9 @@ def _warn_curve(d, st):
     if B.is_traced(st.P) or bool(d.invalid):
         return
     if bool(st.N == 0):
-        B.warn_undefined("no negative samples in y_true: false positive rate is NaN", 4)
+        B.warn_undefined("no negative samples in y_true: false positive rate is NaN")
     if bool(st.P == 0):
-        B.warn_undefined("no positive samples in y_true: true positive rate/recall is NaN", 4)
+        B.warn_undefined("no positive samples in y_true: true positive rate/recall is NaN")
 
 
 def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=None,

@@ -581,7 +581,7 @@ def _finish(ctx, values, undefined, *, undefined_mode, name, k=None, weights=Non
         nu = int(n_undef)
         if undefined_mode == "skip" and nu > 0 and not bool(ctx.invalid):
             B.warn_undefined(f"{name} is undefined for {nu} of {ctx.ss.num_segments} "
-                             f"{warn_what}: NaN, left out of the mean", stacklevel=4)
+                             f"{warn_what}: NaN, left out of the mean")
         n_undef = nu
     return QueryResult(vals, ctx.ss.query_ids, B.finalize(mean, xp), n_undef, k, name)
 

@@ -280,10 +280,10 @@ def risk_coverage_curve(confidence, y_true=None, y_pred=None, *, loss=None, samp
     risk = xp.astype(B.nan_if(bad, risk, xp), d.out)
     if not B.is_traced(g.W) and not bool(d.invalid):
         if bool(g.W == 0):
-            B.warn_undefined(_ZERO_W, 3)
+            B.warn_undefined(_ZERO_W)
         elif bool(xp.any(xp.isnan(risk))):
             B.warn_undefined("a confidence group at the top keeps zero weight: its "
-                             "selective risk is NaN", 3)
+                             "selective risk is NaN")
     return cov, risk, xp.astype(thr, B.out_float(xp, d.c))
 
 
@@ -461,10 +461,10 @@ def _point(d, cov, risk, thr, undefined, risk_undefined=None):
         B.finalize(xp.astype(B.nan_if(d.invalid, thr, xp), B.out_float(xp, d.c)), xp))
     if not B.is_traced(cov) and not bool(d.invalid):
         if bool(undefined):
-            B.warn_undefined(_ZERO_W, 4)
+            B.warn_undefined(_ZERO_W)
         elif risk_undefined is not None and bool(risk_undefined):
             B.warn_undefined("no confidence threshold reaches the risk asked: coverage 0, "
-                             "risk NaN, threshold +inf", 4)
+                             "risk NaN, threshold +inf")
     return out
 
 

@@ -428,8 +428,7 @@ class ROCHistogramState(NamedTuple):
         if not B.is_traced(self.neg) and not bool(bad) and bool(no_auc):
             # no positive implies no AP as well; one warning names both
             what = "AUC and AP are" if bool(no_ap) else "AUC is"
-            B.warn_undefined(f"ROC {what} undefined: the state has only one class; NaN",
-                             stacklevel=3)
+            B.warn_undefined(f"ROC {what} undefined: the state has only one class; NaN")
         return ROCHistogramSummary(*[B.finalize(v, xp) for v in vals])
 
     def roc_curve(self):
@@ -572,7 +571,7 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
         nu = int(xp.sum(xp.astype(xp.isnan(out.recall) | xp.isnan(out.ndcg), xp.int32)))
         if nu:
             B.warn_undefined(f"{nu} of {Q} queries have no relevant item: their values are "
-                             "NaN (left out of a QueryMeanState's mean)", stacklevel=2)
+                             "NaN (left out of a QueryMeanState's mean)")
     return out
 
 
