@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import sys
+import types
 import warnings
 from typing import Any
 
@@ -405,7 +406,7 @@ def _in_package(frame) -> bool:
 
 def warn(message: str, category=UndefinedMetricWarning) -> None:
     """Issue a warning that points at the user's line (the first frame outside calipers)."""
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     level = 2  # 1 would be this function
     while f is not None and _in_package(f):
         f = f.f_back

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -147,12 +147,12 @@ def mcnemar(table, *, method: str = "exact") -> McNemarResult:
 class DeLongResult(NamedTuple):
     """Two correlated AUCs: ``z = (auc_a - auc_b) / standard_error``."""
 
-    statistic: object
-    pvalue: object
-    auc_a: object
-    auc_b: object
-    difference: object
-    standard_error: object
+    statistic: Any
+    pvalue: Any
+    auc_a: Any
+    auc_b: Any
+    difference: Any
+    standard_error: Any
     confidence_interval: ConfidenceInterval
 
 
@@ -369,7 +369,8 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
              "DeLong's test needs at least 2 positives and 2 negatives; returning NaN"
              if groups is None else "the clustered DeLong test needs at least 2 clusters with a "
              "positive and 2 with a negative; returning NaN")
-    return DeLongResult(*out[:6], ConfidenceInterval(out[6], out[7]))
+    z, p, auc_a, auc_b, diff, se, lo, hi = out
+    return DeLongResult(z, p, auc_a, auc_b, diff, se, ConfidenceInterval(lo, hi))
 
 
 def delong_roc_variance(y_true, y_score):

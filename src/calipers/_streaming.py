@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -168,10 +168,10 @@ def _bin_lower_edges(fmt, bits, xp, device=None):
 class ROCHistogramSummary(NamedTuple):
     """What :meth:`ROCHistogramState.compute` returns (0-d arrays; NumPy scalars on NumPy)."""
 
-    roc_auc: object                  #: Mann-Whitney AUC of the bins, a bin being a tie group
-    roc_auc_bound: object            #: max |exact AUC - roc_auc| given the histograms
-    average_precision: object        #: step-sum AP, a bin being one threshold
-    average_precision_bound: object  #: max |exact AP - average_precision| given the histograms
+    roc_auc: Any                  #: Mann-Whitney AUC of the bins, a bin being a tie group
+    roc_auc_bound: Any            #: max |exact AUC - roc_auc| given the histograms
+    average_precision: Any        #: step-sum AP, a bin being one threshold
+    average_precision_bound: Any  #: max |exact AP - average_precision| given the histograms
 
 
 def _check_bits(bits, fmt):
@@ -271,11 +271,10 @@ class ROCHistogramState(NamedTuple):
     0.1
     """
 
-    neg: object
-    pos: object
-    invalid: object
+    neg: Any
+    pos: Any
+    invalid: Any
 
-    _score_format = "float32"
 
     @classmethod
     def init(cls, bits=16, *, score_dtype="float32", weighted=False, xp=None):
@@ -320,7 +319,7 @@ class ROCHistogramState(NamedTuple):
     @property
     def score_dtype(self) -> str:
         """The key format: ``"float32"`` or ``"float16"``."""
-        return self._score_format
+        return "float32"
 
     @compiled(rerun=lambda out, _: out.invalid > 0)
     def update(self, y_true, y_score, *, sample_weight=None):
@@ -345,7 +344,7 @@ class ROCHistogramState(NamedTuple):
         B.check_numeric("y_score", y_score, xp)
         if xp.isdtype(y_score.dtype, "bool"):
             raise ValueError("y_score must be numeric scores, not booleans")
-        fmt = self._score_format
+        fmt = self.score_dtype
         if fmt == "float16" and _dtype_name(y_score.dtype) != "float16":
             raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
                              f"has dtype {y_score.dtype}: cast it, or use "
@@ -451,7 +450,7 @@ class ROCHistogramState(NamedTuple):
         bad = self.invalid > 0
         fpr = _nan_if(bad | (N == 0), fp / xp.where(N > 0, N, 1.0), xp)
         tpr = _nan_if(bad | (P == 0), tp / xp.where(P > 0, P, 1.0), xp)
-        edges = xp.astype(_bin_lower_edges(self._score_format, self.bits, xp,
+        edges = xp.astype(_bin_lower_edges(self.score_dtype, self.bits, xp,
                                            device=B.device(fp)), f)
         thr = xp.concat([xp.full(1, math.inf, dtype=f, device=B.device(fp)), xp.flip(edges)])
         return fpr, tpr, thr
@@ -461,7 +460,10 @@ class _Float16ROCHistogramState(ROCHistogramState):
     """:class:`ROCHistogramState` keyed by float16 bits (``init(score_dtype="float16")``)."""
 
     __slots__ = ()
-    _score_format = "float16"
+
+    @property
+    def score_dtype(self) -> str:
+        return "float16"
 
 
 def _nan_if(cond, value, xp):
@@ -488,10 +490,10 @@ def _count(ids, m, dtype, xp):
 class RankingBatch(NamedTuple):
     """Per-query values of one ``(Q, L)`` batch (from :func:`ranking_batch_metrics`)."""
 
-    ndcg: object             #: (Q,) NDCG@k; NaN for a query with no item of positive gain
-    reciprocal_rank: object  #: (Q,) 1 / rank of the first relevant item; NaN without one
-    recall: object           #: (Q,) recall@k; NaN without a relevant item
-    invalid: object          #: () bool: the batch broke a rule (under ``jit``); values NaN
+    ndcg: Any             #: (Q,) NDCG@k; NaN for a query with no item of positive gain
+    reciprocal_rank: Any  #: (Q,) 1 / rank of the first relevant item; NaN without one
+    recall: Any           #: (Q,) recall@k; NaN without a relevant item
+    invalid: Any          #: () bool: the batch broke a rule (under ``jit``); values NaN
 
 
 def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
@@ -608,9 +610,9 @@ def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
 class QueryMeanSummary(NamedTuple):
     """What :meth:`QueryMeanState.compute` returns, one entry per metric ``(m,)``."""
 
-    mean: object         #: mean over defined queries; NaN when none (or invalid)
-    count: object        #: defined queries
-    n_undefined: object  #: undefined queries (left out of the mean)
+    mean: Any         #: mean over defined queries; NaN when none (or invalid)
+    count: Any        #: defined queries
+    n_undefined: Any  #: undefined queries (left out of the mean)
 
 
 class QueryMeanState(NamedTuple):
@@ -624,10 +626,10 @@ class QueryMeanState(NamedTuple):
     the rounding of a different summation order.
     """
 
-    total: object
-    count: object
-    n_undefined: object
-    invalid: object
+    total: Any
+    count: Any
+    n_undefined: Any
+    invalid: Any
 
     @classmethod
     def init(cls, num_metrics=3, *, xp=None):
