@@ -85,6 +85,13 @@ def designs(clustered: bool):
     return out
 
 
+def _percentile_basic(d, est, level=0.95):
+    """The library's percentile and basic intervals, from its replicates (same quantile rule)."""
+    d = d[np.isfinite(d)]
+    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return {"percentile": (lo, hi), "basic": (2 * est - hi, 2 * est - lo)}
+
+
 def run(ns, trials, B, clustered):
     rows = []
     for n in ns:
@@ -94,22 +101,30 @@ def run(ns, trials, B, clustered):
         t0 = time.perf_counter()
         for t in range(trials):
             y, a, b, groups = simulate(np.random.default_rng(t), n, clustered)
-            for name, opts, _ in designs(clustered):
-                if opts is None or opts == "clustered":
-                    ci = calipers.delong_test(
-                        y, a, b, groups=groups if opts else None).confidence_interval
-                else:
-                    kw = dict(opts)
-                    if kw.pop("groups", False):
-                        kw["groups"] = groups
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        ci = calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
-                                                       n_resamples=B, seed=t,
-                                                       **kw).confidence_interval
-                lo, hi = float(ci.low), float(ci.high)
-                ok = lo <= truth <= hi
-                hits.setdefault(name, []).append(ok)
+            cis = {}
+            # one bootstrap per resampling design: BCa from the library, and the percentile and
+            # basic intervals from the same replicates (what method= would compute from them)
+            units = [("plain rows", dict(stratify=False)), ("stratified rows", dict(stratify=True))]
+            if clustered:
+                units.append(("clusters", dict(groups=groups)))
+            for unit, kw in units:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
+                                                    n_resamples=B, seed=t, method="bca", **kw)
+                ci = res.confidence_interval
+                cis[f"bca, {unit}"] = (ci.low, ci.high)
+                for method, lohi in _percentile_basic(np.asarray(res.bootstrap_distribution),
+                                                      float(res.difference)).items():
+                    cis[f"{method}, {unit}"] = lohi
+            ci = calipers.delong_test(y, a, b).confidence_interval
+            cis["DeLong Wald"] = (ci.low, ci.high)
+            if clustered:
+                ci = calipers.delong_test(y, a, b, groups=groups).confidence_interval
+                cis["DeLong Wald, clustered (Obuchowski)"] = (ci.low, ci.high)
+            for name, _, _ in designs(clustered):
+                lo, hi = (float(v) for v in cis[name])
+                hits.setdefault(name, []).append(lo <= truth <= hi)
                 widths.setdefault(name, []).append(hi - lo)
         secs = time.perf_counter() - t0
         for name, _, meant in designs(clustered):
