@@ -1,6 +1,6 @@
 """``calipers report``: metrics with bootstrap intervals for per-example predictions.
 
-Reads a CSV or Parquet file (or the bundled example when no file is given),
+Reads a CSV, TSV or Parquet file (or the bundled example when no file is given),
 prints n, prevalence, and per model ROC AUC, average precision, and, where
 the scores are probabilities, log loss and Brier score, each with a paired
 bootstrap percentile interval; for two or more models, every later model is
@@ -21,12 +21,13 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import calipers
 from ._errors import InputError
-from ._io import read_predictions
+from ._io import Table, match_columns, read_predictions
 
 EXAMPLE = "breast_cancer_oof.csv"
 EXAMPLE_LABEL = "y"
@@ -41,50 +42,81 @@ METRICS = [
 ]
 
 
+EPILOG = """examples:
+  calipers report                                  the bundled example
+  calipers report preds.csv --label y --score a --score b --threshold 0.5
+  calipers report preds.tsv --label outcome --pos-label yes --score model
+  calipers report preds.csv --label y --multiclass 'p_*'
+"""
+
+
 def add_parser(sub):
+    import argparse
+    import textwrap
+
     p = sub.add_parser(
         "report", help="metrics with paired-bootstrap intervals for a predictions file",
-        description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("file", nargs="?", help="CSV or Parquet of per-example predictions "
-                   "(default: the bundled breast-cancer example)")
-    p.add_argument("--label", help="column of 0/1 labels (default for the example: y)")
-    p.add_argument("--score", action="append", dest="scores", metavar="COL",
-                   help="score column of one model; repeat for several models")
-    p.add_argument("--format", choices=["text", "json", "markdown"], default="text")
-    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    p.add_argument("--confidence-level", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--no-stratify", dest="stratify", action="store_false",
+        description=textwrap.fill((__doc__ or "").split("\n\n")[1].replace("\n", " "), 79),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", help="CSV, TSV or Parquet of per-example predictions, "
+                   "one row per example (default: the bundled breast-cancer example)")
+    g = p.add_argument_group("columns")
+    g.add_argument("--label", metavar="COL", help="column of labels: 0/1 or true/false, or any "
+                   "two labels with --pos-label (default for the example: y)")
+    g.add_argument("--pos-label", metavar="LABEL",
+                   help="the positive class in --label, for labels such as yes/no: a row is "
+                   "positive iff its label equals LABEL")
+    g.add_argument("--score", action="append", dest="scores", metavar="COL",
+                   help="score column of one model; repeat for several models (the first is "
+                   "the baseline the others are compared with)")
+    g.add_argument("--multiclass", nargs="?", const=True, default=False, metavar="PATTERN",
+                   help="one model's class probabilities: the columns starting with PATTERN "
+                   "(a prefix such as p_, or a glob such as 'p_*'), or else each --score, one per "
+                   "class; labels are 0..K-1 in that order or the class names (the column names "
+                   "without the prefix). Put FILE before --multiclass")
+    g.add_argument("--sep", metavar="CHAR", help="field separator of a text file (default: tab "
+                   "for .tsv files, else comma; '\\t' or 'tab' for a tab)")
+    g = p.add_argument_group("bootstrap")
+    g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
+                   help="bootstrap replicates (default 1000)")
+    g.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
+                   help="of every interval (default 0.95)")
+    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    g.add_argument("--no-stratify", dest="stratify", action="store_false",
                    help="plain resampling for AUC/AP (default: positives and negatives resampled "
                    "separately, so no replicate lacks a class)")
-    p.add_argument("--groups", metavar="COL",
+    g.add_argument("--groups", metavar="COL",
                    help="cluster bootstrap: resample the groups of COL and keep their rows")
-    p.add_argument("--threshold", type=float, help="decisions: positive iff score >= T")
-    p.add_argument("--cost-fp", type=float, help="with --cost-fn: per model, the threshold "
-                   "minimising cost_fp*FP + cost_fn*FN")
-    p.add_argument("--cost-fn", type=float)
-    p.add_argument("--n-bins", type=int, default=10,
+    g = p.add_argument_group("decisions, calibration and slices")
+    g.add_argument("--threshold", type=float, metavar="T",
+                   help="decisions: positive iff score >= T")
+    g.add_argument("--cost-fp", type=float, metavar="COST", help="with --cost-fn: per model, "
+                   "the threshold minimising COST_FP*FP + COST_FN*FN on these rows (in-sample)")
+    g.add_argument("--cost-fn", type=float, metavar="COST", help="cost of a false negative")
+    g.add_argument("--n-bins", type=int, default=10, metavar="N",
                    help="equal-width bins for the expected calibration error (default 10)")
-    p.add_argument("--slice", metavar="COL", help="per-slice n, prevalence, AUC and recall")
-    p.add_argument("--min-support", type=int, default=30,
+    g.add_argument("--slice", metavar="COL", help="per-slice n, prevalence, AUC and recall")
+    g.add_argument("--min-support", type=int, default=30, metavar="N",
                    help="slices with fewer rows are listed as such (default 30)")
-    p.add_argument("--multiclass", action="store_true",
-                   help="one model; each --score is one class's probability column, "
-                   "labels are 0..K-1 in that order")
-    p.add_argument("--plot", metavar="PATH", help="write ROC and PR curves of every model to PATH")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("output")
+    g.add_argument("--format", choices=["text", "json", "markdown"], default="text",
+                   help="text tables (default), JSON with every number, or Markdown tables")
+    g.add_argument("--plot", metavar="PATH", help="write ROC and PR curves of every model "
+                   "(and a reliability diagram for probabilities) to PATH (.png, .pdf, .svg)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
-def _resolve(args):
+def _resolve(args, need_scores=True):
     if args.file is None:
         path = resources.files("calipers") / "data" / EXAMPLE
         return Path(str(path)), args.label or EXAMPLE_LABEL, args.scores or EXAMPLE_SCORES
     if not args.label:
         raise InputError("--label COL is required with a file")
-    if not args.scores:
+    if not args.scores and need_scores:
         raise InputError("at least one --score COL is required with a file")
-    return Path(args.file), args.label, args.scores
+    return Path(args.file), args.label, args.scores or []
 
 
 def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
@@ -225,7 +257,15 @@ def _num(x):
 def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) -> dict:
     """Confusion counts and thresholded metrics per model; McNemar and churn per pair."""
     names = list(scores)
-    out = {"rule": "positive iff score >= threshold", "models": {}, "comparisons": []}
+    out: dict[str, Any] = {"rule": "positive iff score >= threshold", "models": {},
+                           "comparisons": []}
+    if threshold is None:
+        # select_threshold minimises the cost on these rows, then the same rows score it
+        out["in_sample"] = True
+        out["warning"] = ("the thresholds were chosen by cost on the same rows they are "
+                          "evaluated on (in-sample): the cost and the metrics at them are "
+                          "optimistic for new data; choose the threshold on held-out rows and "
+                          "pass it with --threshold")
     preds = {}
     for k in names:
         s = scores[k]
@@ -323,9 +363,10 @@ def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -
 
 # --------------------------------------------------------------------------- multiclass
 
-def multiclass(y, scores: dict, *, n_bins=10) -> dict:
+def multiclass(y, scores: dict, *, n_bins=10, class_names=None) -> dict:
     """One model's class-probability columns: accuracy, OvR AUC, log loss, Brier, ECE."""
     names = list(scores)
+    labels = list(class_names) if class_names is not None else [str(i) for i in range(len(names))]
     P = np.stack([scores[k] for k in names], axis=1)
     if np.any(P < 0) or np.any(P > 1):
         raise InputError("--multiclass needs probability columns in [0, 1]")
@@ -340,7 +381,7 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
     present = np.bincount(y, minlength=K) > 0
     out = {
         "n": int(y.shape[0]),
-        "classes": {str(i): {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
+        "classes": {labels[i]: {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
         "accuracy": float(acc.accuracy),
         "accuracy_wilson_interval": [float(acc.ci_low), float(acc.ci_high)],
         "macro_f1": _num(_quiet(calipers.f1_score, y, pred, labels=list(range(K)),
@@ -365,6 +406,12 @@ def _p(x, floor=1e-4):
     if x is None:
         return "undefined"
     return f"< {floor:.0e}".replace("e-0", "e-") if x < floor else f"{x:.4f}"
+
+
+def _p_is(x, floor=1e-4):
+    """``p = 0.0123`` or ``p < 1e-4``."""
+    text = _p(x, floor)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def _fmt(x, digits=4):
@@ -446,10 +493,12 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
         lines.append(tabulate(rows, headers=["model", "threshold", "TP", "FP", "FN", "TN",
                                              "precision", "recall", "F1", "MCC", "cost/row"],
                               tablefmt=fmt, disable_numparse=True))
+        if d.get("warning"):
+            lines.append(f"warning: {d['warning']}")
         for c in d["comparisons"]:
             mc = c["mcnemar_exact"]
             lines.append(f"{c['a']} vs {c['b']}: churn {c['churn']:.4f} (share of rows whose "
-                         f"decision differs); McNemar exact p = {mc['pvalue']:.4g} "
+                         f"decision differs); McNemar exact {_p_is(mc['pvalue'])} "
                          f"({c['a']} right/{c['b']} wrong {mc['a_right_b_wrong']}, "
                          f"reverse {mc['a_wrong_b_right']})")
     if "slices" in rep:
@@ -513,19 +562,41 @@ def run(args) -> int:
         raise InputError(f"--min-support must be at least 1, got {args.min_support}")
     if args.plot:
         _check_plot_path(args.plot)
-    path, label, score_cols = _resolve(args)
+    if args.multiclass and args.pos_label is not None:
+        raise InputError("--pos-label names the positive class of binary labels; "
+                         "--multiclass reads 0..K-1 or the class names")
+    pattern = args.multiclass if isinstance(args.multiclass, str) else None
+    if pattern is not None and args.file is None and Path(pattern).is_file():
+        # `report --multiclass preds.csv ...`: the file, not a column pattern
+        args.file, pattern = pattern, None
+    if pattern is not None and args.scores:
+        raise InputError("give the class columns by --multiclass PATTERN or by --score, not both")
+    path, label, score_cols = _resolve(args, need_scores=pattern is None)
+    if pattern is not None:
+        score_cols = []
     if len(set(score_cols)) != len(score_cols):
         raise InputError("each --score column may be given once")
     extra = [c for c in (args.slice, args.groups) if c]
     if args.multiclass:
+        class_names = None
+        if pattern is not None:
+            header = Table(path, [label], sep=args.sep).columns
+            score_cols, class_names = match_columns(header, pattern, exclude=[label, *extra])
+            if not score_cols:
+                raise InputError(f"{path}: no column matches --multiclass {pattern!r}; columns "
+                                 f"are {', '.join(header)}")
         if len(score_cols) < 2:
-            raise InputError("--multiclass needs one --score column per class (at least 2)")
-        y, scores, _ = read_predictions(path, label, score_cols, multiclass=True)
+            raise InputError("--multiclass needs one probability column per class (at least 2): "
+                             "--multiclass PATTERN or one --score per class")
+        y, scores, _ = read_predictions(path, label, score_cols, multiclass=True, sep=args.sep,
+                                        class_names=class_names)
         rep = {"file": str(path), "label": label, "scores": score_cols,
-               "multiclass": multiclass(y, scores, n_bins=args.n_bins)}
+               "multiclass": multiclass(y, scores, n_bins=args.n_bins,
+                                        class_names=class_names)}
         _emit(rep, args, path)
         return 0
-    y, scores, extras = read_predictions(path, label, score_cols, extra=extra)
+    y, scores, extras = read_predictions(path, label, score_cols, extra=extra,
+                                         pos_label=args.pos_label, sep=args.sep)
     if y.min() == y.max():
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
