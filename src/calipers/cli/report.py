@@ -26,6 +26,9 @@ from typing import Any
 import numpy as np
 
 import calipers
+from ._common import (_DESIGN_WARNINGS, _adjust, _comparison_entry, _fmt, _num, _p, _p_is,
+                      _quiet, _run, _share_better, progress_bar, render_comparisons)
+from . import _beyond
 from ._errors import InputError
 from ._io import Table, match_columns, read_predictions
 
@@ -77,6 +80,7 @@ def add_parser(sub):
                    "without the prefix). Put FILE before --multiclass")
     g.add_argument("--sep", metavar="CHAR", help="field separator of a text file (default: tab "
                    "for .tsv files, else comma; '\\t' or 'tab' for a tab)")
+    _beyond.add_arguments(p)
     g = p.add_argument_group("bootstrap")
     g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
                    help="bootstrap replicates (default 1000)")
@@ -186,72 +190,6 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
     return out
 
 
-def _adjust(out) -> None:
-    """Holm-adjusted bootstrap p-values over every comparison the report prints.
-
-    Several metrics and models compared at once make several tests; each
-    p-value alone overstates the evidence. Holm (1979) controls the chance of
-    any false claim among them under any dependence.
-    """
-    entries = [m for c in out["comparisons"] for m in c["metrics"].values()
-               if m.get("pvalue") is not None]
-    out["multiplicity"] = {"method": "holm", "n_tests": len(entries)}
-    if len(entries) < 2:
-        return
-    adj = calipers.adjust_pvalues(np.array([m["pvalue"] for m in entries]), method="holm")
-    for m, a in zip(entries, adj):
-        m["pvalue_holm"] = float(a)
-
-
-_DESIGN_WARNINGS: list = []
-
-
-def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
-    import warnings
-
-    from calipers import BootstrapDesignWarning, UndefinedMetricWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        # Undefined estimates are reported as NaN ("undefined") and counted;
-        # design warnings are collected and printed with the report.
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        warnings.simplefilter("always", BootstrapDesignWarning)
-        res = calipers.paired_bootstrap(
-            fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
-            seed=seed, stratify=stratify, groups=groups, progress=progress)
-    for w in caught:
-        msg = str(w.message)
-        if issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
-            _DESIGN_WARNINGS.append(msg)
-    return res
-
-
-def _share_better(res, higher):
-    """Share of defined replicates where A is strictly better (ties count for neither)."""
-    da, db = np.asarray(res.distribution_a), np.asarray(res.distribution_b)
-    ok = np.isfinite(da) & np.isfinite(db)
-    if not ok.any():
-        return None
-    better = da[ok] > db[ok] if higher else da[ok] < db[ok]
-    return float(np.mean(better))
-
-
-def _comparison_entry(out, a, b):
-    for c in out["comparisons"]:
-        if c["a"] == a and c["b"] == b:
-            return c
-    c = {"a": a, "b": b, "metrics": {}}
-    out["comparisons"].append(c)
-    return c
-
-
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
 # --------------------------------------------------------------------------- decisions
 
 def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) -> dict:
@@ -299,16 +237,6 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
                               "pvalue": float(m.pvalue)},
         })
     return out
-
-
-def _quiet(fn, *args, **kwargs):
-    import warnings
-
-    from calipers import UndefinedMetricWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return fn(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -398,33 +326,14 @@ def multiclass(y, scores: dict, *, n_bins=10, class_names=None) -> dict:
 
 # --------------------------------------------------------------------------- rendering
 
-def _p(x, floor=1e-4):
-    """A p-value: 4 decimals, and "< floor" rather than a misleading 0.0000.
-
-    A bootstrap p-value cannot resolve below one replicate: its floor is 1/B.
-    """
-    if x is None:
-        return "undefined"
-    return f"< {floor:.0e}".replace("e-0", "e-") if x < floor else f"{x:.4f}"
-
-
-def _p_is(x, floor=1e-4):
-    """``p = 0.0123`` or ``p < 1e-4``."""
-    text = _p(x, floor)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
-
-
-def _fmt(x, digits=4):
-    if x is None:
-        return "undefined"
-    text = f"{x:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0000"
-
-
 def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     from tabulate import tabulate
 
     fmt = "github" if markdown else "simple"
+    if "survival" in rep:
+        return "\n".join(_beyond.render_survival(rep, markdown))
+    if "offpolicy" in rep:
+        return "\n".join(_beyond.render_offpolicy(rep, markdown))
     lines = []
     if "multiclass" in rep:
         m = rep["multiclass"]
@@ -460,28 +369,14 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     if "calibration" in rep:
         heads.append(f"ECE ({rep['calibration']['n_bins']} bins)")
     lines += ["", tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True)]
-    n_tests = rep.get("multiplicity", {}).get("n_tests", 0)
-    floor_b = max(1e-4, 1.0 / rep["n_resamples"])
-    for c in rep["comparisons"]:
-        lines += ["", f"paired difference {c['a']} - {c['b']}:"]
-        rows = []
-        for key, m in c["metrics"].items():
-            row = [titles[key], _fmt(m["difference"]),
-                   f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
-                   _fmt(m["share_a_better"], 3), m["n_undefined"],
-                   "higher" if m["higher_is_better"] else "lower", _p(m.get("pvalue"), floor_b)]
-            if n_tests > 1:
-                row.append(_p(m.get("pvalue_holm"), floor_b))
-            row.append(_p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
-            rows.append(row)
-        heads = ["metric", "difference", "interval", f"share {c['a']} better", "undefined",
-                 "better is", "bootstrap p"]
-        if n_tests > 1:
-            heads.append(f"p (Holm, {n_tests} tests)")
-        heads.append("DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p")
-        lines.append(tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True))
+    delong = "DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p"
+    lines += render_comparisons(
+        rep, titles, rep["n_resamples"], fmt, extra_head=delong,
+        extra=lambda key, m: _p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
     for msg in rep.get("warnings", []):
         lines += ["", f"warning: {msg}"]
+    if "selective" in rep:
+        lines += _beyond.render_selective(rep, rep["n_resamples"], markdown)
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
@@ -562,6 +457,12 @@ def run(args) -> int:
         raise InputError(f"--min-support must be at least 1, got {args.min_support}")
     if args.plot:
         _check_plot_path(args.plot)
+    kind = _beyond.mode(args)
+    if kind is not None:
+        rep = (_beyond.survival_report(args) if kind == "survival"
+               else _beyond.offpolicy_report(args))
+        _emit(rep, args, rep["file"])
+        return 0
     if args.multiclass and args.pos_label is not None:
         raise InputError("--pos-label names the positive class of binary labels; "
                          "--multiclass reads 0..K-1 or the class names")
@@ -577,6 +478,8 @@ def run(args) -> int:
     if len(set(score_cols)) != len(score_cols):
         raise InputError("each --score column may be given once")
     extra = [c for c in (args.slice, args.groups) if c]
+    if args.multiclass and args.selective:
+        raise InputError("--selective is for the binary report, not --multiclass")
     if args.multiclass:
         class_names = None
         if pattern is not None:
@@ -601,23 +504,17 @@ def run(args) -> int:
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
     n_runs = len(METRICS) * max(1, len(scores) - 1)  # an upper bound for the bar
-    bar = None
-    progress = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=n_runs * args.n_resamples, desc="bootstrap", unit="rep",
-                   leave=False, disable=None)
-        progress = bar.update
-    try:
+    if args.selective:
+        n_runs += max(1, len(scores) - 1)
+    groups = extras.get(args.groups) if args.groups else None
+    with progress_bar(args.no_progress, n_runs * args.n_resamples) as bar:
         rep = compute(y, scores, n_resamples=args.n_resamples,
                       confidence_level=args.confidence_level, seed=args.seed,
-                      stratify=args.stratify,
-                      groups=extras.get(args.groups) if args.groups else None,
-                      progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
+                      stratify=args.stratify, groups=groups, progress=bar.update)
+        if args.selective:
+            rep["selective"] = _beyond.selective(
+                y, scores, n_resamples=args.n_resamples, confidence_level=args.confidence_level,
+                seed=args.seed, groups=groups, progress=bar.update)
     rep = {"file": str(path), "label": label, "scores": score_cols, **rep}
     rep["calibration"] = calibration(y, scores, n_bins=args.n_bins)
     thresholds = {}
