@@ -24,7 +24,7 @@ import numpy as np
 
 import calipers
 from ._common import (_fmt, _num, bootstrap_by_rows, progress_bar, render_comparisons,
-                      render_models)
+                      render_models, warning_line)
 from ._errors import InputError
 from ._io import Table, match_columns
 
@@ -179,7 +179,7 @@ def render_survival(rep: dict, markdown: bool) -> list[str]:
     lines.append(render_models(s["models"], titles, fmt))
     lines += render_comparisons(s, titles, s["n_resamples"], fmt)
     for msg in s.get("warnings", []):
-        lines += ["", f"warning: {msg}"]
+        lines += ["", warning_line(msg)]
     undefined = [m for m, ms in s["models"].items() if ms["uno_c"]["estimate"] is None]
     if undefined and s["tau"] is None:
         lines += ["", "note: Uno's C is undefined where the censoring survival reaches 0 at an "
@@ -291,7 +291,7 @@ def render_offpolicy(rep: dict, markdown: bool) -> list[str]:
                                          "undefined replicates"],
                           tablefmt=fmt, disable_numparse=True))
     for msg in o.get("warnings", []):
-        lines += ["", f"warning: {msg}"]
+        lines += ["", warning_line(msg)]
     return lines
 
 
@@ -332,5 +332,5 @@ def render_selective(rep: dict, n_resamples: int, markdown: bool) -> list[str]:
     if s["skipped"]:
         lines.append(f"not probabilities, left out: {', '.join(s['skipped'])}")
     for msg in s.get("warnings", []):
-        lines += ["", f"warning: {msg}"]
+        lines += ["", warning_line(msg)]
     return lines

@@ -228,3 +228,11 @@ class progress_bar:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def warning_line(msg: str) -> str:
+    """``warning: ...`` wrapped at 100 columns, continuation lines indented."""
+    import textwrap
+
+    return textwrap.fill(f"warning: {msg}", 100, subsequent_indent="  ",
+                         break_on_hyphens=False, break_long_words=False)

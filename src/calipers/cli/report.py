@@ -27,7 +27,8 @@ import numpy as np
 
 import calipers
 from ._common import (_DESIGN_WARNINGS, _adjust, _comparison_entry, _fmt, _num, _p, _p_is,
-                      _quiet, _run, _share_better, progress_bar, render_comparisons)
+                      _quiet, _run, _share_better, progress_bar, render_comparisons,
+                      warning_line)
 from . import _beyond
 from ._errors import InputError
 from ._io import Table, match_columns, read_predictions
@@ -374,7 +375,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
         rep, titles, rep["n_resamples"], fmt, extra_head=delong,
         extra=lambda key, m: _p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
     for msg in rep.get("warnings", []):
-        lines += ["", f"warning: {msg}"]
+        lines += ["", warning_line(msg)]
     if "selective" in rep:
         lines += _beyond.render_selective(rep, rep["n_resamples"], markdown)
     if "decisions" in rep:
@@ -389,7 +390,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
                                              "precision", "recall", "F1", "MCC", "cost/row"],
                               tablefmt=fmt, disable_numparse=True))
         if d.get("warning"):
-            lines.append(f"warning: {d['warning']}")
+            lines.append(warning_line(d["warning"]))
         for c in d["comparisons"]:
             mc = c["mcnemar_exact"]
             lines.append(f"{c['a']} vs {c['b']}: churn {c['churn']:.4f} (share of rows whose "
@@ -556,6 +557,7 @@ def _emit(rep, args, path):
     if args.format == "json":
         print(json.dumps(rep, indent=2))
     else:
-        print(render_text(rep, str(path), markdown=args.format == "markdown"))
+        shown = str(path) if args.file is not None else f"{EXAMPLE} (bundled example)"
+        print(render_text(rep, shown, markdown=args.format == "markdown"))
         if args.plot and "plot" in rep:
             print(f"\ncurves written to {args.plot}")
