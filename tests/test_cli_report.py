@@ -517,3 +517,14 @@ def test_report_help_lists_the_options(capsys):
     assert e.value.code == 0
     for opt in ("--pos-label LABEL", "--sep CHAR", "--multiclass [PATTERN]"):
         assert opt in out
+
+
+def test_getting_started_shows_the_real_output(capsys):
+    """docs/index.md and docs/cli.md paste the bundled example's output: it must still be it."""
+    import pathlib
+
+    code, out, _ = run_cli(capsys, "report", "--no-progress")
+    assert code == 0
+    docs = pathlib.Path(__file__).resolve().parents[1] / "docs"
+    for page in ("index.md", "cli.md"):
+        assert out.strip() in (docs / page).read_text(), page
