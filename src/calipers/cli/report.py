@@ -208,7 +208,7 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
     preds = {}
     for k in names:
         s = scores[k]
-        entry = {}
+        entry: dict[str, Any] = {}
         if threshold is None:
             sel = calipers.select_threshold(y, s, cost_fp=cost_fp, cost_fn=cost_fn)
             t = float(sel.threshold)
