@@ -528,3 +528,18 @@ def test_getting_started_shows_the_real_output(capsys):
     docs = pathlib.Path(__file__).resolve().parents[1] / "docs"
     for page in ("index.md", "cli.md"):
         assert out.strip() in (docs / page).read_text(), page
+
+
+def test_one_model_no_spurious_difference_warning(capsys, tmp_path):
+    # one model runs as A against itself: its differences are 0 by construction and say nothing
+    code, out, _ = run_cli(capsys, "report", "--score", "logreg", "--n-resamples", "50",
+                           "--no-progress")
+    assert code == 0 and "warning" not in out
+    f = tmp_path / "few.csv"
+    f.write_text("y,a\n0,0.1\n1,0.9\n0,0.2\n1,0.8\n0,0.3\n1,0.7\n0,0.4\n1,0.6\n0,0.5\n1,0.55\n"
+                 "0,0.45\n1,0.65\n")
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--n-resamples", "50", "--format", "json", "--no-progress")
+    # every stratified resample of a perfectly separated file has AUC 1: one distinct value
+    assert any("1 distinct replicated values" in w for w in json.loads(out)["warnings"])
+    assert not any("differences" in w for w in json.loads(out)["warnings"])

@@ -182,8 +182,9 @@ def render_survival(rep: dict, markdown: bool) -> list[str]:
         lines += ["", warning_line(msg)]
     undefined = [m for m, ms in s["models"].items() if ms["uno_c"]["estimate"] is None]
     if undefined and s["tau"] is None:
-        lines += ["", "note: Uno's C is undefined where the censoring survival reaches 0 at an "
-                  "event time; a truncation time --tau below the last follow-up avoids it"]
+        lines += ["", warning_line("Uno's C is undefined where the censoring survival reaches "
+                                   "0 at an event time; a truncation time --tau below the last "
+                                   "follow-up avoids it").replace("warning:", "note:", 1)]
     return lines
 
 

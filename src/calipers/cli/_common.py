@@ -29,6 +29,8 @@ def _adjust(out) -> None:
 
 
 _DESIGN_WARNINGS: list = []
+# the rule BootstrapDesignWarning states: fewer than 10 distinct replicated values
+MIN_DISTINCT = 10
 
 
 def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress,
@@ -44,11 +46,37 @@ def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, pro
             fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
             seed=seed, stratify=stratify, groups=groups, progress=progress,
             resample_by=resample_by)
+    single = a is b
     for w in caught:
         msg = str(w.message)
-        if issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
+        if single:
+            msg = _drop_difference_reason(msg)
+        if msg and issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
             _DESIGN_WARNINGS.append(msg)
+    if single:
+        # one model is run as A against itself: its differences are 0 by construction, so
+        # the check that matters is on the model's own replicated values
+        vals = np.asarray(res.distribution_a, dtype=float)
+        distinct = np.unique(vals[np.isfinite(vals)]).size
+        if distinct < MIN_DISTINCT:
+            msg = (f"the bootstrap interval rests on {distinct} distinct replicated values "
+                   f"(fewer than {MIN_DISTINCT}): it does not measure "
+                   "uncertainty. Use more data.")
+            if msg not in _DESIGN_WARNINGS:
+                _DESIGN_WARNINGS.append(msg)
     return res
+
+
+def _drop_difference_reason(msg: str) -> str:
+    """A design warning without its "distinct replicated differences" reason ("" if none left)."""
+    head = "the bootstrap interval rests on "
+    if not msg.startswith(head) or ": " not in msg:
+        return msg
+    reasons, tail = msg[len(head):].split(": ", 1)
+    kept = [r for r in reasons.split("; ") if "distinct replicated differences" not in r]
+    if not kept:
+        return ""
+    return head + "; ".join(kept) + ": " + tail
 
 
 # (key, title, metric(row_ids, scores) -> float, higher is better)
