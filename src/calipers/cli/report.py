@@ -7,12 +7,16 @@ bootstrap percentile interval; for two or more models, every later model is
 compared with the first by a paired bootstrap of the difference (with
 DeLong's test beside it for ROC AUC).
 
+With --time/--event (survival) it gives Harrell's and Uno's C per model instead, and with
+--propensity/--reward/--target (logged data) off-policy estimates of a new policy's value.
+
 Options add: decisions at a ``--threshold`` (or the cost-minimising threshold
-from ``--cost-fp``/``--cost-fn``) with precision, recall, F1, MCC, the
-confusion matrix, McNemar's test and the churn between two models; expected
-calibration error (and a reliability diagram in ``--plot``); per-slice rows
-(``--slice COL``); cluster resampling (``--groups COL``); and multiclass files
-(``--multiclass``: one score column per class).
+from ``--cost-fp``/``--cost-fn``, chosen in-sample) with precision, recall, F1,
+MCC, the confusion matrix, McNemar's test and the churn between two models;
+expected calibration error (and a reliability diagram in ``--plot``);
+per-slice rows (``--slice COL``); cluster resampling (``--groups COL``);
+selective prediction (``--selective``: AURC); and multiclass files
+(``--multiclass PATTERN``: one probability column per class).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ EPILOG = """examples:
   calipers report preds.csv --label y --score a --score b --threshold 0.5
   calipers report preds.tsv --label outcome --pos-label yes --score model
   calipers report preds.csv --label y --multiclass 'p_*'
+  calipers report surv.csv --time time --event event --score risk_a --score risk_b
+  calipers report log.csv --propensity prop --reward reward --target pi_new
 """
 
 
@@ -60,7 +66,8 @@ def add_parser(sub):
 
     p = sub.add_parser(
         "report", help="metrics with paired-bootstrap intervals for a predictions file",
-        description=textwrap.fill((__doc__ or "").split("\n\n")[1].replace("\n", " "), 79),
+        description="\n\n".join(textwrap.fill(par.replace("\n", " "), 79)
+                                  for par in (__doc__ or "").split("\n\n")[1:3]),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="CSV, TSV or Parquet of per-example predictions, "
