@@ -303,3 +303,25 @@ def test_selective_aurc_and_paired_difference(capsys):
                            "--no-progress")
     assert "selective prediction (abstain on the least confident rows" in out
     assert "AURC" in out.split("selective prediction")[1]
+
+
+def test_parquet_string_labels_and_bool_events(capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"y": ["no", "yes", "yes", "no"], "s": [0.2, 0.9, 0.4, 0.5],
+                             "t": [1.0, 2.0, 3.0, 4.0], "e": [True, True, False, True]}), f)
+    code, out, err = run_cli(capsys, "report", str(f), "--label", "y", "--pos-label", "yes",
+                             "--score", "s", "--format", "json", "--n-resamples", "20",
+                             "--no-progress")
+    assert code == 0, err
+    assert json.loads(out)["models"]["s"]["roc_auc"]["estimate"] == 0.75
+    code, out, err = run_cli(capsys, "report", str(f), "--time", "t", "--event", "e",
+                             "--score", "s", "--format", "json", "--n-resamples", "20",
+                             "--no-progress")
+    assert code == 0, err
+    e = np.array([1, 1, 0, 1])
+    t = np.array([1.0, 2.0, 3.0, 4.0])
+    assert json.loads(out)["survival"]["models"]["s"]["harrell_c"]["estimate"] == pytest.approx(
+        float(calipers.concordance_index_censored(e, t, np.array([0.2, 0.9, 0.4, 0.5])).cindex))

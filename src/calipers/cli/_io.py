@@ -51,9 +51,11 @@ def _read_table(path: Path, columns: Sequence[str], sep: str | None = None) -> t
             parse = pacsv.ParseOptions(delimiter=delim)
             # Read every column as text so that a bad value is reported by row, not
             # swallowed by type inference.
-            head = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=1 << 16),
-                                  parse_options=parse)
-            types = {name: pa.string() for name in head.column_names}
+            # the header only: open_csv reads one block, not the whole file
+            with pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=1 << 16),
+                                parse_options=parse) as head:
+                names = head.schema.names
+            types = {name: pa.string() for name in names}
             table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
                 column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False))
             kind = "csv"
@@ -277,7 +279,8 @@ def read_predictions(path, label: str, scores: list[str], *, extra: Sequence[str
     column names). Scores must be finite numbers. ``extra`` columns (slices,
     groups) are returned as text, a missing value being an error.
     """
-    t = Table(path, [label, *scores, *extra], sep=sep)
+    t = path if isinstance(path, Table) else Table(path, [label, *scores, *extra], sep=sep)
+    t.require([label, *scores, *extra])
     if multiclass:
         y = t.class_labels(label, list(class_names) if class_names is not None else scores)
     else:

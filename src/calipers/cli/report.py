@@ -490,8 +490,10 @@ def run(args) -> int:
         raise InputError("--selective is for the binary report, not --multiclass")
     if args.multiclass:
         class_names = None
+        source: Path | Table = path
         if pattern is not None:
-            header = Table(path, [label], sep=args.sep).columns
+            source = Table(path, [label], sep=args.sep)
+            header = source.columns
             score_cols, class_names = match_columns(header, pattern, exclude=[label, *extra])
             if not score_cols:
                 raise InputError(f"{path}: no column matches --multiclass {pattern!r}; columns "
@@ -499,8 +501,8 @@ def run(args) -> int:
         if len(score_cols) < 2:
             raise InputError("--multiclass needs one probability column per class (at least 2): "
                              "--multiclass PATTERN or one --score per class")
-        y, scores, _ = read_predictions(path, label, score_cols, multiclass=True, sep=args.sep,
-                                        class_names=class_names)
+        y, scores, _ = read_predictions(source, label, score_cols, multiclass=True,
+                                        sep=args.sep, class_names=class_names)
         rep = {"file": str(path), "label": label, "scores": score_cols,
                "multiclass": multiclass(y, scores, n_bins=args.n_bins,
                                         class_names=class_names)}
