@@ -335,3 +335,211 @@ def test_tiny_file_warns_in_the_report(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
                            "--n-resamples", "100", "--no-progress", "--format", "json")
     assert any("4 resampling rows" in w for w in json.loads(out)["warnings"])
+
+
+# --------------------------------------------------------------------------- issue 11: labels, TSV, patterns
+
+@pytest.fixture
+def yes_no_file(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 120
+    y = rng.random(n) < 0.4
+    a = np.round(np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1), 2)   # ties on purpose
+    b = np.round(np.clip(0.2 * y + 0.8 * rng.random(n), 0, 1), 2)
+    lab = np.where(y, "yes", "no")
+    f = tmp_path / "yn.csv"
+    f.write_text("outcome,a,b\n" + "\n".join(f"{lab[i]},{a[i]},{b[i]}" for i in range(n)))
+    return f, lab, a, b
+
+
+def test_pos_label_string_labels_match_library(capsys, yes_no_file):
+    f, lab, a, b = yes_no_file
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "outcome", "--pos-label", "yes",
+                           "--score", "a", "--score", "b", "--format", "json",
+                           "--n-resamples", "50", "--no-progress")
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["n_positive"] == int((lab == "yes").sum())
+    # the library's own pos_label handling on the string labels
+    assert rep["models"]["a"]["roc_auc"]["estimate"] == pytest.approx(
+        float(calipers.roc_auc_score(lab, a, pos_label="yes")))
+    assert rep["models"]["b"]["average_precision"]["estimate"] == pytest.approx(
+        float(calipers.average_precision_score(lab, b, pos_label="yes")))
+    assert rep["models"]["a"]["roc_auc"]["estimate"] == pytest.approx(
+        skm.roc_auc_score(lab == "yes", a))
+    # naming the other class flips the problem
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "outcome", "--pos-label", "no",
+                           "--score", "a", "--format", "json", "--n-resamples", "20",
+                           "--no-progress")
+    assert json.loads(out)["models"]["a"]["roc_auc"]["estimate"] == pytest.approx(
+        float(calipers.roc_auc_score(lab, a, pos_label="no")))
+
+
+def test_pos_label_errors_exit_2(capsys, yes_no_file, tmp_path):
+    f, *_ = yes_no_file
+    code, out, err = run_cli(capsys, "report", str(f), "--label", "outcome", "--pos-label", "Yes",
+                             "--score", "a", "--no-progress")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--pos-label 'Yes' is not a label in column 'outcome'; its labels are no, yes" in err
+    code, _, err = run_cli(capsys, "report", str(f), "--label", "outcome", "--score", "a",
+                           "--no-progress")
+    assert code == 2 and "is not 0 or 1; name the positive class with --pos-label" in err
+    g = tmp_path / "three.csv"
+    g.write_text("y,s\na,0.1\nb,0.2\nc,0.3\n")
+    code, _, err = run_cli(capsys, "report", str(g), "--label", "y", "--pos-label", "a",
+                           "--score", "s", "--no-progress")
+    assert code == 2 and "3 distinct labels (a, b, c)" in err
+
+
+def test_true_false_labels_and_numeric_pos_label(capsys, tmp_path):
+    f = tmp_path / "tf.csv"
+    f.write_text("y,s\nTrue,0.9\nFalse,0.2\nTrue,0.4\nFalse,0.5\n")
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "s",
+                           "--format", "json", "--n-resamples", "20", "--no-progress")
+    assert code == 0 and json.loads(out)["models"]["s"]["roc_auc"]["estimate"] == 0.75
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "s",
+                           "--pos-label", "False", "--format", "json", "--n-resamples", "20",
+                           "--no-progress")
+    assert json.loads(out)["models"]["s"]["roc_auc"]["estimate"] == 0.25
+    g = tmp_path / "num.csv"
+    g.write_text("y,s\n1.0,0.9\n0.0,0.2\n1.0,0.4\n0.0,0.5\n")
+    code, out, _ = run_cli(capsys, "report", str(g), "--label", "y", "--score", "s",
+                           "--pos-label", "1", "--format", "json", "--n-resamples", "20",
+                           "--no-progress")
+    assert code == 0 and json.loads(out)["models"]["s"]["roc_auc"]["estimate"] == 0.75
+
+
+def test_tsv_by_extension_and_sep(capsys, tmp_path):
+    body = "y\ts\n1\t0.9\n0\t0.2\n1\t0.4\n0\t0.5\n"
+    for name, extra in (("p.tsv", []), ("p.txt", ["--sep", "\\t"]), ("p.dat", ["--sep", "tab"])):
+        f = tmp_path / name
+        f.write_text(body)
+        code, out, err = run_cli(capsys, "report", str(f), "--label", "y", "--score", "s", *extra,
+                                 "--format", "json", "--n-resamples", "20", "--no-progress")
+        assert code == 0, err
+        assert json.loads(out)["models"]["s"]["roc_auc"]["estimate"] == 0.75
+    g = tmp_path / "semi.csv"
+    g.write_text(body.replace("\t", ";"))
+    code, out, _ = run_cli(capsys, "report", str(g), "--label", "y", "--score", "s", "--sep", ";",
+                           "--format", "json", "--n-resamples", "20", "--no-progress")
+    assert code == 0 and json.loads(out)["n"] == 4
+    # a tab file read as CSV: one column; the error says what to try
+    h = tmp_path / "tabs.csv"
+    h.write_text(body)
+    code, _, err = run_cli(capsys, "report", str(h), "--label", "y", "--score", "s",
+                           "--no-progress")
+    assert code == 2 and "tab-separated (--sep" in err
+    code, _, err = run_cli(capsys, "report", str(h), "--label", "y", "--score", "s",
+                           "--sep", "ab", "--no-progress")
+    assert code == 2 and "--sep must be one character" in err
+
+
+MC_ROWS = [("cat", .7, .2, .1), ("dog", .1, .8, .1), ("eel", .2, .2, .6), ("dog", .5, .4, .1),
+           ("cat", .3, .3, .4), ("eel", .1, .3, .6)]
+
+
+@pytest.mark.parametrize("pattern", ["p_", "p_*", "p_???"])
+def test_multiclass_pattern_and_class_names(capsys, tmp_path, pattern):
+    f = tmp_path / "mc.tsv"
+    f.write_text("y\tp_cat\tp_dog\tp_eel\tother\n" + "\n".join(
+        f"{r[0]}\t{r[1]}\t{r[2]}\t{r[3]}\t{i}" for i, r in enumerate(MC_ROWS)))
+    code, out, err = run_cli(capsys, "report", str(f), "--label", "y", "--multiclass", pattern,
+                             "--format", "json")
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["scores"] == ["p_cat", "p_dog", "p_eel"]
+    m = rep["multiclass"]
+    assert list(m["classes"]) == ["cat", "dog", "eel"]
+    y = np.array([{"cat": 0, "dog": 1, "eel": 2}[r[0]] for r in MC_ROWS])
+    P = np.array([r[1:] for r in MC_ROWS])
+    assert m["log_loss"] == pytest.approx(skm.log_loss(y, P))
+    assert m["roc_auc_ovr_macro"] == pytest.approx(skm.roc_auc_score(y, P, multi_class="ovr"))
+    assert m["accuracy"] == pytest.approx(np.mean(P.argmax(1) == y))
+
+
+def test_multiclass_pattern_errors_and_file_first(capsys, tmp_path):
+    f = tmp_path / "mc.csv"
+    f.write_text("y,p0,p1,p2\n0,0.7,0.2,0.1\n1,0.1,0.8,0.1\n2,0.2,0.2,0.6\n")
+    code, _, err = run_cli(capsys, "report", str(f), "--label", "y", "--multiclass", "q_")
+    assert code == 2 and "no column matches --multiclass 'q_'" in err
+    code, _, err = run_cli(capsys, "report", str(f), "--label", "y", "--multiclass", "p",
+                           "--score", "p0")
+    assert code == 2 and "not both" in err
+    # the old flag form, the file after --multiclass: still read as the file
+    code, out, err = run_cli(capsys, "report", "--multiclass", str(f), "--label", "y",
+                             "--score", "p0", "--score", "p1", "--score", "p2", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["multiclass"]["accuracy"] == 1.0
+    g = tmp_path / "bad.csv"
+    g.write_text("y,p0,p1\n0,0.7,0.3\nfish,0.1,0.9\n")
+    code, _, err = run_cli(capsys, "report", str(g), "--label", "y", "--multiclass", "p")
+    assert code == 2 and "row 2 (line 3): label 'fish' is not an integer class in 0..1" in err
+
+
+def test_small_pvalues_never_print_as_zero(capsys, tmp_path):
+    # b = 0, c = 24 discordant pairs: McNemar exact p = 2 * 0.5**24, far below 1e-4
+    n = 200
+    y = np.tile([0, 1], n // 2)
+    a = np.where(y == 1, 0.8, 0.2)
+    b = a.copy()
+    b[:48][y[:48] == 1] = 0.3
+    f = tmp_path / "p.csv"
+    f.write_text("y,a,b\n" + "\n".join(f"{y[i]},{a[i]},{b[i]}" for i in range(n)))
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a", "--score",
+                           "b", "--threshold", "0.5", "--n-resamples", "200", "--no-progress")
+    assert code == 0
+    assert "McNemar exact p < 1e-4" in out and "p = 0.0000" not in out
+    # bootstrap p-values: below the resolution of 200 replicates, never 0.0000
+    diff = out.split("paired difference")[1].split("decisions")[0]
+    assert "< 5e-3" in diff and " 0.0000 " not in diff.split("log loss")[1]
+    m = calipers.mcnemar(calipers.mcnemar_table(y, (b >= .5).astype(int), (a >= .5).astype(int)),
+                         method="exact")
+    assert float(m.pvalue) < 1e-4
+
+
+def test_cost_thresholds_say_in_sample(capsys, sliced_file):
+    f, *_ = sliced_file
+    args = ["report", str(f), "--label", "y", "--score", "a", "--cost-fp", "1", "--cost-fn", "3",
+            "--n-resamples", "20", "--no-progress"]
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "warning: the thresholds were chosen by cost on the same rows" in out
+    code, out, _ = run_cli(capsys, *args, "--format", "json")
+    assert json.loads(out)["decisions"]["in_sample"] is True
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--threshold", "0.5", "--n-resamples", "20", "--no-progress")
+    assert "in-sample" not in out
+
+
+def test_report_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["report", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    for opt in ("--pos-label LABEL", "--sep CHAR", "--multiclass [PATTERN]"):
+        assert opt in out
+
+
+def test_getting_started_shows_the_real_output(capsys):
+    """docs/index.md and docs/cli.md paste the bundled example's output: it must still be it."""
+    import pathlib
+
+    code, out, _ = run_cli(capsys, "report", "--no-progress")
+    assert code == 0
+    docs = pathlib.Path(__file__).resolve().parents[1] / "docs"
+    for page in ("index.md", "cli.md"):
+        assert out.strip() in (docs / page).read_text(), page
+
+
+def test_one_model_no_spurious_difference_warning(capsys, tmp_path):
+    # one model runs as A against itself: its differences are 0 by construction and say nothing
+    code, out, _ = run_cli(capsys, "report", "--score", "logreg", "--n-resamples", "50",
+                           "--no-progress")
+    assert code == 0 and "warning" not in out
+    f = tmp_path / "few.csv"
+    f.write_text("y,a\n0,0.1\n1,0.9\n0,0.2\n1,0.8\n0,0.3\n1,0.7\n0,0.4\n1,0.6\n0,0.5\n1,0.55\n"
+                 "0,0.45\n1,0.65\n")
+    code, out, _ = run_cli(capsys, "report", str(f), "--label", "y", "--score", "a",
+                           "--n-resamples", "50", "--format", "json", "--no-progress")
+    # every stratified resample of a perfectly separated file has AUC 1: one distinct value
+    assert any("1 distinct replicated values" in w for w in json.loads(out)["warnings"])
+    assert not any("differences" in w for w in json.loads(out)["warnings"])

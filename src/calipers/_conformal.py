@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -73,9 +74,9 @@ class ConformalIntervals:
         The miscoverage level asked (static).
     """
 
-    lower: object
-    upper: object
-    q_hat: object
+    lower: Any
+    upper: Any
+    q_hat: Any
     k: int
     n_calibration: int
     alpha: float
@@ -97,8 +98,8 @@ class ConformalSets:
         ``"lac"`` or ``"aps"`` (static).
     """
 
-    sets: object
-    q_hat: object
+    sets: Any
+    q_hat: Any
     k: int
     n_calibration: int
     alpha: float

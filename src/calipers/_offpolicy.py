@@ -27,6 +27,7 @@ Kernels use the array API with static shapes and run under ``jax.jit``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -64,11 +65,11 @@ class OffPolicyInterval:
         As asked (static).
     """
 
-    estimate: object
-    low: object
-    high: object
-    distribution: object
-    n_undefined: object
+    estimate: Any
+    low: Any
+    high: Any
+    distribution: Any
+    n_undefined: Any
     estimator: str
     n_resamples: int
     confidence_level: float

@@ -17,7 +17,7 @@ independent of the order of tied rows.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import _backend as B
 from . import _validation as V
@@ -47,18 +47,18 @@ class SelectivePoint(NamedTuple):
         The confidence threshold; ``+inf`` when no threshold qualifies.
     """
 
-    coverage: object
-    risk: object
-    threshold: object
+    coverage: Any
+    risk: Any
+    threshold: Any
 
 
 class _Sel(NamedTuple):
-    xp: object
-    c: object        # confidence
-    loss: object     # per-row loss
-    w: object        # weights or None
-    invalid: object  # scalar bool (jit): input broke a rule
-    out: object      # output float dtype
+    xp: Any
+    c: Any        # confidence
+    loss: Any     # per-row loss
+    w: Any        # weights or None
+    invalid: Any  # scalar bool (jit): input broke a rule
+    out: Any      # output float dtype
 
 
 def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
@@ -103,14 +103,14 @@ def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
 class _Groups(NamedTuple):
     """Per sorted row (confidence descending), its tie group's totals."""
 
-    c: object     # confidence, descending
-    rep: object   # True on the last row of each tie group
-    A: object     # weight before the group (float)
-    M: object     # weight of the group
-    LA: object    # loss before the group
-    G: object     # loss of the group
-    W: object     # total weight (0-d float)
-    L: object     # total loss
+    c: Any     # confidence, descending
+    rep: Any   # True on the last row of each tie group
+    A: Any     # weight before the group (float)
+    M: Any     # weight of the group
+    LA: Any    # loss before the group
+    G: Any     # loss of the group
+    W: Any     # total weight (0-d float)
+    L: Any     # total loss
 
 
 def _groups(d: _Sel) -> _Groups:

@@ -41,7 +41,7 @@ then a weighted Mann-Whitney statistic computed by
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import _backend as B
 from . import _validation as V
@@ -71,11 +71,11 @@ class ConcordanceResult(NamedTuple):
         Comparable pairs (event, censoring) at the same time.
     """
 
-    cindex: object
-    concordant: object
-    discordant: object
-    tied_risk: object
-    tied_time: object
+    cindex: Any
+    concordant: Any
+    discordant: Any
+    tied_risk: Any
+    tied_time: Any
 
 
 class CumulativeDynamicAUC(NamedTuple):
@@ -92,8 +92,8 @@ class CumulativeDynamicAUC(NamedTuple):
         when ``m == 1``.
     """
 
-    auc: object
-    mean_auc: object
+    auc: Any
+    mean_auc: Any
 
 
 # --------------------------------------------------------------------------
@@ -101,11 +101,11 @@ class CumulativeDynamicAUC(NamedTuple):
 # --------------------------------------------------------------------------
 
 class _Surv(NamedTuple):
-    xp: object
-    e: object        # int 0/1
-    t: object        # times
-    r: object        # risk scores
-    invalid: object  # scalar bool (jit)
+    xp: Any
+    e: Any        # int 0/1
+    t: Any        # times
+    r: Any        # risk scores
+    invalid: Any  # scalar bool (jit)
 
 
 def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk")):
@@ -159,10 +159,10 @@ def _count_dtype(xp, w):
 # --------------------------------------------------------------------------
 
 class _Pairs(NamedTuple):
-    concordant: object
-    tied_risk: object
-    comparable: object
-    tied_time: object
+    concordant: Any
+    tied_risk: Any
+    comparable: Any
+    tied_time: Any
 
 
 def _gid(new, xp):

@@ -1,18 +1,22 @@
 """``calipers report``: metrics with bootstrap intervals for per-example predictions.
 
-Reads a CSV or Parquet file (or the bundled example when no file is given),
+Reads a CSV, TSV or Parquet file (or the bundled example when no file is given),
 prints n, prevalence, and per model ROC AUC, average precision, and, where
 the scores are probabilities, log loss and Brier score, each with a paired
 bootstrap percentile interval; for two or more models, every later model is
 compared with the first by a paired bootstrap of the difference (with
 DeLong's test beside it for ROC AUC).
 
+With --time/--event (survival) it gives Harrell's and Uno's C per model instead, and with
+--propensity/--reward/--target (logged data) off-policy estimates of a new policy's value.
+
 Options add: decisions at a ``--threshold`` (or the cost-minimising threshold
-from ``--cost-fp``/``--cost-fn``) with precision, recall, F1, MCC, the
-confusion matrix, McNemar's test and the churn between two models; expected
-calibration error (and a reliability diagram in ``--plot``); per-slice rows
-(``--slice COL``); cluster resampling (``--groups COL``); and multiclass files
-(``--multiclass``: one score column per class).
+from ``--cost-fp``/``--cost-fn``, chosen in-sample) with precision, recall, F1,
+MCC, the confusion matrix, McNemar's test and the churn between two models;
+expected calibration error (and a reliability diagram in ``--plot``);
+per-slice rows (``--slice COL``); cluster resampling (``--groups COL``);
+selective prediction (``--selective``: AURC); and multiclass files
+(``--multiclass PATTERN``: one probability column per class).
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import calipers
+from ._common import (_DESIGN_WARNINGS, _adjust, _comparison_entry, _fmt, _num, _p, _p_is,
+                      _quiet, _run, _share_better, progress_bar, render_comparisons,
+                      warning_line)
+from . import _beyond
 from ._errors import InputError
-from ._io import read_predictions
+from ._io import Table, match_columns, read_predictions
 
 EXAMPLE = "breast_cancer_oof.csv"
 EXAMPLE_LABEL = "y"
@@ -41,50 +50,85 @@ METRICS = [
 ]
 
 
+EPILOG = """examples:
+  calipers report                                  the bundled example
+  calipers report preds.csv --label y --score a --score b --threshold 0.5
+  calipers report preds.tsv --label outcome --pos-label yes --score model
+  calipers report preds.csv --label y --multiclass 'p_*'
+  calipers report surv.csv --time time --event event --score risk_a --score risk_b
+  calipers report log.csv --propensity prop --reward reward --target pi_new
+"""
+
+
 def add_parser(sub):
+    import argparse
+    import textwrap
+
     p = sub.add_parser(
         "report", help="metrics with paired-bootstrap intervals for a predictions file",
-        description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("file", nargs="?", help="CSV or Parquet of per-example predictions "
-                   "(default: the bundled breast-cancer example)")
-    p.add_argument("--label", help="column of 0/1 labels (default for the example: y)")
-    p.add_argument("--score", action="append", dest="scores", metavar="COL",
-                   help="score column of one model; repeat for several models")
-    p.add_argument("--format", choices=["text", "json", "markdown"], default="text")
-    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    p.add_argument("--confidence-level", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--no-stratify", dest="stratify", action="store_false",
+        description="\n\n".join(textwrap.fill(par.replace("\n", " "), 79)
+                                  for par in (__doc__ or "").split("\n\n")[1:3]),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", help="CSV, TSV or Parquet of per-example predictions, "
+                   "one row per example (default: the bundled breast-cancer example)")
+    g = p.add_argument_group("columns")
+    g.add_argument("--label", metavar="COL", help="column of labels: 0/1 or true/false, or any "
+                   "two labels with --pos-label (default for the example: y)")
+    g.add_argument("--pos-label", metavar="LABEL",
+                   help="the positive class in --label, for labels such as yes/no: a row is "
+                   "positive iff its label equals LABEL")
+    g.add_argument("--score", action="append", dest="scores", metavar="COL",
+                   help="score column of one model; repeat for several models (the first is "
+                   "the baseline the others are compared with)")
+    g.add_argument("--multiclass", nargs="?", const=True, default=False, metavar="PATTERN",
+                   help="one model's class probabilities: the columns starting with PATTERN "
+                   "(a prefix such as p_, or a glob such as 'p_*'), or else each --score, one per "
+                   "class; labels are 0..K-1 in that order or the class names (the column names "
+                   "without the prefix). Put FILE before --multiclass")
+    g.add_argument("--sep", metavar="CHAR", help="field separator of a text file (default: tab "
+                   "for .tsv files, else comma; '\\t' or 'tab' for a tab)")
+    _beyond.add_arguments(p)
+    g = p.add_argument_group("bootstrap")
+    g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
+                   help="bootstrap replicates (default 1000)")
+    g.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
+                   help="of every interval (default 0.95)")
+    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    g.add_argument("--no-stratify", dest="stratify", action="store_false",
                    help="plain resampling for AUC/AP (default: positives and negatives resampled "
                    "separately, so no replicate lacks a class)")
-    p.add_argument("--groups", metavar="COL",
+    g.add_argument("--groups", metavar="COL",
                    help="cluster bootstrap: resample the groups of COL and keep their rows")
-    p.add_argument("--threshold", type=float, help="decisions: positive iff score >= T")
-    p.add_argument("--cost-fp", type=float, help="with --cost-fn: per model, the threshold "
-                   "minimising cost_fp*FP + cost_fn*FN")
-    p.add_argument("--cost-fn", type=float)
-    p.add_argument("--n-bins", type=int, default=10,
+    g = p.add_argument_group("decisions, calibration and slices")
+    g.add_argument("--threshold", type=float, metavar="T",
+                   help="decisions: positive iff score >= T")
+    g.add_argument("--cost-fp", type=float, metavar="COST", help="with --cost-fn: per model, "
+                   "the threshold minimising COST_FP*FP + COST_FN*FN on these rows (in-sample)")
+    g.add_argument("--cost-fn", type=float, metavar="COST", help="cost of a false negative")
+    g.add_argument("--n-bins", type=int, default=10, metavar="N",
                    help="equal-width bins for the expected calibration error (default 10)")
-    p.add_argument("--slice", metavar="COL", help="per-slice n, prevalence, AUC and recall")
-    p.add_argument("--min-support", type=int, default=30,
+    g.add_argument("--slice", metavar="COL", help="per-slice n, prevalence, AUC and recall")
+    g.add_argument("--min-support", type=int, default=30, metavar="N",
                    help="slices with fewer rows are listed as such (default 30)")
-    p.add_argument("--multiclass", action="store_true",
-                   help="one model; each --score is one class's probability column, "
-                   "labels are 0..K-1 in that order")
-    p.add_argument("--plot", metavar="PATH", help="write ROC and PR curves of every model to PATH")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("output")
+    g.add_argument("--format", choices=["text", "json", "markdown"], default="text",
+                   help="text tables (default), JSON with every number, or Markdown tables")
+    g.add_argument("--plot", metavar="PATH", help="write ROC and PR curves of every model "
+                   "(and a reliability diagram for probabilities) to PATH (.png, .pdf, .svg)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
-def _resolve(args):
+def _resolve(args, need_scores=True):
     if args.file is None:
         path = resources.files("calipers") / "data" / EXAMPLE
         return Path(str(path)), args.label or EXAMPLE_LABEL, args.scores or EXAMPLE_SCORES
     if not args.label:
         raise InputError("--label COL is required with a file")
-    if not args.scores:
+    if not args.scores and need_scores:
         raise InputError("at least one --score COL is required with a file")
-    return Path(args.file), args.label, args.scores
+    return Path(args.file), args.label, args.scores or []
 
 
 def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
@@ -154,82 +198,24 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
     return out
 
 
-def _adjust(out) -> None:
-    """Holm-adjusted bootstrap p-values over every comparison the report prints.
-
-    Several metrics and models compared at once make several tests; each
-    p-value alone overstates the evidence. Holm (1979) controls the chance of
-    any false claim among them under any dependence.
-    """
-    entries = [m for c in out["comparisons"] for m in c["metrics"].values()
-               if m.get("pvalue") is not None]
-    out["multiplicity"] = {"method": "holm", "n_tests": len(entries)}
-    if len(entries) < 2:
-        return
-    adj = calipers.adjust_pvalues(np.array([m["pvalue"] for m in entries]), method="holm")
-    for m, a in zip(entries, adj):
-        m["pvalue_holm"] = float(a)
-
-
-_DESIGN_WARNINGS: list = []
-
-
-def _run(fn, y, a, b, n_resamples, confidence_level, seed, stratify, groups, progress):
-    import warnings
-
-    from calipers import BootstrapDesignWarning, UndefinedMetricWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        # Undefined estimates are reported as NaN ("undefined") and counted;
-        # design warnings are collected and printed with the report.
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        warnings.simplefilter("always", BootstrapDesignWarning)
-        res = calipers.paired_bootstrap(
-            fn, y, a, b, n_resamples=n_resamples, confidence_level=confidence_level,
-            seed=seed, stratify=stratify, groups=groups, progress=progress)
-    for w in caught:
-        msg = str(w.message)
-        if issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
-            _DESIGN_WARNINGS.append(msg)
-    return res
-
-
-def _share_better(res, higher):
-    """Share of defined replicates where A is strictly better (ties count for neither)."""
-    da, db = np.asarray(res.distribution_a), np.asarray(res.distribution_b)
-    ok = np.isfinite(da) & np.isfinite(db)
-    if not ok.any():
-        return None
-    better = da[ok] > db[ok] if higher else da[ok] < db[ok]
-    return float(np.mean(better))
-
-
-def _comparison_entry(out, a, b):
-    for c in out["comparisons"]:
-        if c["a"] == a and c["b"] == b:
-            return c
-    c = {"a": a, "b": b, "metrics": {}}
-    out["comparisons"].append(c)
-    return c
-
-
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
 # --------------------------------------------------------------------------- decisions
 
 def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) -> dict:
     """Confusion counts and thresholded metrics per model; McNemar and churn per pair."""
     names = list(scores)
-    out = {"rule": "positive iff score >= threshold", "models": {}, "comparisons": []}
+    out: dict[str, Any] = {"rule": "positive iff score >= threshold", "models": {},
+                           "comparisons": []}
+    if threshold is None:
+        # select_threshold minimises the cost on these rows, then the same rows score it
+        out["in_sample"] = True
+        out["warning"] = ("the thresholds were chosen by cost on the same rows they are "
+                          "evaluated on (in-sample): the cost and the metrics at them are "
+                          "optimistic for new data; choose the threshold on held-out rows and "
+                          "pass it with --threshold")
     preds = {}
     for k in names:
         s = scores[k]
-        entry = {}
+        entry: dict[str, Any] = {}
         if threshold is None:
             sel = calipers.select_threshold(y, s, cost_fp=cost_fp, cost_fn=cost_fn)
             t = float(sel.threshold)
@@ -259,16 +245,6 @@ def decisions(y, scores: dict, *, threshold=None, cost_fp=None, cost_fn=None) ->
                               "pvalue": float(m.pvalue)},
         })
     return out
-
-
-def _quiet(fn, *args, **kwargs):
-    import warnings
-
-    from calipers import UndefinedMetricWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return fn(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -323,9 +299,10 @@ def slices(y, scores: dict, slice_values, *, thresholds: dict, min_support=30) -
 
 # --------------------------------------------------------------------------- multiclass
 
-def multiclass(y, scores: dict, *, n_bins=10) -> dict:
+def multiclass(y, scores: dict, *, n_bins=10, class_names=None) -> dict:
     """One model's class-probability columns: accuracy, OvR AUC, log loss, Brier, ECE."""
     names = list(scores)
+    labels = list(class_names) if class_names is not None else [str(i) for i in range(len(names))]
     P = np.stack([scores[k] for k in names], axis=1)
     if np.any(P < 0) or np.any(P > 1):
         raise InputError("--multiclass needs probability columns in [0, 1]")
@@ -340,7 +317,7 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
     present = np.bincount(y, minlength=K) > 0
     out = {
         "n": int(y.shape[0]),
-        "classes": {str(i): {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
+        "classes": {labels[i]: {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
         "accuracy": float(acc.accuracy),
         "accuracy_wilson_interval": [float(acc.ci_low), float(acc.ci_high)],
         "macro_f1": _num(_quiet(calipers.f1_score, y, pred, labels=list(range(K)),
@@ -357,27 +334,14 @@ def multiclass(y, scores: dict, *, n_bins=10) -> dict:
 
 # --------------------------------------------------------------------------- rendering
 
-def _p(x, floor=1e-4):
-    """A p-value: 4 decimals, and "< floor" rather than a misleading 0.0000.
-
-    A bootstrap p-value cannot resolve below one replicate: its floor is 1/B.
-    """
-    if x is None:
-        return "undefined"
-    return f"< {floor:.0e}".replace("e-0", "e-") if x < floor else f"{x:.4f}"
-
-
-def _fmt(x, digits=4):
-    if x is None:
-        return "undefined"
-    text = f"{x:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0000"
-
-
 def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     from tabulate import tabulate
 
     fmt = "github" if markdown else "simple"
+    if "survival" in rep:
+        return "\n".join(_beyond.render_survival(rep, markdown))
+    if "offpolicy" in rep:
+        return "\n".join(_beyond.render_offpolicy(rep, markdown))
     lines = []
     if "multiclass" in rep:
         m = rep["multiclass"]
@@ -413,28 +377,14 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     if "calibration" in rep:
         heads.append(f"ECE ({rep['calibration']['n_bins']} bins)")
     lines += ["", tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True)]
-    n_tests = rep.get("multiplicity", {}).get("n_tests", 0)
-    floor_b = max(1e-4, 1.0 / rep["n_resamples"])
-    for c in rep["comparisons"]:
-        lines += ["", f"paired difference {c['a']} - {c['b']}:"]
-        rows = []
-        for key, m in c["metrics"].items():
-            row = [titles[key], _fmt(m["difference"]),
-                   f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
-                   _fmt(m["share_a_better"], 3), m["n_undefined"],
-                   "higher" if m["higher_is_better"] else "lower", _p(m.get("pvalue"), floor_b)]
-            if n_tests > 1:
-                row.append(_p(m.get("pvalue_holm"), floor_b))
-            row.append(_p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
-            rows.append(row)
-        heads = ["metric", "difference", "interval", f"share {c['a']} better", "undefined",
-                 "better is", "bootstrap p"]
-        if n_tests > 1:
-            heads.append(f"p (Holm, {n_tests} tests)")
-        heads.append("DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p")
-        lines.append(tabulate(rows, headers=heads, tablefmt=fmt, disable_numparse=True))
+    delong = "DeLong p" if rep.get("resampling") != "cluster" else "clustered DeLong p"
+    lines += render_comparisons(
+        rep, titles, rep["n_resamples"], fmt, extra_head=delong,
+        extra=lambda key, m: _p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
     for msg in rep.get("warnings", []):
-        lines += ["", f"warning: {msg}"]
+        lines += ["", warning_line(msg)]
+    if "selective" in rep:
+        lines += _beyond.render_selective(rep, rep["n_resamples"], markdown)
     if "decisions" in rep:
         d = rep["decisions"]
         lines += ["", f"decisions ({d['rule']}):"]
@@ -446,10 +396,12 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
         lines.append(tabulate(rows, headers=["model", "threshold", "TP", "FP", "FN", "TN",
                                              "precision", "recall", "F1", "MCC", "cost/row"],
                               tablefmt=fmt, disable_numparse=True))
+        if d.get("warning"):
+            lines.append(warning_line(d["warning"]))
         for c in d["comparisons"]:
             mc = c["mcnemar_exact"]
             lines.append(f"{c['a']} vs {c['b']}: churn {c['churn']:.4f} (share of rows whose "
-                         f"decision differs); McNemar exact p = {mc['pvalue']:.4g} "
+                         f"decision differs); McNemar exact {_p_is(mc['pvalue'])} "
                          f"({c['a']} right/{c['b']} wrong {mc['a_right_b_wrong']}, "
                          f"reverse {mc['a_wrong_b_right']})")
     if "slices" in rep:
@@ -513,40 +465,66 @@ def run(args) -> int:
         raise InputError(f"--min-support must be at least 1, got {args.min_support}")
     if args.plot:
         _check_plot_path(args.plot)
-    path, label, score_cols = _resolve(args)
+    kind = _beyond.mode(args)
+    if kind is not None:
+        rep = (_beyond.survival_report(args) if kind == "survival"
+               else _beyond.offpolicy_report(args))
+        _emit(rep, args, rep["file"])
+        return 0
+    if args.multiclass and args.pos_label is not None:
+        raise InputError("--pos-label names the positive class of binary labels; "
+                         "--multiclass reads 0..K-1 or the class names")
+    pattern = args.multiclass if isinstance(args.multiclass, str) else None
+    if pattern is not None and args.file is None and Path(pattern).is_file():
+        # `report --multiclass preds.csv ...`: the file, not a column pattern
+        args.file, pattern = pattern, None
+    if pattern is not None and args.scores:
+        raise InputError("give the class columns by --multiclass PATTERN or by --score, not both")
+    path, label, score_cols = _resolve(args, need_scores=pattern is None)
+    if pattern is not None:
+        score_cols = []
     if len(set(score_cols)) != len(score_cols):
         raise InputError("each --score column may be given once")
     extra = [c for c in (args.slice, args.groups) if c]
+    if args.multiclass and args.selective:
+        raise InputError("--selective is for the binary report, not --multiclass")
     if args.multiclass:
+        class_names = None
+        source: Path | Table = path
+        if pattern is not None:
+            source = Table(path, [label], sep=args.sep)
+            header = source.columns
+            score_cols, class_names = match_columns(header, pattern, exclude=[label, *extra])
+            if not score_cols:
+                raise InputError(f"{path}: no column matches --multiclass {pattern!r}; columns "
+                                 f"are {', '.join(header)}")
         if len(score_cols) < 2:
-            raise InputError("--multiclass needs one --score column per class (at least 2)")
-        y, scores, _ = read_predictions(path, label, score_cols, multiclass=True)
+            raise InputError("--multiclass needs one probability column per class (at least 2): "
+                             "--multiclass PATTERN or one --score per class")
+        y, scores, _ = read_predictions(source, label, score_cols, multiclass=True,
+                                        sep=args.sep, class_names=class_names)
         rep = {"file": str(path), "label": label, "scores": score_cols,
-               "multiclass": multiclass(y, scores, n_bins=args.n_bins)}
+               "multiclass": multiclass(y, scores, n_bins=args.n_bins,
+                                        class_names=class_names)}
         _emit(rep, args, path)
         return 0
-    y, scores, extras = read_predictions(path, label, score_cols, extra=extra)
+    y, scores, extras = read_predictions(path, label, score_cols, extra=extra,
+                                         pos_label=args.pos_label, sep=args.sep)
     if y.min() == y.max():
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
     n_runs = len(METRICS) * max(1, len(scores) - 1)  # an upper bound for the bar
-    bar = None
-    progress = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=n_runs * args.n_resamples, desc="bootstrap", unit="rep",
-                   leave=False, disable=None)
-        progress = bar.update
-    try:
+    if args.selective:
+        n_runs += max(1, len(scores) - 1)
+    groups = extras.get(args.groups) if args.groups else None
+    with progress_bar(args.no_progress, n_runs * args.n_resamples) as bar:
         rep = compute(y, scores, n_resamples=args.n_resamples,
                       confidence_level=args.confidence_level, seed=args.seed,
-                      stratify=args.stratify,
-                      groups=extras.get(args.groups) if args.groups else None,
-                      progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
+                      stratify=args.stratify, groups=groups, progress=bar.update)
+        if args.selective:
+            rep["selective"] = _beyond.selective(
+                y, scores, n_resamples=args.n_resamples, confidence_level=args.confidence_level,
+                seed=args.seed, groups=groups, progress=bar.update)
     rep = {"file": str(path), "label": label, "scores": score_cols, **rep}
     rep["calibration"] = calibration(y, scores, n_bins=args.n_bins)
     thresholds = {}
@@ -588,6 +566,7 @@ def _emit(rep, args, path):
     if args.format == "json":
         print(json.dumps(rep, indent=2))
     else:
-        print(render_text(rep, str(path), markdown=args.format == "markdown"))
+        shown = str(path) if args.file is not None else f"{EXAMPLE} (bundled example)"
+        print(render_text(rep, shown, markdown=args.format == "markdown"))
         if args.plot and "plot" in rep:
             print(f"\ncurves written to {args.plot}")
