@@ -7,20 +7,26 @@ Design: **sort once, resample by counts.**
   makes the comparison paired. The metric is evaluated with the counts as
   integer weights, which equals evaluating it on the resampled rows exactly
   (counts are accumulated in integers).
-* The rows are put once into a *layout* order, and counts are drawn directly
-  in layout order (multinomial counts are exchangeable). For ROC AUC the
+* Counts come from a counter-based generator (:mod:`calipers._resample`): a
+  32-bit integer hash of (seed, replicate ``i``, draw ``k``) in uint32
+  arithmetic, mapped to a row by an exact multiply-high. A replicate's counts
+  are a function of the seed, ``i`` and the row in the caller's order only:
+  never of either model's scores or of which model is A, so swapping the
+  models mirrors every replicate exactly, and NumPy, array-api-strict, torch
+  and JAX (eager, ``jit``, with or without x64) draw identical counts.
+* The counts are then gathered into each kernel's order. For ROC AUC the
   layout is [negatives | positives], each in model A's score order: a
   replicate is one prefix sum of the negatives' counts (after one gather into
   B's order for model B), a gather at ranks found once by ``searchsorted`` and
-  a dot product, in exact integers. For AP the layout is A's score order;
-  log loss and Brier are weighted means of per-row losses computed once.
-* Replicate ``i`` has its own random stream: on NumPy a ``Generator`` on
-  ``SeedSequence(seed, spawn_key=(i,))`` (one replicate at a time per worker
-  thread, O(workers * n) memory), on JAX ``fold_in(key, i)`` inside a
-  ``jit``-compiled, ``vmap``-ped chunk of ``batch`` replicates (O(batch * n)
-  memory). So the answer does not depend on ``batch``, ``workers`` or how the
-  chunks are sharded over devices, and peak memory does not grow with
-  ``n_resamples``. No n x B index matrix is ever built.
+  a dot product, in exact integers. AP sorts each model's scores stably in the
+  caller's row order; log loss and Brier are weighted means of per-row losses
+  computed once.
+* Replicate ``i`` is evaluated one at a time per worker thread on NumPy
+  (O(workers * n) memory) and inside a ``jit``-compiled, ``vmap``-ped chunk
+  of ``batch`` replicates on JAX (O(batch * n) memory). The answer does not
+  depend on ``batch``, ``workers`` or how the chunks are sharded over
+  devices, and peak memory does not grow with ``n_resamples``. No n x B index
+  matrix is ever built.
 
 Modules: :mod:`calipers._bootstrap_kernels` (the metric kernels),
 :mod:`calipers._resample` (designs and count draws),
@@ -51,7 +57,7 @@ from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
 )
 from ._resample import (  # noqa: F401 (also the names tests use)
-    _build_design, _Design, _draw_jax, _draw_numpy, _key_for, _numpy_streams
+    _build_design, _Design, draw_counts, row_counts, seed_words
 )
 from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
@@ -181,22 +187,25 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
         y01, _ = V.binary_labels(y_true, xp)
-        if name in ("roc_auc", "average_precision"):
+        if name == "average_precision":
+            # no shared layout: each model sorts its own scores stably in the caller's
+            # row order, so its float sums run in an order fixed by its own scores
+            layout = None
+            ka = kb = _APKernel()
+            a_identity = False
+        elif name == "roc_auc":
+            # layout [negatives | positives], each in A's score order: A needs no
+            # gather. The AUC is exact integers, so the layout cannot move a value.
             layout = xp.argsort(a, stable=False)
-            if name == "average_precision":
-                ka = kb = _APKernel()
+            y_sorted = xp.take(y01, layout)
+            layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
+            if traced:   # class sizes are not static: the general kernel
+                ka = kb = _AUCKernel()
+                a_identity = False
             else:
-                # layout [negatives | positives], each in A's score order (the
-                # same under jit, so jit and eager draw the same replicates)
-                y_sorted = xp.take(y01, layout)
-                layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
-                if traced:   # class sizes are not static: the general kernel
-                    ka = kb = _AUCKernel()
-                    a_identity = False
-                else:
-                    N = int(xp.sum(1 - y01))
-                    ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
-                    kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
+                N = int(xp.sum(1 - y01))
+                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
+                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -213,14 +222,15 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     state_a = ka.prepare(y_l, a_l, w_l, xp, a_identity)
     state_b = kb.prepare(y_l, b_l, w_l, xp, False)
 
+    # Resampling units in the caller's row order: the draws never see a layout.
     codes = None
     if groups is not None:
         if traced or num_groups is not None:
             if num_groups is None:
                 raise ValueError("under jit, groups must be integer codes 0..num_groups-1 with "
                                  "a static num_groups")
-            codes = lay(xp.astype(groups, B.acc_int(xp)) if not B.is_numpy(xp) else
-                        np.asarray(groups, dtype=np.int64))
+            codes = (xp.astype(groups, B.acc_int(xp)) if B.is_jax(xp) else
+                     np.asarray(B.to_numpy(groups), dtype=np.int64))
             if not traced:
                 cn = B.to_numpy(codes)
                 if cn.min() < 0 or cn.max() >= num_groups:
@@ -230,25 +240,16 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             _, inv = np.unique(B.to_numpy(groups), return_inverse=True)
             num_groups = int(inv.max()) + 1
             codes = inv.reshape(-1).astype(np.int64)
-            if layout is not None:
-                codes = codes[B.to_numpy(layout)]
             if B.is_jax(xp):
                 codes = xp.asarray(codes)
     y_codes = None
     if stratify:
         if traced:
             y_codes = V.binary_labels(y_true, xp)[0]
-            y_codes = lay(y_codes)
         else:
             _, inv = np.unique(B.to_numpy(y_true), return_inverse=True)
-            inv = inv.reshape(-1)
-            if layout is not None:
-                inv = inv[B.to_numpy(layout)]
-            y_codes = inv
-    lay_np = layout
-    if block_length is not None and layout is not None and not B.is_jax(xp):
-        lay_np = B.to_numpy(layout)
-    design, dd = _build_design(xp, n, lay_np, y_codes, stratify=stratify, groups_codes=codes,
+            y_codes = inv.reshape(-1)
+    design, dd = _build_design(xp, n, layout, y_codes=y_codes, groups_codes=codes,
                                n_groups=num_groups, block_length=block_length,
                                poisson=poisson, traced=traced)
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
@@ -320,8 +321,8 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     ``metric(y_true, y_score, *, sample_weight)``, ``groups`` integer codes
     ``0 .. num_groups - 1`` with a static ``num_groups``, and ``stratify``
     needs binary ``y_true``. Invalid values cannot raise there: they give NaN.
-    Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so jit, eager and any
-    ``batch`` give the same replicates for the same key.
+    Replicate ``i`` depends only on (seed, ``i``, row), so jit, eager, any
+    ``batch`` and the NumPy path give the same counts for the same seed.
     """
     metric, kind, name = _resolve_metric(metric, resample_by)
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
@@ -371,13 +372,13 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     import jax.numpy as jnp
 
     xp = s.xp
-    key = _key_for(seed, xp)
+    words = seed_words(seed)
     batch = batch or min(n_resamples, _default_batch(s.n))
     n_chunks = -(-n_resamples // batch)
     idtype = B.acc_int(xp)
 
     def one(i):
-        c = _draw_jax(s.design, s.design_data, jax.random.fold_in(key, i), idtype)
+        c = draw_counts(s.design, s.design_data, words, i, jnp, idtype)
         return s.kernel_a.evaluate(s.state_a, c, xp), s.kernel_b.evaluate(s.state_b, c, xp)
 
     idx = jnp.arange(n_chunks * batch, dtype=idtype).reshape(n_chunks, batch)
@@ -391,11 +392,11 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
     if B.is_jax(xp):
         import jax.numpy as jnp
 
-        key = _key_for(seed, xp)
+        words = jnp.asarray(seed_words(seed), dtype=jnp.uint32)
         if s.kind != "indices":
             try:
                 return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
-                                       s.design_data, key, n_resamples,
+                                       s.design_data, words, n_resamples,
                                        batch or _default_batch(s.n), devices, progress)
             except Exception as exc:  # metric not traceable: evaluate eagerly below
                 if s.kind != "weights" or not _is_trace_error(exc):
@@ -404,19 +405,17 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
         draw_c = _compiled_draw(s.design, jnp.dtype(idt).name)
 
         def draw(r):
-            return draw_c(jnp.asarray(r, dtype=idt), key, s.design_data)
+            return draw_c(jnp.asarray(r, dtype=jnp.uint32), words, s.design_data)
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    rng_for = _numpy_streams(seed)
-    dd = tuple(B.to_numpy(x) for x in s.design_data) if s.design.kind != "stratified" \
-        else s.design_data
+    words = seed_words(seed)
     if B.is_numpy(xp):
         def draw(r):
-            return _draw_numpy(s.design, dd, rng_for(r))
-    else:
+            return draw_counts(s.design, s.design_data, words, r, np, np.int64)
+    else:   # array-api-strict, torch: NumPy's draws (the same integers), converted
         def draw(r):
-            return xp.asarray(_draw_numpy(s.design, dd, rng_for(r)))
+            return xp.asarray(draw_counts(s.design, s.design_data, words, r, np, np.int64))
     return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
                      progress, workers)
 
@@ -540,9 +539,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``"poisson"``: independent Poisson(1) counts per row (or per cluster),
         the streaming/distributed approximation (Hanley & MacGibbon 2006;
         Chamandy et al. 2012): the resample size varies around n. Not with
-        ``stratify`` or ``block_length``. On JAX drawn by inverse CDF from
-        float32 uniforms (count probabilities resolved to 2**-24); on NumPy
-        by ``Generator.poisson`` (exact, but slower than the multinomial draw).
+        ``stratify`` or ``block_length``. Drawn by inverse CDF from the same
+        uint32 words on every backend (count probabilities resolved to 2**-32).
     resample_by : {"auto", "weights", "indices"}
         Force weight or index resampling for a user metric.
     batch : int, optional
@@ -551,11 +549,16 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         depend on it. NumPy and array-api-strict run one replicate at a time
         per worker (memory O(workers * n)); ``batch`` is not used there.
     seed : None, int, NumPy Generator or SeedSequence, or JAX key
-        Replicate ``i`` depends only on the seed and ``i``: on NumPy it draws
-        from ``SeedSequence(seed, spawn_key=(i,))`` (a Generator seed gives
-        the entropy), on JAX from ``fold_in(key, i)``. The same seed gives the
-        same replicates on the same backend whatever ``batch``, ``workers``
-        or ``devices``; NumPy and JAX draw different streams.
+        Becomes two uint32 words (an int through ``SeedSequence(seed)``, a
+        Generator by two draws, a JAX key by its key data). Replicate ``i``'s
+        counts are a function of those words, ``i`` and the row index in the
+        input order only (a counter-based hash, Salmon et al. 2011's idea
+        with MurmurHash3's finaliser): the same seed gives the same
+        replicates on NumPy, array-api-strict, torch and JAX (eager or jit,
+        with or without x64) whatever ``batch``, ``workers`` or ``devices``,
+        and swapping the models negates every replicated difference exactly.
+        A row is drawn by ``floor(u * n / 2**32)`` of a uint32 word ``u``:
+        each row's probability is within ``n / 2**32`` (relative) of 1/n.
     devices : None, int, "all" or a list of JAX devices
         Shard each chunk's replicates over these devices
         (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates

@@ -146,7 +146,12 @@ class _APKernel:
     """Average precision (step sum, ties together) over one presorted order."""
 
     def prepare(self, y01, s, w, xp, identity):
-        return _AUCKernel.prepare(self, y01, s, w, xp, identity)
+        # a stable sort of the caller's rows: ties keep the caller's order, so the
+        # float sum of the precision terms never depends on the other model
+        perm = xp.argsort(s, stable=True)
+        ss = xp.take(s, perm)
+        lo, hi = B.group_bounds(ss, xp)
+        return (perm, xp.take(y01, perm), lo, hi, None if w is None else xp.take(w, perm))
 
     def evaluate(self, state, counts, xp):
         perm, y, lo, hi, w = state

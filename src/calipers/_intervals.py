@@ -89,15 +89,17 @@ def _jackknife(s, jackknife_groups):
             return (np.asarray(B.to_numpy(la), dtype=np.float64),
                     np.asarray(B.to_numpy(lb), dtype=np.float64))
     n = s.n
+    # units per layout position, from the caller's row order (never a model's order)
+    arrays, layout = s.design_data
+    row = np.arange(n) if layout is None else np.asarray(B.to_numpy(layout))
     if s.design.kind == "cluster":
-        unit = np.asarray(B.to_numpy(s.design_data[0]))
+        unit = np.asarray(B.to_numpy(arrays[0]))[row]
         n_units = s.design.n_units
     elif s.design.kind == "block":
-        time = np.arange(n) if not s.design_data else np.asarray(B.to_numpy(s.design_data[0]))
-        unit = time // s.design.block_length
+        unit = row // s.design.block_length
         n_units = int(unit.max()) + 1
     else:
-        unit = np.arange(n)
+        unit = row
         n_units = n
     G = min(n_units, jackknife_groups)
     grp = unit % G

@@ -1,0 +1,211 @@
+"""Bootstrap draws: a function of (seed, replicate, caller row) only.
+
+Swapping the two models mirrors the replicates exactly, a model's replicates
+do not move when the other model changes, and every backend draws the same
+integer counts for the same seed (handed case H23).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calipers
+from calipers import _backend as B
+from calipers import _bootstrap as BS
+from calipers import _resample as RS
+from calipers import paired_bootstrap, paired_bootstrap_replicates
+from conftest import load_case, to_np
+
+
+def _h23_data():
+    # handed case H23's generator, as given in its inputs
+    rng = np.random.default_rng(0)
+    n = 300
+    y = (rng.random(n) < 0.3).astype(int)
+    a = rng.random(n) + 0.3 * y
+    b = rng.random(n) + 0.25 * y
+    return y, a, b
+
+
+def _probs(y, a, b):
+    # scores squeezed into (0, 1) for log loss / Brier, with ties (rounded)
+    return y, np.round(a / 1.4, 2), np.round(b / 1.4, 2)
+
+
+def _wacc(y, s, sample_weight=None):
+    """A user metric with weights: weighted accuracy at threshold 0.5."""
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    return float(np.sum(w * ((np.asarray(s) > 0.5) == y)) / np.sum(w))
+
+
+def _gap(y, s):
+    """A user metric without weights (index resampling): mean score gap between classes."""
+    y, s = np.asarray(y), np.asarray(s)
+    if y.min() == y.max():
+        return float("nan")
+    return float(s[y == 1].mean() - s[y == 0].mean())
+
+
+def test_h23_swapping_models_mirrors_the_replicates_exactly():
+    case = load_case("H23")
+    kw = case["kwargs"]
+    y, a, b = _h23_data()
+    ab = paired_bootstrap(calipers.roc_auc_score, y, a, b, n_resamples=kw["n_resamples"],
+                          seed=kw["seed"])
+    ba = paired_bootstrap(calipers.roc_auc_score, y, b, a, n_resamples=kw["n_resamples"],
+                          seed=kw["seed"])
+    np.testing.assert_array_equal(ba.bootstrap_distribution, -ab.bootstrap_distribution)
+    np.testing.assert_array_equal(ba.distribution_a, ab.distribution_b)
+    np.testing.assert_array_equal(ba.distribution_b, ab.distribution_a)
+    # the interval mirrors up to np.quantile's interpolation rounding (positions h and m-1-h)
+    assert ba.confidence_interval.low == pytest.approx(-ab.confidence_interval.high, rel=1e-14)
+    assert ba.confidence_interval.high == pytest.approx(-ab.confidence_interval.low, rel=1e-14)
+
+
+DESIGNS = [dict(), dict(stratify=True), dict(groups=np.arange(300) % 23),
+           dict(block_length=9), dict(resampling="poisson"),
+           dict(groups=np.arange(300) // 7, resampling="poisson")]
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss", "brier",
+                                    _wacc, _gap])
+@pytest.mark.parametrize("design", DESIGNS, ids=["rows", "stratified", "clusters", "blocks",
+                                                 "poisson", "poisson-clusters"])
+def test_swap_mirrors_and_the_other_model_does_not_matter(metric, design):
+    y, a, b = _probs(*_h23_data())
+    c = np.round(np.random.default_rng(5).random(300), 2)   # a third model, with ties
+    R = 60
+
+    def reps(s1, s2):
+        return paired_bootstrap_replicates(metric, y, s1, s2, n_resamples=R, seed=7, **design)
+
+    da, db = reps(a, b)
+    ea, eb = reps(b, a)
+    np.testing.assert_array_equal(ea, db)
+    np.testing.assert_array_equal(eb, da)
+    np.testing.assert_array_equal(eb - ea, -(ea - eb))
+    # a model's replicates do not move when the other model changes, in either seat
+    fa, _ = reps(a, c)
+    _, gb = reps(c, a)
+    np.testing.assert_array_equal(fa, da)
+    np.testing.assert_array_equal(gb, da)
+
+
+def test_marginal_interval_does_not_move_when_a_model_is_added():
+    y, a, b = _h23_data()
+    c = a + 0.1 * np.random.default_rng(1).standard_normal(300)
+    one = paired_bootstrap("average_precision", y, a, b, n_resamples=200, seed=3)
+    two = paired_bootstrap("average_precision", y, a, c, n_resamples=200, seed=3)
+    assert one.interval_a == two.interval_a
+
+
+def _designs_for(n, y):
+    return [
+        RS._build_design(np, n, None, y_codes=None, groups_codes=None, n_groups=None,
+                         block_length=None, poisson=False, traced=False),
+        RS._build_design(np, n, None, y_codes=None, groups_codes=None, n_groups=None,
+                         block_length=None, poisson=True, traced=False),
+        RS._build_design(np, n, None, y_codes=y, groups_codes=None, n_groups=None,
+                         block_length=None, poisson=False, traced=False),
+        RS._build_design(np, n, None, y_codes=None, groups_codes=np.arange(n) % 11,
+                         n_groups=11, block_length=None, poisson=False, traced=False),
+        RS._build_design(np, n, None, y_codes=None, groups_codes=np.arange(n) % 11,
+                         n_groups=11, block_length=None, poisson=True, traced=False),
+        RS._build_design(np, n, None, y_codes=None, groups_codes=None, n_groups=None,
+                         block_length=6, poisson=False, traced=False),
+    ]
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.parametrize("jit", [False, True])
+def test_numpy_and_jax_draw_the_same_counts_bit_for_bit(x64, jit):
+    import jax
+    import jax.numpy as jnp
+
+    n = 97
+    y = (np.arange(n) % 3 == 0).astype(np.int64)
+    words = RS.seed_words(2024)
+    with jax.enable_x64(x64):
+        for design, (arrays, layout) in _designs_for(n, y):
+            arrays_j = tuple(jnp.asarray(v) if v.dtype != np.int64 or x64
+                             else jnp.asarray(v.astype(np.int32)) for v in arrays)
+            idt = jnp.int64 if x64 else jnp.int32
+
+            def draw(r, arr, design=design, idt=idt):
+                return RS.draw_counts(design, (arr, None), jnp.asarray(words), r, jnp, idt)
+
+            fn = jax.jit(draw) if jit else draw
+            for r in (0, 1, 2, 1000, 2**31 + 5):
+                want = RS.draw_counts(design, (arrays, None), words, r, np, np.int64)
+                got = np.asarray(fn(jnp.asarray(r, dtype=jnp.uint32), arrays_j))
+                np.testing.assert_array_equal(got, want, err_msg=f"{design} r={r}")
+
+
+def test_counts_have_the_design_margins():
+    n = 97
+    y = (np.arange(n) % 3 == 0).astype(np.int64)
+    words = RS.seed_words(1)
+    (plain, dp), (pois, dpo), (strat, ds), (clus, dc), _, (block, db) = _designs_for(n, y)
+    for r in range(50):
+        c = RS.draw_counts(plain, dp, words, r, np, np.int64)
+        assert c.sum() == n and c.min() >= 0
+        c = RS.draw_counts(strat, ds, words, r, np, np.int64)
+        assert c[y == 1].sum() == (y == 1).sum() and c[y == 0].sum() == (y == 0).sum()
+        c = RS.draw_counts(clus, dc, words, r, np, np.int64)
+        unit = np.arange(n) % 11
+        # every row of a cluster has its cluster's count, and 11 clusters are drawn
+        for g in range(11):
+            assert np.all(c[unit == g] == c[unit == g][0])
+        assert sum(int(c[unit == g][0]) for g in range(11)) == 11
+        c = RS.draw_counts(block, db, words, r, np, np.int64)
+        assert c.sum() == n
+    assert RS.draw_counts(pois, dpo, words, 0, np, np.int64).min() >= 0
+
+
+def test_mulhi_without_uint64_is_exact():
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    u = rng.integers(0, 2**32, 5000, dtype=np.uint32)
+    m = rng.integers(1, 2**32, 5000, dtype=np.uint32)
+    want = np.array([(int(x) * int(z)) >> 32 for x, z in zip(u, m)], dtype=np.uint64)
+    np.testing.assert_array_equal(RS._mulhi(u, m, np, True), want)
+    np.testing.assert_array_equal(RS._mulhi(u, m, np, False), want)
+    np.testing.assert_array_equal(np.asarray(RS._mulhi(jnp.asarray(u), jnp.asarray(m), jnp,
+                                                       False)), want)
+
+
+def test_draws_are_uniform_enough():
+    # chi-square of 200 replicates x 1000 draws over 10 bins of rows: not a biased map
+    from scipy import stats
+
+    n = 1000
+    design, dd = RS._build_design(np, n, None, y_codes=None, groups_codes=None, n_groups=None,
+                                  block_length=None, poisson=False, traced=False)
+    tot = np.zeros(n)
+    words = RS.seed_words(0)
+    for r in range(200):
+        tot += RS.draw_counts(design, dd, words, r, np, np.int64)
+    bins = tot.reshape(10, -1).sum(axis=1)
+    assert stats.chisquare(bins).pvalue > 1e-4
+    # Poisson(1): mean and variance 1
+    pd, pdd = RS._build_design(np, 20000, None, y_codes=None, groups_codes=None, n_groups=None,
+                               block_length=None, poisson=True, traced=False)
+    c = RS.draw_counts(pd, pdd, words, 3, np, np.int64)
+    assert abs(c.mean() - 1) < 0.03 and abs(c.var() - 1) < 0.05
+
+
+def test_same_replicates_on_every_backend(backend):
+    """AUC replicates: the same counts on every backend, so the same values (float32 aside)."""
+    y, a, b = _h23_data()
+    want = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=40, seed=3)
+    got = backend.call(lambda yy, aa, bb: paired_bootstrap_replicates(
+        "roc_auc", yy, aa, bb, n_resamples=40, seed=3, batch=16), y, a, b)
+    ga, gb = to_np(got)
+    if backend.x64:
+        np.testing.assert_array_equal(ga, want[0])
+        np.testing.assert_array_equal(gb, want[1])
+    else:   # float32 scores may merge near-ties; values agree to float32
+        np.testing.assert_allclose(ga, want[0], rtol=1e-5)
+        np.testing.assert_allclose(gb, want[1], rtol=1e-5)
