@@ -209,3 +209,81 @@ def test_same_replicates_on_every_backend(backend):
     else:   # float32 scores may merge near-ties; values agree to float32
         np.testing.assert_allclose(ga, want[0], rtol=1e-5)
         np.testing.assert_allclose(gb, want[1], rtol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# exact replicated AUC differences (handed case H17)
+# --------------------------------------------------------------------------
+
+def _exact_auc(y, s, c):
+    """Mann-Whitney AUC (ties 1/2) of the rows repeated c times, as a Fraction."""
+    from fractions import Fraction
+
+    pos = [i for i in range(len(y)) if y[i] == 1]
+    neg = [j for j in range(len(y)) if y[j] == 0]
+    P = sum(int(c[i]) for i in pos)
+    N = sum(int(c[j]) for j in neg)
+    num = sum(int(c[i]) * int(c[j]) * (2 if s[i] > s[j] else 1 if s[i] == s[j] else 0)
+              for i in pos for j in neg)
+    return Fraction(num, 2 * P * N)
+
+
+def _caller_counts(y, a, b, R, seed, **design):
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, design.get("groups"))
+    m, kind, name = BS._resolve_metric("roc_auc", "auto")
+    s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=design.get("stratify", False),
+                  groups=g, num_groups=None, block_length=None, poisson=False, traced=False)
+    arrays, _ = s.design_data
+    words = RS.seed_words(seed)
+    return [RS.row_counts(s.design, arrays, words, r, np, np.int64) for r in range(R)]
+
+
+@pytest.mark.parametrize("seed", [3, 4, 11])
+def test_h17_replicated_differences_are_exact_and_bca_counts_ties_right(seed):
+    from fractions import Fraction
+
+    from calipers._intervals import _interval
+
+    case = load_case("H17")
+    inp, kw = case["inputs"], case["kwargs"]
+    y, a, b = (np.asarray(inp[k]) for k in ("y_true", "y_score_a", "y_score_b"))
+    R = kw["n_resamples"]
+    r = paired_bootstrap(kw["metric"], y, a, b, method=kw["method"], n_resamples=R,
+                         stratify=kw["stratify"], seed=seed)
+    theta = _exact_auc(y, a, np.ones(12)) - _exact_auc(y, b, np.ones(12))
+    assert theta == Fraction(4, 35)
+    assert r.difference == float(theta)
+    exact = [_exact_auc(y, a, c) - _exact_auc(y, b, c)
+             for c in _caller_counts(y, a, b, R, seed, stratify=True)]
+    # every replicate is its exact difference, correctly rounded (one division)
+    np.testing.assert_array_equal(r.bootstrap_distribution, [float(e) for e in exact])
+    # so the comparisons with the estimate are the exact ones
+    d = r.bootstrap_distribution
+    assert np.count_nonzero(d < r.difference) == sum(e < theta for e in exact)
+    assert np.count_nonzero(d == r.difference) == sum(e == theta for e in exact)
+    assert any(e == theta for e in exact)      # the case has replicates tied at the estimate
+    # and BCa from the engine equals BCa from the exact replicates
+    from calipers._intervals import _jackknife
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, None)
+    m, kind, name = BS._resolve_metric("roc_auc", "auto")
+    s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=True, groups=None,
+                  num_groups=None, block_length=None, poisson=False, traced=False)
+    ja, jb = _jackknife(s, 100)
+    want = _interval(np.array([float(e) for e in exact]), float(theta), "bca", 0.95,
+                     "two-sided", ja - jb)
+    assert r.confidence_interval == want
+
+
+def test_exact_difference_on_jax_matches_numpy():
+    import jax
+    import jax.numpy as jnp
+
+    case = load_case("H17")
+    inp = case["inputs"]
+    y, a, b = (np.asarray(inp[k]) for k in ("y_true", "y_score_a", "y_score_b"))
+    r = paired_bootstrap("roc_auc", y, a, b, n_resamples=200, stratify=True, seed=5)
+    with jax.enable_x64(True):
+        j = paired_bootstrap("roc_auc", jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                             n_resamples=200, stratify=True, seed=5)
+    np.testing.assert_array_equal(j.bootstrap_distribution, r.bootstrap_distribution)
+    assert j.difference == r.difference

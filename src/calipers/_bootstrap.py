@@ -51,7 +51,7 @@ from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
 )
 from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
     _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
-    _resolve_metric, _WeightKernel
+    _resolve_metric, _WeightKernel, evaluate_pair
 )
 from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
@@ -348,7 +348,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
             bad = _traced_invalid(name, xp, y_true, a, b, sw)
             ra, rb = B.nan_if(bad, ra, xp), B.nan_if(bad, rb, xp)
         return ra, rb
-    da, db = _replicates(s, seed, n_resamples, batch, None, None, workers)
+    da, db, _ = _replicates(s, seed, n_resamples, batch, None, None, workers)
     if B.is_numpy(xp):
         return da, db
     return xp.asarray(da), xp.asarray(db)
@@ -387,7 +387,7 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
 
 
 def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=1):
-    """Eager engine choice; returns float64 NumPy arrays."""
+    """Eager engine choice: float64 NumPy arrays (metric A, metric B, difference)."""
     xp = s.xp
     if B.is_jax(xp):
         import jax.numpy as jnp
@@ -432,6 +432,23 @@ def _full_estimate(metric, kind, y_true, s, sw):
         return metric(y_true, s, sample_weight=xp.ones(s.shape[0], dtype=B.acc_int(xp),
                                                         device=B.device(s)))
     return metric(y_true, s)
+
+
+def _exact_difference(s: _Setup, est_a, est_b):
+    """The full-data difference the way replicates compute theirs (AUC: one division).
+
+    Unit counts are the full data, so this is the replicate formula applied to
+    it: a replicate equal to the estimate in exact arithmetic equals it here.
+    """
+    if s.kind == "fast" and isinstance(s.kernel_a, _AUCSplitKernel):
+        xp = s.xp
+        ones = xp.ones(s.n, dtype=xp.int64 if not B.is_jax(xp) else B.acc_int(xp))
+        if B.is_numpy(xp):
+            ones = np.ones(s.n, dtype=np.int64)
+        va, vb, vd = evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ones, xp)
+        if float(va) == est_a and float(vb) == est_b:
+            return float(vd)
+    return est_a - est_b
 
 
 # --------------------------------------------------------------------------
@@ -632,9 +649,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=None, block_length=block_length,
                poisson=resampling == "poisson", traced=False)
-    da, db = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
+    da, db, diff = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
 
-    diff = da - db
     ok = np.isfinite(diff)
     n_undefined = int(n_resamples - ok.sum())
     if n_undefined:
@@ -642,7 +658,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                          f"(metric NaN for model A or B); they are left out")
     d_ok = diff[ok]
     _warn_degenerate(s, y_true, stratify, d_ok)
-    difference = est_a - est_b
+    difference = _exact_difference(s, est_a, est_b)
     ja = jb = jd = None
     if method_l == "bca":
         ja, jb = _jackknife(s, jackknife_groups)
