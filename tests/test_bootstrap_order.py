@@ -287,3 +287,109 @@ def test_exact_difference_on_jax_matches_numpy():
                              n_resamples=200, stratify=True, seed=5)
     np.testing.assert_array_equal(j.bootstrap_distribution, r.bootstrap_distribution)
     assert j.difference == r.difference
+
+
+# --------------------------------------------------------------------------
+# integer sample_weight = repetition; user metrics on (n, k) rows
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss", "brier"])
+@pytest.mark.parametrize("design", [dict(), dict(stratify=True), dict(resampling="poisson")],
+                         ids=["rows", "stratified", "poisson"])
+def test_integer_weights_resample_the_repeated_rows(metric, design):
+    y, a, b = _probs(*_h23_data())
+    y, a, b = y[:80], a[:80], b[:80]
+    w = np.random.default_rng(2).integers(0, 4, 80)
+    idx = np.repeat(np.arange(80), w)
+    da, db = paired_bootstrap_replicates(metric, y, a, b, sample_weight=w, n_resamples=40,
+                                         seed=6, **design)
+    ra, rb = paired_bootstrap_replicates(metric, y[idx], a[idx], b[idx], n_resamples=40,
+                                         seed=6, **design)
+    if metric == "roc_auc":     # exact integers: bit for bit
+        np.testing.assert_array_equal(da, ra)
+        np.testing.assert_array_equal(db, rb)
+    else:                       # the same counts; float sums in another grouping
+        np.testing.assert_allclose(da, ra, rtol=1e-13)
+        np.testing.assert_allclose(db, rb, rtol=1e-13)
+
+
+def test_integer_weights_bca_equals_repeated_rows_when_units_fit_the_jackknife():
+    y, a, b = _h23_data()
+    y, a, b = y[:40], np.round(a[:40], 1), np.round(b[:40], 1)
+    w = np.random.default_rng(4).integers(0, 4, 40)
+    assert w.sum() <= 100          # delete-one-unit jackknife: the repeated rows' LOO
+    idx = np.repeat(np.arange(40), w)
+    r1 = paired_bootstrap("roc_auc", y, a, b, sample_weight=w, n_resamples=150, seed=2,
+                          method="bca")
+    r2 = paired_bootstrap("roc_auc", y[idx], a[idx], b[idx], n_resamples=150, seed=2,
+                          method="bca")
+    np.testing.assert_array_equal(r1.bootstrap_distribution, r2.bootstrap_distribution)
+    assert r1.difference == r2.difference
+    assert r1.confidence_interval.low == pytest.approx(r2.confidence_interval.low, rel=1e-12)
+    assert r1.confidence_interval.high == pytest.approx(r2.confidence_interval.high, rel=1e-12)
+
+
+def test_integer_weights_on_jax_equal_numpy():
+    import jax
+    import jax.numpy as jnp
+
+    y, a, b = _h23_data()
+    w = np.random.default_rng(3).integers(0, 3, 300)
+    want = paired_bootstrap_replicates("roc_auc", y, a, b, sample_weight=w, n_resamples=20,
+                                       seed=1, stratify=True)
+    with jax.enable_x64(True):
+        got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                          jnp.asarray(b), sample_weight=jnp.asarray(w),
+                                          n_resamples=20, seed=1, stratify=True)
+    np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+
+
+def test_float_weights_stay_weights_on_resampled_rows():
+    y, a, b = _h23_data()
+    w = np.random.default_rng(3).random(300) + 0.5
+    design, dd = RS._build_design(np, 300, None, y_codes=None, groups_codes=None,
+                                  n_groups=None, block_length=None, poisson=False,
+                                  traced=False)
+    words = RS.seed_words(8)
+    da, _ = paired_bootstrap_replicates("log_loss", y, a / 1.4, b / 1.4, sample_weight=w,
+                                        n_resamples=5, seed=8)
+    for r in range(5):
+        c = RS.draw_counts(design, dd, words, r, np, np.int64)
+        want = calipers.log_loss(y, a / 1.4, sample_weight=c * w)
+        assert da[r] == pytest.approx(float(want), rel=1e-12)
+
+
+def _c_index(y, s, sample_weight=None):
+    """Harrell's concordance of (time, event) rows, risk score s (higher = earlier event)."""
+    y, s = np.asarray(y, float), np.asarray(s, float)
+    t, e = y[:, 0], y[:, 1]
+    w = np.ones(len(t)) if sample_weight is None else np.asarray(sample_weight, float)
+    comparable = (t[:, None] < t[None, :]) & (e[:, None] == 1)
+    ww = w[:, None] * w[None, :] * comparable
+    conc = (s[:, None] > s[None, :]) + 0.5 * (s[:, None] == s[None, :])
+    tot = ww.sum()
+    return float("nan") if tot == 0 else float((ww * conc).sum() / tot)
+
+
+@pytest.mark.parametrize("by", ["weights", "indices"])
+def test_two_column_rows_are_resampled_together(by):
+    rng = np.random.default_rng(9)
+    n = 40
+    t = rng.exponential(1.0, n).round(2)
+    e = (rng.random(n) < 0.7).astype(float)
+    y = np.stack([t, e], axis=1)
+    a, b = -t + rng.normal(0, 0.5, n), -t + rng.normal(0, 1.0, n)
+    metric = _c_index if by == "weights" else (lambda yy, ss: _c_index(yy, ss))
+    da, db = paired_bootstrap_replicates(metric, y, a, b, n_resamples=15, seed=4)
+    design, dd = RS._build_design(np, n, None, y_codes=None, groups_codes=None,
+                                  n_groups=None, block_length=None, poisson=False,
+                                  traced=False)
+    words = RS.seed_words(4)
+    for r in range(15):
+        idx = np.repeat(np.arange(n), RS.draw_counts(design, dd, words, r, np, np.int64))
+        assert da[r] == pytest.approx(_c_index(y[idx], a[idx]), rel=1e-12)
+        assert db[r] == pytest.approx(_c_index(y[idx], b[idx]), rel=1e-12)
+    with pytest.raises(ValueError, match="y_true must be 1-D or 2-D"):
+        paired_bootstrap_replicates(metric, y[:, :, None], a, b, n_resamples=3, seed=0)
+    with pytest.raises(ValueError, match="y_true must be 1-D"):
+        paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=3, seed=0)

@@ -57,7 +57,7 @@ from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
 )
 from ._resample import (  # noqa: F401 (also the names tests use)
-    _build_design, _Design, draw_counts, row_counts, seed_words
+    _build_design, _Design, _repeat_design, draw_counts, row_counts, seed_words, unit_weights
 )
 from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
@@ -184,6 +184,12 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     n = y_true.shape[0]
     if block_length is not None and block_length > n:
         raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
+    # Integer weights are repetitions: resample the sum(w) repeated units (eager
+    # row designs); the counts then already hold the weights.
+    w_rep = None
+    if sw is not None and not traced and groups is None and block_length is None \
+            and (xp.isdtype(sw.dtype, "integral") or xp.isdtype(sw.dtype, "bool")):
+        w_rep, sw = np.asarray(B.to_numpy(sw), dtype=np.int64), None
     a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
         y01, _ = V.binary_labels(y_true, xp)
@@ -247,11 +253,16 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
         if traced:
             y_codes = V.binary_labels(y_true, xp)[0]
         else:
-            _, inv = np.unique(B.to_numpy(y_true), return_inverse=True)
+            yv = np.asarray(B.to_numpy(y_true))
+            # 2-D labels (user metrics): one class per distinct row
+            _, inv = np.unique(yv, return_inverse=True, axis=0 if yv.ndim == 2 else None)
             y_codes = inv.reshape(-1)
-    design, dd = _build_design(xp, n, layout, y_codes=y_codes, groups_codes=codes,
-                               n_groups=num_groups, block_length=block_length,
-                               poisson=poisson, traced=traced)
+    if w_rep is not None:
+        design, dd = _repeat_design(xp, n, layout, y_codes=y_codes, w=w_rep, poisson=poisson)
+    else:
+        design, dd = _build_design(xp, n, layout, y_codes=y_codes, groups_codes=codes,
+                                   n_groups=num_groups, block_length=block_length,
+                                   poisson=poisson, traced=traced)
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
 
 
@@ -262,11 +273,15 @@ def _has_ties(s, xp):
     return bool(xp.any(ss[1:] == ss[:-1]))
 
 
-def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups):
+def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="fast"):
     xp, (y_true, a, b, sw) = B.as_arrays(y_true, y_score_a, y_score_b, sample_weight)
-    B.check_1d("y_true", y_true)
-    B.check_1d("y_score_a", a)
-    B.check_1d("y_score_b", b)
+    for name, x in (("y_true", y_true), ("y_score_a", a), ("y_score_b", b)):
+        if kind == "fast":
+            B.check_1d(name, x)
+        elif x.ndim not in (1, 2):
+            # user metrics: rows on the first axis, resampled together (e.g. (time, event))
+            raise ValueError(f"{name} must be 1-D or 2-D (rows first), got an array of shape "
+                             f"{tuple(x.shape)}")
     if sw is not None:
         B.check_1d("sample_weight", sw)
         V.check_weights("sample_weight", sw, xp)
@@ -327,7 +342,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     metric, kind, name = _resolve_metric(metric, resample_by)
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
-                                                   sample_weight, groups)
+                                                   sample_weight, groups, kind)
     _check_workers(workers, xp)
     traced = B.is_traced(y_true, a, b, sw, groups)
     if not traced:
@@ -442,9 +457,12 @@ def _exact_difference(s: _Setup, est_a, est_b):
     """
     if s.kind == "fast" and isinstance(s.kernel_a, _AUCSplitKernel):
         xp = s.xp
-        ones = xp.ones(s.n, dtype=xp.int64 if not B.is_jax(xp) else B.acc_int(xp))
-        if B.is_numpy(xp):
-            ones = np.ones(s.n, dtype=np.int64)
+        w = unit_weights(s.design, s.design_data[0])   # integer weights as repetitions
+        ones = np.ones(s.n, dtype=np.int64) if w is None else w
+        if s.layout is not None:
+            ones = ones[np.asarray(B.to_numpy(s.layout))]
+        if not B.is_numpy(xp):
+            ones = xp.asarray(ones, dtype=B.acc_int(xp))
         va, vb, vd = evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ones, xp)
         if float(va) == est_a and float(vb) == est_b:
             return float(vd)
@@ -468,7 +486,7 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
     its "interval" is a statement about those, not about the population.
     """
     design = s.design
-    units = {"cluster": design.n_units,
+    units = design.n_units if design.repeat else {"cluster": design.n_units,
              "block": max(1, design.n - design.block_length + 1)}.get(design.kind, s.n)
     unit_name = {"cluster": "clusters", "block": "blocks"}.get(design.kind, "rows")
     reasons = []
@@ -476,7 +494,7 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
         reasons.append(f"{units} resampling {unit_name} (fewer than {MIN_UNITS})")
     if stratify and design.kind == "stratified":
         yv = np.asarray(B.to_numpy(y_true))
-        _, counts = np.unique(yv, return_counts=True)
+        _, counts = np.unique(yv, return_counts=True, axis=0 if yv.ndim == 2 else None)
         if counts.size and counts.min() < MIN_MINORITY:
             reasons.append(f"{int(counts.min())} rows of the minority class "
                            f"(fewer than {MIN_MINORITY})")
@@ -519,13 +537,21 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``resample_by="indices"``) gets the resampled rows
         ``metric(y_true[idx], y_score[idx])``, one eager call per replicate.
         Replicates must return a scalar; NaN means undefined.
-    y_true : array (n,)
+    y_true : array (n,), or (n, k) for user metrics
         Labels: in {0, 1} (or bool) for the fast metrics; passed unchanged to
-        other metrics.
-    y_score_a, y_score_b : arrays (n,)
+        other metrics, whose rows (first axis) are resampled together, so a
+        survival metric can take ``(time, event)`` rows.
+    y_score_a, y_score_b : arrays (n,), or (n, k) for user metrics
         Scores (or probabilities) of the two models for the same examples.
     sample_weight : array (n,), optional
-        Non-negative row weights; a replicate's weights are counts * weights.
+        Non-negative row weights. Integer dtype (eager, row or stratified
+        designs): repetitions. The bootstrap resamples the ``sum(w)``
+        repeated units (unit j is row ``searchsorted(cumsum(w), j,
+        side="right")``), so the counts, replicates and intervals are those
+        of bootstrapping the repeated rows (bit for bit for AUC; BCa's
+        jackknife deletes units, in at most ``jackknife_groups`` groups).
+        Float weights, clusters, blocks and traced weights: weights on the
+        resampled rows, a replicate's weights being ``counts * weights``.
     n_resamples : int
         Number of replicates B (>= 1).
     confidence_level : float in (0, 1)
@@ -633,7 +659,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
             or jackknife_groups < 2:
         raise ValueError(f"jackknife_groups must be an integer >= 2, got {jackknife_groups!r}")
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
-                                                   sample_weight, groups)
+                                                   sample_weight, groups, kind)
     if B.is_traced(y_true, a, b, sw, groups):
         raise ValueError("paired_bootstrap returns Python floats and cannot run on traced "
                          "arrays; under jax.jit use paired_bootstrap_replicates")

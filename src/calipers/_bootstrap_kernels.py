@@ -275,7 +275,7 @@ class _IndexKernel:
         c = B.to_numpy(counts).astype(np.int64)
         idx = np.repeat(np.arange(c.shape[0]), c)
         idx = idx if B.is_numpy(xp) else xp.asarray(idx)
-        return xp.asarray(self.metric(xp.take(y, idx), xp.take(s, idx)))
+        return xp.asarray(self.metric(xp.take(y, idx, axis=0), xp.take(s, idx, axis=0)))
 
     def loo(self, state, xp):
         return None

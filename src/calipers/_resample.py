@@ -149,8 +149,9 @@ class _Design:
     kind: str          # "plain" | "stratified" | "cluster" | "block"
     poisson: bool
     n: int
-    n_units: int = 0   # clusters
+    n_units: int = 0   # clusters; with ``repeat``: the total integer weight M
     block_length: int = 0
+    repeat: bool = False   # integer sample weights as repetitions (plain, stratified)
 
     @property
     def label(self):
@@ -184,6 +185,8 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
         return _hash(kg, k1, k2, xp)
 
     n = design.n
+    if design.repeat:
+        return _repeat_counts(design, arrays, hashes, xp, idtype, wide)
     if design.kind == "plain":
         h = hashes(n)
         if design.poisson:
@@ -211,11 +214,76 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     return xp.cumsum(d[:n], dtype=idtype)
 
 
+def _repeat_counts(design, arrays, hashes, xp, idtype, wide):
+    """Integer weights as repetitions: M = sum(w) units, unit j is row i for
+    ``cw[i] <= j < cw[i + 1]`` (``cw`` the weights' cumulative sum from 0).
+
+    The units are the rows of the repeated data in order, so the counts are
+    those of bootstrapping the repeated rows, summed per original row.
+    """
+    n, M = design.n, design.n_units
+    h = hashes(M)
+    if design.kind == "plain":
+        (cw0,) = arrays
+        if design.poisson:   # a unit's Poisson count; a row's count is its units' sum
+            C = xp.concat([xp.zeros(1, dtype=idtype), xp.cumsum(_poisson(h, xp, idtype),
+                                                                  dtype=idtype)])
+            return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1])
+        u = _mulhi(h, _U(M), xp, wide)
+        return _bincount(xp.searchsorted(cw0[1:], xp.astype(u, cw0.dtype), side="right"),
+                         n, xp, idtype)
+    # stratified: units sorted by class (rows by class, in caller order, repeated)
+    bounds, rows, cwc0 = arrays
+    k = xp.arange(M, dtype=bounds.dtype)
+    cls = xp.searchsorted(bounds, k, side="right") - 1
+    low = xp.take(bounds, cls)
+    size = xp.astype(xp.take(bounds, cls + 1) - low, xp.uint32)
+    u = low + xp.astype(_mulhi(h, size, xp, wide), low.dtype)
+    pos = xp.searchsorted(cwc0[1:], u, side="right")
+    return _bincount(xp.take(rows, pos), n, xp, idtype)
+
+
 def draw_counts(design: _Design, data, words, r, xp, idtype):
     """Counts of replicate ``r`` in layout order (the caller's counts, gathered)."""
     arrays, layout = data
     c = row_counts(design, arrays, words, r, xp, idtype)
     return c if layout is None else xp.take(c, layout)
+
+
+def _repeat_design(xp, n, layout, *, y_codes, w, poisson) -> tuple[_Design, Any]:
+    """Plain or stratified design over the units of integer weights ``w`` (NumPy, eager)."""
+    w = np.asarray(w, dtype=np.int64)
+    M = int(w.sum())
+    mod: Any = np
+    if B.is_jax(xp):
+        import jax.numpy as jnp
+        mod = jnp
+    else:
+        layout = None if layout is None else np.asarray(B.to_numpy(layout))
+    idt = np.int64 if (not B.is_jax(xp) or B.acc_int(xp) == xp.int64) else np.int32
+    if y_codes is None:
+        cw0 = np.concatenate([[0], np.cumsum(w)]).astype(idt)
+        return (_Design("plain", poisson, n, n_units=M, repeat=True),
+                ((mod.asarray(cw0),), layout))
+    codes = np.asarray(B.to_numpy(y_codes))
+    rows = np.argsort(codes, kind="stable")
+    per_class = np.bincount(codes, weights=w, minlength=int(codes.max()) + 1).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(per_class)]).astype(idt)
+    cwc0 = np.concatenate([[0], np.cumsum(w[rows])]).astype(idt)
+    return (_Design("stratified", False, n, n_units=M, repeat=True),
+            ((mod.asarray(bounds), mod.asarray(rows.astype(idt)), mod.asarray(cwc0)), layout))
+
+
+def unit_weights(design: _Design, arrays):
+    """Integer weight (units) of each row in the caller's order, or None (NumPy)."""
+    if not design.repeat:
+        return None
+    if design.kind == "plain":
+        return np.diff(np.asarray(B.to_numpy(arrays[0])))
+    _, rows, cwc0 = (np.asarray(B.to_numpy(a)) for a in arrays)
+    w = np.empty(design.n, dtype=np.int64)
+    w[rows] = np.diff(cwc0)
+    return w
 
 
 def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_length, poisson,

@@ -55,17 +55,8 @@ CHECKS = {
     "symmetric": ["numpy"],
 }
 
-_BOOT_W = ("a weighted row is resampled as one unit, not as its repetitions (SPEC: weights "
-           "mean repetition, or the function refuses them)")
-
-
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    # all that is left is the bootstrap's: a weighted row is resampled as one unit
-    ('paired_bootstrap', 'weights/array_api_strict'): _BOOT_W,
-    ('paired_bootstrap', 'weights/numpy'): _BOOT_W,
-    ('paired_bootstrap_replicates', 'weights/array_api_strict'): _BOOT_W,
-    ('paired_bootstrap_replicates', 'weights/numpy'): _BOOT_W,
 }
 
 
