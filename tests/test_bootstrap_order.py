@@ -393,3 +393,16 @@ def test_two_column_rows_are_resampled_together(by):
         paired_bootstrap_replicates(metric, y[:, :, None], a, b, n_resamples=3, seed=0)
     with pytest.raises(ValueError, match="y_true must be 1-D"):
         paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=3, seed=0)
+
+
+@pytest.mark.parametrize("with_layout", [False, True])
+def test_numpy_in_place_drawer_equals_the_array_api_draw(with_layout):
+    n = 1000
+    lay = np.random.default_rng(0).permutation(n) if with_layout else None
+    design, dd = RS._build_design(np, n, lay, y_codes=None, groups_codes=None, n_groups=None,
+                                  block_length=None, poisson=False, traced=False)
+    words = RS.seed_words(3)
+    draw = RS.numpy_drawer(design, dd, words)
+    for r in (0, 1, 77, 2**32 - 1):
+        np.testing.assert_array_equal(draw(r), RS.draw_counts(design, dd, words, r, np,
+                                                              np.int64))

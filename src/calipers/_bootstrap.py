@@ -57,7 +57,8 @@ from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
 )
 from ._resample import (  # noqa: F401 (also the names tests use)
-    _build_design, _Design, _repeat_design, draw_counts, row_counts, seed_words, unit_weights
+    _build_design, _Design, _repeat_design, draw_counts, numpy_drawer, row_counts, seed_words,
+    unit_weights
 )
 from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
@@ -424,13 +425,12 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    words = seed_words(seed)
+    np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed))
     if B.is_numpy(xp):
-        def draw(r):
-            return draw_counts(s.design, s.design_data, words, r, np, np.int64)
+        draw = np_draw
     else:   # array-api-strict, torch: NumPy's draws (the same integers), converted
         def draw(r):
-            return xp.asarray(draw_counts(s.design, s.design_data, words, r, np, np.int64))
+            return xp.asarray(np_draw(r))
     return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
                      progress, workers)
 

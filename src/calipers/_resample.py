@@ -68,10 +68,13 @@ def _mulhi(u, m, xp, wide):
     if wide:
         return xp.astype((xp.astype(u, xp.uint64) * xp.astype(xp.asarray(m), xp.uint64))
                          >> np.uint64(32), xp.uint32)
-    m = xp.asarray(m, dtype=xp.uint32)
     s16 = _U(16)
+    if isinstance(m, np.integer):     # a static m: its limbs are constants
+        ml, mh = _U(int(m) & 0xFFFF), _U(int(m) >> 16)
+    else:
+        m = xp.asarray(m, dtype=xp.uint32)
+        ml, mh = m & _LO16, m >> s16
     ul, uh = u & _LO16, u >> s16
-    ml, mh = m & _LO16, m >> s16
     ll, lh, hl, hh = ul * ml, ul * mh, uh * ml, uh * mh
     mid = (ll >> s16) + (lh & _LO16) + (hl & _LO16)
     return hh + (lh >> s16) + (hl >> s16) + (mid >> s16)
@@ -174,7 +177,9 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     NumPy); the same integers on both.
     """
     u32 = xp.uint32
-    wide = B.is_numpy(xp)
+    # uint64 products where the backend has them (exact either way; the limbs
+    # cost XLA on CPU several times the hash)
+    wide = B.is_numpy(xp) or B._x64_enabled()
     # shape (1,), not scalars: NumPy warns on scalar overflow, and wrapping is the point
     words = xp.asarray(words, dtype=u32)
     k1, k2 = _replicate_keys((words[0:1], words[1:2]),
@@ -317,3 +322,60 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
     if block_length is not None:
         return _Design("block", False, n, block_length=int(block_length)), ((), layout)
     return _Design("plain", poisson, n), ((), layout)
+
+
+# --------------------------------------------------------------------------
+# NumPy: the same integers with in-place passes (the hot path of the loop)
+# --------------------------------------------------------------------------
+
+def _fmix_inplace(x, tmp):
+    np.right_shift(x, _U(16), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    np.multiply(x, _M1, out=x)
+    np.right_shift(x, _U(13), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    np.multiply(x, _M2, out=x)
+    np.right_shift(x, _U(16), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+
+
+def numpy_drawer(design: _Design, data, words):
+    """``r -> counts in layout order`` (int64) on NumPy, equal to :func:`draw_counts`.
+
+    Plain multinomial rows (the common case) run as in-place passes over
+    buffers reused per thread, the multiply-high in int64 (``u * n < 2**63``)
+    straight into ``bincount``; other designs use :func:`draw_counts`.
+    """
+    arrays, layout = data
+    words = np.asarray(words, dtype=np.uint32)
+    if design.kind != "plain" or design.poisson or design.repeat:
+        def draw(r):
+            return draw_counts(design, data, words, r, np, np.int64)
+        return draw
+    import threading
+
+    n = design.n
+    kg = np.arange(n, dtype=np.uint32) * _GOLDEN
+    scratch: dict = {}
+    n64 = np.int64(n)
+
+    def draw(r):
+        bufs = scratch.get(threading.get_ident())
+        if bufs is None:
+            bufs = scratch[threading.get_ident()] = (
+                np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64),
+                np.empty(n, np.int64))
+        x, tmp, idx, out = bufs
+        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
+                                 np.asarray([r], dtype=np.uint32), np)
+        np.bitwise_xor(kg, k1, out=x)
+        _fmix_inplace(x, tmp)
+        np.add(x, k2, out=x)
+        _fmix_inplace(x, tmp)
+        np.multiply(x, n64, out=idx)
+        np.right_shift(idx, 32, out=idx)
+        c = np.bincount(idx, minlength=n)
+        if layout is None:
+            return c
+        return np.take(c, layout, out=out)
+    return draw
