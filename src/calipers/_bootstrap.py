@@ -117,15 +117,17 @@ class BootstrapResult:
     confidence_interval: ConfidenceInterval
     interval_a: ConfidenceInterval
     interval_b: ConfidenceInterval
-    bootstrap_distribution: np.ndarray = field(repr=False)
-    distribution_a: np.ndarray = field(repr=False)
-    distribution_b: np.ndarray = field(repr=False)
     standard_error: float
     n_undefined: int
     n_resamples: int
     prob_a_greater: float
     confidence_level: float
     method: str
+    # ``field(...)`` reads as a default to type checkers: these come after the
+    # fields without one
+    bootstrap_distribution: np.ndarray = field(repr=False)
+    distribution_a: np.ndarray = field(repr=False)
+    distribution_b: np.ndarray = field(repr=False)
     alternative: str = "two-sided"
     pvalue: float = math.nan
     design: str = "rows"

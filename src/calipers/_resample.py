@@ -349,9 +349,7 @@ def numpy_drawer(design: _Design, data, words):
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
     if design.kind != "plain" or design.poisson or design.repeat:
-        def draw(r):
-            return draw_counts(design, data, words, r, np, np.int64)
-        return draw
+        return lambda r: draw_counts(design, data, words, r, np, np.int64)
     import threading
 
     n = design.n
