@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import calipers
-from calipers import _backend as B
 from calipers import _bootstrap as BS
 from calipers import _resample as RS
 from calipers import paired_bootstrap, paired_bootstrap_replicates

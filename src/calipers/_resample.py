@@ -179,7 +179,7 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     u32 = xp.uint32
     # uint64 products where the backend has them (exact either way; the limbs
     # cost XLA on CPU several times the hash)
-    wide = B.is_numpy(xp) or B._x64_enabled()
+    wide = B.is_numpy(xp) or B.acc_int(xp) == xp.int64
     # shape (1,), not scalars: NumPy warns on scalar overflow, and wrapping is the point
     words = xp.asarray(words, dtype=u32)
     k1, k2 = _replicate_keys((words[0:1], words[1:2]),
