@@ -20,8 +20,6 @@ ALL_IDS = sorted(HANDED_CASES)
 
 # id -> the work that will add its test (delete the line when the test lands).
 PENDING = {
-    "H17": "bootstrap issue: BCa bias correction with replicates tied at the estimate",
-    "H23": "bootstrap issue: paired resampling resamples pairs",
 }
 
 

@@ -7,20 +7,26 @@ Design: **sort once, resample by counts.**
   makes the comparison paired. The metric is evaluated with the counts as
   integer weights, which equals evaluating it on the resampled rows exactly
   (counts are accumulated in integers).
-* The rows are put once into a *layout* order, and counts are drawn directly
-  in layout order (multinomial counts are exchangeable). For ROC AUC the
+* Counts come from a counter-based generator (:mod:`calipers._resample`): a
+  32-bit integer hash of (seed, replicate ``i``, draw ``k``) in uint32
+  arithmetic, mapped to a row by an exact multiply-high. A replicate's counts
+  are a function of the seed, ``i`` and the row in the caller's order only:
+  never of either model's scores or of which model is A, so swapping the
+  models mirrors every replicate exactly, and NumPy, array-api-strict, torch
+  and JAX (eager, ``jit``, with or without x64) draw identical counts.
+* The counts are then gathered into each kernel's order. For ROC AUC the
   layout is [negatives | positives], each in model A's score order: a
   replicate is one prefix sum of the negatives' counts (after one gather into
   B's order for model B), a gather at ranks found once by ``searchsorted`` and
-  a dot product, in exact integers. For AP the layout is A's score order;
-  log loss and Brier are weighted means of per-row losses computed once.
-* Replicate ``i`` has its own random stream: on NumPy a ``Generator`` on
-  ``SeedSequence(seed, spawn_key=(i,))`` (one replicate at a time per worker
-  thread, O(workers * n) memory), on JAX ``fold_in(key, i)`` inside a
-  ``jit``-compiled, ``vmap``-ped chunk of ``batch`` replicates (O(batch * n)
-  memory). So the answer does not depend on ``batch``, ``workers`` or how the
-  chunks are sharded over devices, and peak memory does not grow with
-  ``n_resamples``. No n x B index matrix is ever built.
+  a dot product, in exact integers. AP sorts each model's scores stably in the
+  caller's row order; log loss and Brier are weighted means of per-row losses
+  computed once.
+* Replicate ``i`` is evaluated one at a time per worker thread on NumPy
+  (O(workers * n) memory) and inside a ``jit``-compiled, ``vmap``-ped chunk
+  of ``batch`` replicates on JAX (O(batch * n) memory). The answer does not
+  depend on ``batch``, ``workers`` or how the chunks are sharded over
+  devices, and peak memory does not grow with ``n_resamples``. No n x B index
+  matrix is ever built.
 
 Modules: :mod:`calipers._bootstrap_kernels` (the metric kernels),
 :mod:`calipers._resample` (designs and count draws),
@@ -45,13 +51,14 @@ from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
 )
 from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
     _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
-    _resolve_metric, _WeightKernel
+    _resolve_metric, _WeightKernel, evaluate_pair
 )
 from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
 )
 from ._resample import (  # noqa: F401 (also the names tests use)
-    _build_design, _Design, _draw_jax, _draw_numpy, _key_for, _numpy_streams
+    _build_design, _Design, _repeat_design, draw_counts, numpy_drawer, row_counts, seed_words,
+    unit_weights
 )
 from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
@@ -110,15 +117,17 @@ class BootstrapResult:
     confidence_interval: ConfidenceInterval
     interval_a: ConfidenceInterval
     interval_b: ConfidenceInterval
-    bootstrap_distribution: np.ndarray = field(repr=False)
-    distribution_a: np.ndarray = field(repr=False)
-    distribution_b: np.ndarray = field(repr=False)
     standard_error: float
     n_undefined: int
     n_resamples: int
     prob_a_greater: float
     confidence_level: float
     method: str
+    # ``field(...)`` reads as a default to type checkers: these come after the
+    # fields without one
+    bootstrap_distribution: np.ndarray = field(repr=False)
+    distribution_a: np.ndarray = field(repr=False)
+    distribution_b: np.ndarray = field(repr=False)
     alternative: str = "two-sided"
     pvalue: float = math.nan
     design: str = "rows"
@@ -178,25 +187,34 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     n = y_true.shape[0]
     if block_length is not None and block_length > n:
         raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
+    # Integer weights are repetitions: resample the sum(w) repeated units (eager
+    # row designs); the counts then already hold the weights.
+    w_rep = None
+    if sw is not None and not traced and groups is None and block_length is None \
+            and (xp.isdtype(sw.dtype, "integral") or xp.isdtype(sw.dtype, "bool")):
+        w_rep, sw = np.asarray(B.to_numpy(sw), dtype=np.int64), None
     a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
         y01, _ = V.binary_labels(y_true, xp)
-        if name in ("roc_auc", "average_precision"):
+        if name == "average_precision":
+            # no shared layout: each model sorts its own scores stably in the caller's
+            # row order, so its float sums run in an order fixed by its own scores
+            layout = None
+            ka = kb = _APKernel()
+            a_identity = False
+        elif name == "roc_auc":
+            # layout [negatives | positives], each in A's score order: A needs no
+            # gather. The AUC is exact integers, so the layout cannot move a value.
             layout = xp.argsort(a, stable=False)
-            if name == "average_precision":
-                ka = kb = _APKernel()
+            y_sorted = xp.take(y01, layout)
+            layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
+            if traced:   # class sizes are not static: the general kernel
+                ka = kb = _AUCKernel()
+                a_identity = False
             else:
-                # layout [negatives | positives], each in A's score order (the
-                # same under jit, so jit and eager draw the same replicates)
-                y_sorted = xp.take(y01, layout)
-                layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
-                if traced:   # class sizes are not static: the general kernel
-                    ka = kb = _AUCKernel()
-                    a_identity = False
-                else:
-                    N = int(xp.sum(1 - y01))
-                    ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
-                    kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
+                N = int(xp.sum(1 - y01))
+                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
+                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -213,14 +231,15 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     state_a = ka.prepare(y_l, a_l, w_l, xp, a_identity)
     state_b = kb.prepare(y_l, b_l, w_l, xp, False)
 
+    # Resampling units in the caller's row order: the draws never see a layout.
     codes = None
     if groups is not None:
         if traced or num_groups is not None:
             if num_groups is None:
                 raise ValueError("under jit, groups must be integer codes 0..num_groups-1 with "
                                  "a static num_groups")
-            codes = lay(xp.astype(groups, B.acc_int(xp)) if not B.is_numpy(xp) else
-                        np.asarray(groups, dtype=np.int64))
+            codes = (xp.astype(groups, B.acc_int(xp)) if B.is_jax(xp) else
+                     np.asarray(B.to_numpy(groups), dtype=np.int64))
             if not traced:
                 cn = B.to_numpy(codes)
                 if cn.min() < 0 or cn.max() >= num_groups:
@@ -230,27 +249,23 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             _, inv = np.unique(B.to_numpy(groups), return_inverse=True)
             num_groups = int(inv.max()) + 1
             codes = inv.reshape(-1).astype(np.int64)
-            if layout is not None:
-                codes = codes[B.to_numpy(layout)]
             if B.is_jax(xp):
                 codes = xp.asarray(codes)
     y_codes = None
     if stratify:
         if traced:
             y_codes = V.binary_labels(y_true, xp)[0]
-            y_codes = lay(y_codes)
         else:
-            _, inv = np.unique(B.to_numpy(y_true), return_inverse=True)
-            inv = inv.reshape(-1)
-            if layout is not None:
-                inv = inv[B.to_numpy(layout)]
-            y_codes = inv
-    lay_np = layout
-    if block_length is not None and layout is not None and not B.is_jax(xp):
-        lay_np = B.to_numpy(layout)
-    design, dd = _build_design(xp, n, lay_np, y_codes, stratify=stratify, groups_codes=codes,
-                               n_groups=num_groups, block_length=block_length,
-                               poisson=poisson, traced=traced)
+            yv = np.asarray(B.to_numpy(y_true))
+            # 2-D labels (user metrics): one class per distinct row
+            _, inv = np.unique(yv, return_inverse=True, axis=0 if yv.ndim == 2 else None)
+            y_codes = inv.reshape(-1)
+    if w_rep is not None:
+        design, dd = _repeat_design(xp, n, layout, y_codes=y_codes, w=w_rep, poisson=poisson)
+    else:
+        design, dd = _build_design(xp, n, layout, y_codes=y_codes, groups_codes=codes,
+                                   n_groups=num_groups, block_length=block_length,
+                                   poisson=poisson, traced=traced)
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
 
 
@@ -261,11 +276,15 @@ def _has_ties(s, xp):
     return bool(xp.any(ss[1:] == ss[:-1]))
 
 
-def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups):
+def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="fast"):
     xp, (y_true, a, b, sw) = B.as_arrays(y_true, y_score_a, y_score_b, sample_weight)
-    B.check_1d("y_true", y_true)
-    B.check_1d("y_score_a", a)
-    B.check_1d("y_score_b", b)
+    for name, x in (("y_true", y_true), ("y_score_a", a), ("y_score_b", b)):
+        if kind == "fast":
+            B.check_1d(name, x)
+        elif x.ndim not in (1, 2):
+            # user metrics: rows on the first axis, resampled together (e.g. (time, event))
+            raise ValueError(f"{name} must be 1-D or 2-D (rows first), got an array of shape "
+                             f"{tuple(x.shape)}")
     if sw is not None:
         B.check_1d("sample_weight", sw)
         V.check_weights("sample_weight", sw, xp)
@@ -320,13 +339,13 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     ``metric(y_true, y_score, *, sample_weight)``, ``groups`` integer codes
     ``0 .. num_groups - 1`` with a static ``num_groups``, and ``stratify``
     needs binary ``y_true``. Invalid values cannot raise there: they give NaN.
-    Replicate ``i`` uses ``jax.random.fold_in(key, i)``, so jit, eager and any
-    ``batch`` give the same replicates for the same key.
+    Replicate ``i`` depends only on (seed, ``i``, row), so jit, eager, any
+    ``batch`` and the NumPy path give the same counts for the same seed.
     """
     metric, kind, name = _resolve_metric(metric, resample_by)
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
-                                                   sample_weight, groups)
+                                                   sample_weight, groups, kind)
     _check_workers(workers, xp)
     traced = B.is_traced(y_true, a, b, sw, groups)
     if not traced:
@@ -347,7 +366,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
             bad = _traced_invalid(name, xp, y_true, a, b, sw)
             ra, rb = B.nan_if(bad, ra, xp), B.nan_if(bad, rb, xp)
         return ra, rb
-    da, db = _replicates(s, seed, n_resamples, batch, None, None, workers)
+    da, db, _ = _replicates(s, seed, n_resamples, batch, None, None, workers)
     if B.is_numpy(xp):
         return da, db
     return xp.asarray(da), xp.asarray(db)
@@ -371,13 +390,13 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     import jax.numpy as jnp
 
     xp = s.xp
-    key = _key_for(seed, xp)
+    words = seed_words(seed)
     batch = batch or min(n_resamples, _default_batch(s.n))
     n_chunks = -(-n_resamples // batch)
     idtype = B.acc_int(xp)
 
     def one(i):
-        c = _draw_jax(s.design, s.design_data, jax.random.fold_in(key, i), idtype)
+        c = draw_counts(s.design, s.design_data, words, i, jnp, idtype)
         return s.kernel_a.evaluate(s.state_a, c, xp), s.kernel_b.evaluate(s.state_b, c, xp)
 
     idx = jnp.arange(n_chunks * batch, dtype=idtype).reshape(n_chunks, batch)
@@ -386,16 +405,16 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
 
 
 def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=1):
-    """Eager engine choice; returns float64 NumPy arrays."""
+    """Eager engine choice: float64 NumPy arrays (metric A, metric B, difference)."""
     xp = s.xp
     if B.is_jax(xp):
         import jax.numpy as jnp
 
-        key = _key_for(seed, xp)
+        words = jnp.asarray(seed_words(seed), dtype=jnp.uint32)
         if s.kind != "indices":
             try:
                 return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
-                                       s.design_data, key, n_resamples,
+                                       s.design_data, words, n_resamples,
                                        batch or _default_batch(s.n), devices, progress)
             except Exception as exc:  # metric not traceable: evaluate eagerly below
                 if s.kind != "weights" or not _is_trace_error(exc):
@@ -404,19 +423,16 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
         draw_c = _compiled_draw(s.design, jnp.dtype(idt).name)
 
         def draw(r):
-            return draw_c(jnp.asarray(r, dtype=idt), key, s.design_data)
+            return draw_c(jnp.asarray(r, dtype=jnp.uint32), words, s.design_data)
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    rng_for = _numpy_streams(seed)
-    dd = tuple(B.to_numpy(x) for x in s.design_data) if s.design.kind != "stratified" \
-        else s.design_data
+    np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed))
     if B.is_numpy(xp):
+        draw = np_draw
+    else:   # array-api-strict, torch: NumPy's draws (the same integers), converted
         def draw(r):
-            return _draw_numpy(s.design, dd, rng_for(r))
-    else:
-        def draw(r):
-            return xp.asarray(_draw_numpy(s.design, dd, rng_for(r)))
+            return xp.asarray(np_draw(r))
     return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
                      progress, workers)
 
@@ -433,6 +449,26 @@ def _full_estimate(metric, kind, y_true, s, sw):
         return metric(y_true, s, sample_weight=xp.ones(s.shape[0], dtype=B.acc_int(xp),
                                                         device=B.device(s)))
     return metric(y_true, s)
+
+
+def _exact_difference(s: _Setup, est_a, est_b):
+    """The full-data difference the way replicates compute theirs (AUC: one division).
+
+    Unit counts are the full data, so this is the replicate formula applied to
+    it: a replicate equal to the estimate in exact arithmetic equals it here.
+    """
+    if s.kind == "fast" and isinstance(s.kernel_a, _AUCSplitKernel):
+        xp = s.xp
+        w = unit_weights(s.design, s.design_data[0])   # integer weights as repetitions
+        ones = np.ones(s.n, dtype=np.int64) if w is None else w
+        if s.layout is not None:
+            ones = ones[np.asarray(B.to_numpy(s.layout))]
+        if not B.is_numpy(xp):
+            ones = xp.asarray(ones, dtype=B.acc_int(xp))
+        va, vb, vd = evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ones, xp)
+        if float(va) == est_a and float(vb) == est_b:
+            return float(vd)
+    return est_a - est_b
 
 
 # --------------------------------------------------------------------------
@@ -452,7 +488,7 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
     its "interval" is a statement about those, not about the population.
     """
     design = s.design
-    units = {"cluster": design.n_units,
+    units = design.n_units if design.repeat else {"cluster": design.n_units,
              "block": max(1, design.n - design.block_length + 1)}.get(design.kind, s.n)
     unit_name = {"cluster": "clusters", "block": "blocks"}.get(design.kind, "rows")
     reasons = []
@@ -460,7 +496,7 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
         reasons.append(f"{units} resampling {unit_name} (fewer than {MIN_UNITS})")
     if stratify and design.kind == "stratified":
         yv = np.asarray(B.to_numpy(y_true))
-        _, counts = np.unique(yv, return_counts=True)
+        _, counts = np.unique(yv, return_counts=True, axis=0 if yv.ndim == 2 else None)
         if counts.size and counts.min() < MIN_MINORITY:
             reasons.append(f"{int(counts.min())} rows of the minority class "
                            f"(fewer than {MIN_MINORITY})")
@@ -503,13 +539,21 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``resample_by="indices"``) gets the resampled rows
         ``metric(y_true[idx], y_score[idx])``, one eager call per replicate.
         Replicates must return a scalar; NaN means undefined.
-    y_true : array (n,)
+    y_true : array (n,), or (n, k) for user metrics
         Labels: in {0, 1} (or bool) for the fast metrics; passed unchanged to
-        other metrics.
-    y_score_a, y_score_b : arrays (n,)
+        other metrics, whose rows (first axis) are resampled together, so a
+        survival metric can take ``(time, event)`` rows.
+    y_score_a, y_score_b : arrays (n,), or (n, k) for user metrics
         Scores (or probabilities) of the two models for the same examples.
     sample_weight : array (n,), optional
-        Non-negative row weights; a replicate's weights are counts * weights.
+        Non-negative row weights. Integer dtype (eager, row or stratified
+        designs): repetitions. The bootstrap resamples the ``sum(w)``
+        repeated units (unit j is row ``searchsorted(cumsum(w), j,
+        side="right")``), so the counts, replicates and intervals are those
+        of bootstrapping the repeated rows (bit for bit for AUC; BCa's
+        jackknife deletes units, in at most ``jackknife_groups`` groups).
+        Float weights, clusters, blocks and traced weights: weights on the
+        resampled rows, a replicate's weights being ``counts * weights``.
     n_resamples : int
         Number of replicates B (>= 1).
     confidence_level : float in (0, 1)
@@ -540,9 +584,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``"poisson"``: independent Poisson(1) counts per row (or per cluster),
         the streaming/distributed approximation (Hanley & MacGibbon 2006;
         Chamandy et al. 2012): the resample size varies around n. Not with
-        ``stratify`` or ``block_length``. On JAX drawn by inverse CDF from
-        float32 uniforms (count probabilities resolved to 2**-24); on NumPy
-        by ``Generator.poisson`` (exact, but slower than the multinomial draw).
+        ``stratify`` or ``block_length``. Drawn by inverse CDF from the same
+        uint32 words on every backend (count probabilities resolved to 2**-32).
     resample_by : {"auto", "weights", "indices"}
         Force weight or index resampling for a user metric.
     batch : int, optional
@@ -551,11 +594,16 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         depend on it. NumPy and array-api-strict run one replicate at a time
         per worker (memory O(workers * n)); ``batch`` is not used there.
     seed : None, int, NumPy Generator or SeedSequence, or JAX key
-        Replicate ``i`` depends only on the seed and ``i``: on NumPy it draws
-        from ``SeedSequence(seed, spawn_key=(i,))`` (a Generator seed gives
-        the entropy), on JAX from ``fold_in(key, i)``. The same seed gives the
-        same replicates on the same backend whatever ``batch``, ``workers``
-        or ``devices``; NumPy and JAX draw different streams.
+        Becomes two uint32 words (an int through ``SeedSequence(seed)``, a
+        Generator by two draws, a JAX key by its key data). Replicate ``i``'s
+        counts are a function of those words, ``i`` and the row index in the
+        input order only (a counter-based hash, Salmon et al. 2011's idea
+        with MurmurHash3's finaliser): the same seed gives the same
+        replicates on NumPy, array-api-strict, torch and JAX (eager or jit,
+        with or without x64) whatever ``batch``, ``workers`` or ``devices``,
+        and swapping the models negates every replicated difference exactly.
+        A row is drawn by ``floor(u * n / 2**32)`` of a uint32 word ``u``:
+        each row's probability is within ``n / 2**32`` (relative) of 1/n.
     devices : None, int, "all" or a list of JAX devices
         Shard each chunk's replicates over these devices
         (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates
@@ -613,7 +661,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
             or jackknife_groups < 2:
         raise ValueError(f"jackknife_groups must be an integer >= 2, got {jackknife_groups!r}")
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
-                                                   sample_weight, groups)
+                                                   sample_weight, groups, kind)
     if B.is_traced(y_true, a, b, sw, groups):
         raise ValueError("paired_bootstrap returns Python floats and cannot run on traced "
                          "arrays; under jax.jit use paired_bootstrap_replicates")
@@ -629,9 +677,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=None, block_length=block_length,
                poisson=resampling == "poisson", traced=False)
-    da, db = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
+    da, db, diff = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
 
-    diff = da - db
     ok = np.isfinite(diff)
     n_undefined = int(n_resamples - ok.sum())
     if n_undefined:
@@ -639,7 +686,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                          f"(metric NaN for model A or B); they are left out")
     d_ok = diff[ok]
     _warn_degenerate(s, y_true, stratify, d_ok)
-    difference = est_a - est_b
+    difference = _exact_difference(s, est_a, est_b)
     ja = jb = jd = None
     if method_l == "bca":
         ja, jb = _jackknife(s, jackknife_groups)

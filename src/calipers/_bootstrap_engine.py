@@ -9,7 +9,8 @@ import numpy as np
 from ._compile import program
 from . import _backend as B
 from ._exceptions import UndefinedMetricWarning
-from ._resample import _draw_jax
+from ._bootstrap_kernels import evaluate_pair
+from ._resample import draw_counts
 
 
 # --------------------------------------------------------------------------
@@ -35,9 +36,9 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name):
     xp = _jax_xp()
     idtype = jnp.dtype(idtype_name)
 
-    def one(i, key, sa, sb, dd):
-        c = _draw_jax(design, dd, jax.random.fold_in(key, i), idtype)
-        return kernel_a.evaluate(sa, c, xp), kernel_b.evaluate(sb, c, xp)
+    def one(i, words, sa, sb, dd):
+        c = draw_counts(design, dd, words, i, jnp, idtype)
+        return evaluate_pair(kernel_a, sa, kernel_b, sb, c, xp)
 
     return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None)))
 
@@ -72,7 +73,7 @@ def _build_draw(design, idtype_name):
     import jax.numpy as jnp
 
     idtype = jnp.dtype(idtype_name)
-    return jax.jit(lambda i, key, dd: _draw_jax(design, dd, jax.random.fold_in(key, i), idtype))
+    return jax.jit(lambda i, words, dd: draw_counts(design, dd, words, i, jnp, idtype))
 
 
 def _jax_xp():
@@ -90,7 +91,7 @@ def _mesh_sharding(devices):
             NamedSharding(mesh, PartitionSpec()))
 
 
-def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, key, n_resamples, batch,
+def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, batch,
                     devices, progress):
     import jax
     import jax.numpy as jnp
@@ -101,24 +102,25 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, key, n_resamples, ba
     if devices is not None and len(devices) > 1:
         batch = -(-batch // len(devices)) * len(devices)
         shard, repl = _mesh_sharding(devices)
-        sa, sb, dd, key = jax.device_put((sa, sb, dd, key), repl)
+        sa, sb, dd, words = jax.device_put((sa, sb, dd, words), repl)
     # Preallocated host results: chunk outputs are copied in and their device
     # buffers freed at once (keeping views of them made memory grow with B).
-    out_a, out_b = np.empty(n_resamples), np.empty(n_resamples)
+    out_a, out_b, out_d = np.empty(n_resamples), np.empty(n_resamples), np.empty(n_resamples)
     for start in range(0, n_resamples, batch):
         m = min(batch, n_resamples - start)
         # A whole chunk of indices even for the last one: one compiled shape;
-        # replicate i depends only on (key, i), so the extra ones are discarded.
-        idx = jnp.arange(start, start + batch, dtype=idtype)
+        # replicate i depends only on (seed, i), so the extra ones are discarded.
+        idx = jnp.arange(start, start + batch, dtype=jnp.uint32)
         if shard is not None:
             idx = jax.device_put(idx, shard)
-        ra, rb = fn(idx, key, sa, sb, dd)
+        ra, rb, rd = fn(idx, words, sa, sb, dd)
         out_a[start:start + m] = np.asarray(ra)[:m]
         out_b[start:start + m] = np.asarray(rb)[:m]
-        del ra, rb
+        out_d[start:start + m] = np.asarray(rd)[:m]
+        del ra, rb, rd
         if progress is not None:
             progress(m)
-    return out_a, out_b
+    return out_a, out_b, out_d
 
 
 def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, workers=1):
@@ -129,12 +131,12 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
     """
     da = np.empty(n_resamples)
     db = np.empty(n_resamples)
+    dd = np.empty(n_resamples)
 
     def run(lo, hi):
         for r in range(lo, hi):
-            c = draw(r)
-            da[r] = float(kernel_a.evaluate(sa, c, xp))
-            db[r] = float(kernel_b.evaluate(sb, c, xp))
+            va, vb, vd = evaluate_pair(kernel_a, sa, kernel_b, sb, draw(r), xp)
+            da[r], db[r], dd[r] = float(va), float(vb), float(vd)
         return hi - lo
 
     step = 64
@@ -157,7 +159,7 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
                     m = f.result()
                     if progress is not None:
                         progress(m)
-    return da, db
+    return da, db, dd
 
 
 def _is_trace_error(exc) -> bool:

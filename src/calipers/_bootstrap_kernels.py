@@ -103,11 +103,22 @@ class _AUCSplitKernel:
         return (perm, k_lo, k_hi, wneg, wpos, scratch, general)
 
     def evaluate(self, state, counts, xp):
+        num2, P, N = self.parts(state, counts, xp)
+        if isinstance(num2, int):      # NumPy: Python ints, one correctly rounded division
+            return np.float64(math.nan) if P == 0 or N == 0 else np.float64(num2 / (2 * P * N))
+        return R.auc_from_u2(num2, P, N, xp)[0]
+
+    def parts(self, state, counts, xp):
+        """``(U2, P, N)`` of a replicate: AUC = U2 / (2 P N).
+
+        Python ints on NumPy with integer counts and no weights (exact);
+        else backend scalars (integers when the counts are, floats with weights).
+        """
         perm, k_lo, k_hi, wneg, wpos, scratch, _ = state
         N = self.N
         if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
                 and counts.dtype == np.int64:
-            return self._evaluate_numpy(perm, k_lo, k_hi, counts, scratch)
+            return self._parts_numpy(perm, k_lo, k_hi, counts, scratch)
         cneg, cpos = counts[:N], counts[N:]
         if perm is not None:
             cneg = xp.take(cneg, perm)
@@ -116,9 +127,9 @@ class _AUCSplitKernel:
         cdt = R.count_dtype(xp, cneg)
         cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
         num2 = R.u2_split(cum0, k_lo, k_hi, cpos, xp, ties=self.ties)
-        return R.auc_from_u2(num2, xp.sum(xp.astype(cpos, cdt)), cum0[N], xp)[0]
+        return num2, xp.sum(xp.astype(cpos, cdt)), cum0[N]
 
-    def _evaluate_numpy(self, perm, k_lo, k_hi, counts, scratch):
+    def _parts_numpy(self, perm, k_lo, k_hi, counts, scratch):
         # NumPy integer counts: fewest passes over memory (buffers reused), exact integers.
         N = self.N
         bufs = scratch.get(threading.get_ident())
@@ -132,10 +143,7 @@ class _AUCSplitKernel:
         np.cumsum(cneg, out=cum0[1:])
         cpos = counts[N:]
         num2 = R.u2_split(cum0, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
-        Pw, Nw = int(cpos.sum()), int(cum0[N])
-        if Pw == 0 or Nw == 0:
-            return np.float64(math.nan)
-        return np.float64(num2 / (2 * Pw * Nw))   # exact integers, one rounding
+        return num2, int(cpos.sum()), int(cum0[N])
 
     def loo(self, state, xp):
         return _AUCKernel().loo(state[-1], xp)
@@ -146,7 +154,12 @@ class _APKernel:
     """Average precision (step sum, ties together) over one presorted order."""
 
     def prepare(self, y01, s, w, xp, identity):
-        return _AUCKernel.prepare(self, y01, s, w, xp, identity)
+        # a stable sort of the caller's rows: ties keep the caller's order, so the
+        # float sum of the precision terms never depends on the other model
+        perm = xp.argsort(s, stable=True)
+        ss = xp.take(s, perm)
+        lo, hi = B.group_bounds(ss, xp)
+        return (perm, xp.take(y01, perm), lo, hi, None if w is None else xp.take(w, perm))
 
     def evaluate(self, state, counts, xp):
         perm, y, lo, hi, w = state
@@ -185,6 +198,36 @@ class _MeanKernel:
         S, W = xp.sum(ww * loss), xp.sum(ww)
         bad = (W - ww) <= 0
         return B.nan_if(bad, (S - ww * loss) / xp.where(bad, 1.0, W - ww), xp)
+
+
+def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
+    """``(metric A, metric B, A - B)`` of one replicate.
+
+    AUC without weights: both models share the replicate's class totals P*
+    and N*, so the difference is ``(U2_A - U2_B) / (2 P* N*)`` from the
+    integer Mann-Whitney numerators with one correctly rounded division. A
+    replicate whose difference equals the estimate in exact arithmetic then
+    equals it as a double (BCa's bias correction counts ties at the estimate
+    right). Other metrics: the two values, subtracted.
+    """
+    if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel) \
+            and sa[3] is None and sb[3] is None:
+        na, P, N = kernel_a.parts(sa, counts, xp)
+        nb, _, _ = kernel_b.parts(sb, counts, xp)
+        if isinstance(na, int):       # NumPy: Python ints, division correctly rounded
+            if P == 0 or N == 0:
+                nan = np.float64(math.nan)
+                return nan, nan, nan
+            den = 2 * P * N
+            return np.float64(na / den), np.float64(nb / den), np.float64((na - nb) / den)
+        if xp.isdtype(na.dtype, "integral") and na.dtype == xp.int64:
+            # exact integers below 2**53 convert exactly; the division rounds once
+            va = R.auc_from_u2(na, P, N, xp)[0]
+            vb = R.auc_from_u2(nb, P, N, xp)[0]
+            return va, vb, R.auc_from_u2(na - nb, P, N, xp)[0]
+    va = kernel_a.evaluate(sa, counts, xp)
+    vb = kernel_b.evaluate(sb, counts, xp)
+    return va, vb, va - vb
 
 
 def _log_loss_rows(y01, p, xp):
@@ -232,7 +275,7 @@ class _IndexKernel:
         c = B.to_numpy(counts).astype(np.int64)
         idx = np.repeat(np.arange(c.shape[0]), c)
         idx = idx if B.is_numpy(xp) else xp.asarray(idx)
-        return xp.asarray(self.metric(xp.take(y, idx), xp.take(s, idx)))
+        return xp.asarray(self.metric(xp.take(y, idx, axis=0), xp.take(s, idx, axis=0)))
 
     def loo(self, state, xp):
         return None

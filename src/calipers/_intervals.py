@@ -11,6 +11,7 @@ import numpy as np
 from . import _backend as B
 from ._bootstrap_engine import _compiled_masked, _default_batch, _is_trace_error
 from ._exceptions import UndefinedMetricWarning
+from ._resample import unit_weights
 from ._results import ConfidenceInterval
 
 
@@ -82,25 +83,30 @@ def _jackknife(s, jackknife_groups):
     deleted in turn: G evaluations of O(n).
     """
     xp = s.xp
-    if s.design.kind in ("plain", "stratified"):
+    w_units = unit_weights(s.design, s.design_data[0])
+    if s.design.kind in ("plain", "stratified") and w_units is None:
         la = s.kernel_a.loo(s.state_a, xp)
         lb = s.kernel_b.loo(s.state_b, xp)
         if la is not None and lb is not None:
             return (np.asarray(B.to_numpy(la), dtype=np.float64),
                     np.asarray(B.to_numpy(lb), dtype=np.float64))
     n = s.n
+    # units per layout position, from the caller's row order (never a model's order)
+    arrays, layout = s.design_data
+    row = np.arange(n) if layout is None else np.asarray(B.to_numpy(layout))
     if s.design.kind == "cluster":
-        unit = np.asarray(B.to_numpy(s.design_data[0]))
+        unit = np.asarray(B.to_numpy(arrays[0]))[row]
         n_units = s.design.n_units
     elif s.design.kind == "block":
-        time = np.arange(n) if not s.design_data else np.asarray(B.to_numpy(s.design_data[0]))
-        unit = time // s.design.block_length
+        unit = row // s.design.block_length
         n_units = int(unit.max()) + 1
     else:
-        unit = np.arange(n)
+        unit = row
         n_units = n
     G = min(n_units, jackknife_groups)
     grp = unit % G
+    if w_units is not None:   # delete-one-unit when M <= jackknife_groups
+        return _unit_jackknife(s, w_units[row], min(int(w_units.sum()), jackknife_groups))
     ja, jb = np.empty(G), np.empty(G)
     idt = np.int64 if not B.is_jax(xp) else np.dtype(B.acc_int(xp))
     if B.is_jax(xp) and s.kind != "indices":
@@ -125,6 +131,31 @@ def _jackknife(s, jackknife_groups):
         for g in range(G):
             c = (grp != g).astype(idt)
             c = c if B.is_numpy(xp) else xp.asarray(c)
+            ja[g] = float(s.kernel_a.evaluate(s.state_a, c, xp))
+            jb[g] = float(s.kernel_b.evaluate(s.state_b, c, xp))
+    return ja, jb
+
+
+def _unit_jackknife(s, w_layout, G):
+    """Grouped jackknife over repeated units (integer weights as repetitions).
+
+    Units are numbered row after row (layout order); group g deletes the units
+    ``j`` with ``j % G == g``, so a row keeps ``w - #{its units in g}``.
+    """
+    xp = s.xp
+    hi = np.cumsum(w_layout)
+    lo = hi - w_layout
+    ja, jb = np.empty(G), np.empty(G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for g in range(G):
+            # units j in [lo, hi) with j = g (mod G): floor((hi-1-g)/G) - floor((lo-1-g)/G)
+            c = w_layout - ((hi - 1 - g) // G - (lo - 1 - g) // G)
+            c = c.astype(np.int64)
+            if B.is_jax(xp):
+                c = xp.asarray(c, dtype=B.acc_int(xp))
+            elif not B.is_numpy(xp):
+                c = xp.asarray(c)
             ja[g] = float(s.kernel_a.evaluate(s.state_a, c, xp))
             jb[g] = float(s.kernel_b.evaluate(s.state_b, c, xp))
     return ja, jb

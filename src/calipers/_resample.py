@@ -1,41 +1,160 @@
-"""Bootstrap resampling designs: counts per row, drawn in layout order.
+"""Bootstrap resampling designs: counts per row from a counter-based generator.
 
 Plain, stratified, cluster and moving-block designs, multinomial or Poisson
-counts; one random stream per replicate (NumPy ``SeedSequence`` spawn keys,
-JAX ``fold_in``), so answers do not depend on batching or threads.
+counts. A replicate's counts are a function of (seed, replicate index, row in
+the caller's order) only: every random number is a 32-bit integer hash of
+(seed, replicate r, draw k), written once in uint32 arithmetic, so NumPy,
+array-api-strict (which draws with NumPy), JAX eager and JAX ``jit`` (with
+and without x64) draw bit-identical counts. The counts never depend on a
+model's score order, on which model is A, on batching, threads or devices.
+Each kernel then gathers the counts into its own sorted layout.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import _backend as B
 
+# Constants as NumPy uint32 scalars: a Python int above 2**31 overflows JAX's
+# weak int32 typing without x64.
+_U = np.uint32
+_GOLDEN = _U(0x9E3779B9)       # 2**32 / golden ratio, odd: k -> k * _GOLDEN is a bijection
+_M1, _M2 = _U(0x85EBCA6B), _U(0xC2B2AE35)   # MurmurHash3's 32-bit finaliser (Appleby 2011)
+_LO16 = _U(0xFFFF)
+
 
 # --------------------------------------------------------------------------
-# resampling designs: draw counts per row, in layout order
+# the counter-based generator: uint32 only (JAX without x64 has no uint64)
+# --------------------------------------------------------------------------
+
+def _fmix(x, xp):
+    """MurmurHash3 fmix32: a bijection of uint32 with full avalanche."""
+    x = x ^ (x >> _U(16))
+    x = x * _M1
+    x = x ^ (x >> _U(13))
+    x = x * _M2
+    return x ^ (x >> _U(16))
+
+
+def _replicate_keys(words, r, xp):
+    """Two uint32 keys of replicate ``r`` (uint32) under the seed words ``(s0, s1)``.
+
+    ``r -> k1`` is a bijection for a fixed seed, so no two replicates (of the
+    first 2**32) share a stream.
+    """
+    k1 = _fmix(_fmix(r ^ words[0], xp) + words[1], xp)
+    k2 = _fmix(k1 + _GOLDEN, xp)
+    return k1, k2
+
+
+def _hash(k_golden, k1, k2, xp):
+    """uint32 random word of each draw ``k`` (given as ``k * _GOLDEN``) of one replicate."""
+    return _fmix(_fmix(k_golden ^ k1, xp) + k2, xp)
+
+
+def _mulhi(u, m, xp, wide):
+    """``floor(u * m / 2**32)``: an index in ``[0, m)`` (Lemire 2019), exactly.
+
+    ``u`` uint32, ``m`` a uint32 scalar or array (m < 2**32). With ``wide``
+    the product is taken in uint64; otherwise from 16-bit limbs in uint32
+    (JAX without x64). Both give the same integer. The map's bias is at
+    most m / 2**32 in each index's probability (2e-5 relative at 10^5 rows).
+    """
+    if wide:
+        return xp.astype((xp.astype(u, xp.uint64) * xp.astype(xp.asarray(m), xp.uint64))
+                         >> np.uint64(32), xp.uint32)
+    s16 = _U(16)
+    if isinstance(m, np.integer):     # a static m: its limbs are constants
+        ml, mh = _U(int(m) & 0xFFFF), _U(int(m) >> 16)
+    else:
+        m = xp.asarray(m, dtype=xp.uint32)
+        ml, mh = m & _LO16, m >> s16
+    ul, uh = u & _LO16, u >> s16
+    ll, lh, hl, hh = ul * ml, ul * mh, uh * ml, uh * mh
+    mid = (ll >> s16) + (lh & _LO16) + (hl & _LO16)
+    return hh + (lh >> s16) + (hl >> s16) + (mid >> s16)
+
+
+def _poisson_thresholds():
+    """Integer thresholds ``ceil(2**32 * F(j))`` of the Poisson(1) CDF below 2**32.
+
+    A uint32 word ``u`` gives the count ``#{j : u >= T_j}``: the inverse CDF
+    at ``u / 2**32``, the count probabilities resolved to 2**-32.
+    """
+    out, term, acc, k = [], math.exp(-1.0), 0.0, 0
+    while True:
+        acc += term
+        t = math.ceil(acc * 2.0**32)
+        if t >= 2**32:
+            break
+        out.append(_U(t))
+        k += 1
+        term /= k
+    return tuple(out)
+
+
+_POISSON_T = _poisson_thresholds()
+
+
+def _poisson(u, xp, idtype):
+    out = xp.astype(u >= _POISSON_T[0], idtype)
+    for t in _POISSON_T[1:]:   # a static, fused comparison chain on JAX
+        out = out + xp.astype(u >= t, idtype)
+    return out
+
+
+def seed_words(seed):
+    """The seed as two uint32 words (a NumPy array, or a JAX array for a JAX key).
+
+    Ints go through ``SeedSequence(seed)`` (so 0, 1, 2 ... give unrelated
+    streams); a Generator gives two words of its stream; a JAX key its key data.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed.integers(0, 2**32, 2, dtype=np.uint32)
+    if isinstance(seed, np.random.SeedSequence):
+        return seed.generate_state(2, np.uint32)
+    if seed is None:
+        return np.random.SeedSequence().generate_state(2, np.uint32)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed)).generate_state(2, np.uint32)
+    if hasattr(seed, "dtype") and type(seed).__module__.startswith("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        data = jax.random.key_data(seed) if jnp.issubdtype(seed.dtype,
+                                                           jax.dtypes.prng_key) else seed
+        return jnp.reshape(jnp.asarray(data, dtype=jnp.uint32), (-1,))[-2:]
+    raise ValueError(f"seed must be None, a non-negative int, a NumPy Generator or "
+                     f"SeedSequence, or a JAX key, got {seed!r}")
+
+
+# --------------------------------------------------------------------------
+# resampling designs
 # --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class _Design:
     """Static facts of the resampling design (hashable: part of the compile cache key).
 
-    Arrays live in ``data`` (a tuple, passed to compiled code as an argument):
-    ``stratified``: (slot_low, slot_high, slot_pos) - slot k draws a layout
-    position uniformly among the rows of its class; ``cluster``: (unit,) the
-    cluster code of each layout row; ``block``: (time,) the time index of each
-    layout row, or () when the layout is the time order.
+    Arrays live in the design data ``(arrays, layout)`` (passed to compiled
+    code as an argument). ``arrays``: ``stratified``: (low, size, rows) -
+    draw k picks ``rows[low[k] + j]``, ``j`` uniform below ``size[k]``
+    (``rows`` lists each class's rows in caller order); ``cluster``: (unit,)
+    the cluster code of each row; ``plain`` and ``block``: (). ``layout``
+    maps layout position -> caller row (None: the identity).
     """
 
     kind: str          # "plain" | "stratified" | "cluster" | "block"
     poisson: bool
     n: int
-    n_units: int = 0   # clusters
+    n_units: int = 0   # clusters; with ``repeat``: the total integer weight M
     block_length: int = 0
-    contiguous: bool = False   # stratified: classes are contiguous runs of the layout
+    repeat: bool = False   # integer sample weights as repetitions (plain, stratified)
 
     @property
     def label(self):
@@ -43,176 +162,222 @@ class _Design:
                 "block": "moving blocks"}[self.kind]
 
 
-def _poisson_cdf(dtype_eps: float):
-    """CDF of Poisson(1) up to where the tail is below the uniform's resolution."""
-    cdf, term, k = [], math.exp(-1.0), 0
-    acc = 0.0
-    while True:
-        acc += term
-        cdf.append(acc)
-        k += 1
-        term /= k
-        if 1.0 - acc < dtype_eps / 4 or k > 40:
-            break
-    return cdf
-
-
-def _draw_numpy(design: _Design, data, rng):
-    n = design.n
-    if design.kind == "plain":
-        if design.poisson:
-            return rng.poisson(1.0, n)
-        return np.bincount(rng.integers(0, n, n), minlength=n)
-    if design.kind == "stratified":
-        pos_by_class = data
-        if design.contiguous:   # class c occupies layout positions p[0] .. p[-1]
-            t = np.concatenate([p[0] + rng.integers(0, p.shape[0], p.shape[0])
-                                for p in pos_by_class])
-        else:
-            t = np.concatenate([p[rng.integers(0, p.shape[0], p.shape[0])]
-                                for p in pos_by_class])
-        return np.bincount(t, minlength=n)
-    if design.kind == "cluster":
-        (unit,) = data
-        G = design.n_units
-        if design.poisson:
-            m = rng.poisson(1.0, G)
-        else:
-            m = np.bincount(rng.integers(0, G, G), minlength=G)
-        return m[unit]
-    # moving blocks over the time order, then into layout order
-    L = design.block_length
-    k = -(-n // L)
-    starts = rng.integers(0, n - L + 1, k)
-    lens = np.full(k, L)
-    lens[-1] = n - (k - 1) * L
-    d = np.bincount(starts, minlength=n + 1) - np.bincount(starts + lens, minlength=n + 1)
-    counts = np.cumsum(d[:n])
-    (time,) = data if data else (None,)
-    return counts if time is None else counts[time]
-
-
-def _draw_jax(design: _Design, data, key, idtype):
-    import jax
-    import jax.numpy as jnp
-
-    n = design.n
-    # int32 random indices and counts (exact below 2**31 rows): half the
-    # random bits and memory traffic of int64.
-    idtype = jnp.int32 if max(n, design.n_units) < 2**31 - 1 else idtype
-    if design.kind == "plain":
-        if design.poisson:
-            return _poisson_jax(key, (n,), idtype)
-        return _bincount(jax.random.randint(key, (n,), 0, n, dtype=idtype), n, idtype)
-    if design.kind == "stratified":
-        low, high, pos = data
-        slot = jax.random.randint(key, (n,), low.astype(idtype), high.astype(idtype),
-                                  dtype=idtype)
-        return _bincount(slot if design.contiguous else jnp.take(pos, slot), n, idtype)
-    if design.kind == "cluster":
-        (unit,) = data
-        G = design.n_units
-        if design.poisson:
-            m = _poisson_jax(key, (G,), idtype)
-        else:
-            m = _bincount(jax.random.randint(key, (G,), 0, G, dtype=idtype), G, idtype)
-        return jnp.take(m, unit)
-    L = design.block_length
-    k = -(-n // L)
-    starts = jax.random.randint(key, (k,), 0, n - L + 1, dtype=idtype)
-    lens = jnp.full((k,), L, dtype=idtype).at[-1].set(n - (k - 1) * L)
-    d = jnp.zeros(n + 1, dtype=idtype).at[starts].add(1).at[starts + lens].add(-1)
-    counts = jnp.cumsum(d[:n])
-    return jnp.take(counts, data[0]) if data else counts
-
-
-def _bincount(idx, length, idtype):
+def _bincount(idx, length, xp, idtype):
+    if B.is_numpy(xp):
+        return np.bincount(idx, minlength=length).astype(idtype, copy=False)
     import jax.numpy as jnp
 
     return jnp.zeros(length, dtype=idtype).at[idx].add(1)
 
 
-def _poisson_jax(key, shape, idtype):
-    import jax
-    import jax.numpy as jnp
+def row_counts(design: _Design, arrays, words, r, xp, idtype):
+    """Counts per row in the caller's order of replicate ``r``: (n,) ``idtype``.
 
-    # float32 uniforms: the count probabilities are resolved to 2**-24
-    f = jnp.float32
-    cdf = _poisson_cdf(float(jnp.finfo(f).eps))
-    u = jax.random.uniform(key, shape, dtype=f)
-    # inverse CDF: count of CDF steps below u; a static, fused comparison chain
-    out = jnp.zeros(shape, dtype=idtype)
-    for c in cdf[:-1]:
-        out = out + (u >= c).astype(idtype)
-    return out
-
-
-def _build_design(xp, n, layout, y_layout_codes, *, stratify, groups_codes, n_groups,
-                  block_length, poisson, traced):
-    """Design (static) and its data arrays, in layout order.
-
-    ``layout`` maps layout position -> original row (None: identity).
-    ``y_layout_codes`` are class codes in layout order (stratify only).
+    ``xp`` is NumPy or ``jax.numpy`` (array-api-strict and torch draw with
+    NumPy); the same integers on both.
     """
-    if stratify:
-        contiguous = False
-        if not traced:
-            cn = np.asarray(B.to_numpy(y_layout_codes))
-            contiguous = bool(np.all(cn[1:] >= cn[:-1]))   # sorted codes: runs
-        d = _Design("stratified", False, n, contiguous=contiguous)
-        if B.is_jax(xp):
-            import jax.numpy as jnp
+    u32 = xp.uint32
+    # uint64 products where the backend has them (exact either way; the limbs
+    # cost XLA on CPU several times the hash)
+    wide = B.is_numpy(xp) or B.acc_int(xp) == xp.int64
+    # shape (1,), not scalars: NumPy warns on scalar overflow, and wrapping is the point
+    words = xp.asarray(words, dtype=u32)
+    k1, k2 = _replicate_keys((words[0:1], words[1:2]),
+                             xp.reshape(xp.asarray(r, dtype=u32), (1,)), xp)
 
-            codes = jnp.asarray(y_layout_codes)
-            pos = jnp.argsort(codes, stable=True)           # layout positions by class
-            cs = jnp.take(codes, pos)
-            lo, hi = B.group_bounds(cs, xp)
-            idt = B.acc_int(xp)
-            return d, (lo.astype(idt), (hi + 1).astype(idt), pos.astype(idt))
-        return d, tuple(np.flatnonzero(cn == c) for c in np.unique(cn))
+    def hashes(m):
+        kg = xp.arange(m, dtype=u32) * _GOLDEN
+        return _hash(kg, k1, k2, xp)
+
+    n = design.n
+    if design.repeat:
+        return _repeat_counts(design, arrays, hashes, xp, idtype, wide)
+    if design.kind == "plain":
+        h = hashes(n)
+        if design.poisson:
+            return _poisson(h, xp, idtype)
+        return _bincount(_mulhi(h, _U(n), xp, wide), n, xp, idtype)
+    if design.kind == "stratified":
+        low, size, rows = arrays
+        j = xp.astype(_mulhi(hashes(n), size, xp, wide), low.dtype)
+        return _bincount(xp.take(rows, low + j), n, xp, idtype)
+    if design.kind == "cluster":
+        (unit,) = arrays
+        G = design.n_units
+        h = hashes(G)
+        m = _poisson(h, xp, idtype) if design.poisson else \
+            _bincount(_mulhi(h, _U(G), xp, wide), G, xp, idtype)
+        return xp.take(m, unit)
+    # moving blocks over the caller's (time) order
+    L = design.block_length
+    nb = -(-n // L)
+    starts = xp.astype(_mulhi(hashes(nb), _U(n - L + 1), xp, wide), idtype)
+    ends = starts + L
+    last = n - (nb - 1) * L      # the last block is cut to n rows in all
+    ends = xp.where(xp.arange(nb) == nb - 1, starts + last, ends)
+    d = _bincount(starts, n + 1, xp, idtype) - _bincount(ends, n + 1, xp, idtype)
+    return xp.cumsum(d[:n], dtype=idtype)
+
+
+def _repeat_counts(design, arrays, hashes, xp, idtype, wide):
+    """Integer weights as repetitions: M = sum(w) units, unit j is row i for
+    ``cw[i] <= j < cw[i + 1]`` (``cw`` the weights' cumulative sum from 0).
+
+    The units are the rows of the repeated data in order, so the counts are
+    those of bootstrapping the repeated rows, summed per original row.
+    """
+    n, M = design.n, design.n_units
+    h = hashes(M)
+    if design.kind == "plain":
+        (cw0,) = arrays
+        if design.poisson:   # a unit's Poisson count; a row's count is its units' sum
+            C = xp.concat([xp.zeros(1, dtype=idtype), xp.cumsum(_poisson(h, xp, idtype),
+                                                                  dtype=idtype)])
+            return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1])
+        u = _mulhi(h, _U(M), xp, wide)
+        return _bincount(xp.searchsorted(cw0[1:], xp.astype(u, cw0.dtype), side="right"),
+                         n, xp, idtype)
+    # stratified: units sorted by class (rows by class, in caller order, repeated)
+    bounds, rows, cwc0 = arrays
+    k = xp.arange(M, dtype=bounds.dtype)
+    cls = xp.searchsorted(bounds, k, side="right") - 1
+    low = xp.take(bounds, cls)
+    size = xp.astype(xp.take(bounds, cls + 1) - low, xp.uint32)
+    u = low + xp.astype(_mulhi(h, size, xp, wide), low.dtype)
+    pos = xp.searchsorted(cwc0[1:], u, side="right")
+    return _bincount(xp.take(rows, pos), n, xp, idtype)
+
+
+def draw_counts(design: _Design, data, words, r, xp, idtype):
+    """Counts of replicate ``r`` in layout order (the caller's counts, gathered)."""
+    arrays, layout = data
+    if not B.is_numpy(xp) and max(design.n, design.n_units) < 2**31 - 1:
+        # JAX: int32 counts (exact below 2**31 rows): half the memory traffic
+        # of int64 in the scatter and gathers; the kernels widen their sums
+        idtype = xp.int32
+    c = row_counts(design, arrays, words, r, xp, idtype)
+    return c if layout is None else xp.take(c, layout)
+
+
+def _repeat_design(xp, n, layout, *, y_codes, w, poisson) -> tuple[_Design, Any]:
+    """Plain or stratified design over the units of integer weights ``w`` (NumPy, eager)."""
+    w = np.asarray(w, dtype=np.int64)
+    M = int(w.sum())
+    mod: Any = np
+    if B.is_jax(xp):
+        import jax.numpy as jnp
+        mod = jnp
+    else:
+        layout = None if layout is None else np.asarray(B.to_numpy(layout))
+    idt = np.int64 if (not B.is_jax(xp) or B.acc_int(xp) == xp.int64) else np.int32
+    if y_codes is None:
+        cw0 = np.concatenate([[0], np.cumsum(w)]).astype(idt)
+        return (_Design("plain", poisson, n, n_units=M, repeat=True),
+                ((mod.asarray(cw0),), layout))
+    codes = np.asarray(B.to_numpy(y_codes))
+    rows = np.argsort(codes, kind="stable")
+    per_class = np.bincount(codes, weights=w, minlength=int(codes.max()) + 1).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(per_class)]).astype(idt)
+    cwc0 = np.concatenate([[0], np.cumsum(w[rows])]).astype(idt)
+    return (_Design("stratified", False, n, n_units=M, repeat=True),
+            ((mod.asarray(bounds), mod.asarray(rows.astype(idt)), mod.asarray(cwc0)), layout))
+
+
+def unit_weights(design: _Design, arrays):
+    """Integer weight (units) of each row in the caller's order, or None (NumPy)."""
+    if not design.repeat:
+        return None
+    if design.kind == "plain":
+        return np.diff(np.asarray(B.to_numpy(arrays[0])))
+    _, rows, cwc0 = (np.asarray(B.to_numpy(a)) for a in arrays)
+    w = np.empty(design.n, dtype=np.int64)
+    w[rows] = np.diff(cwc0)
+    return w
+
+
+def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_length, poisson,
+                  traced) -> tuple[_Design, Any]:
+    """Design (static) and its data ``(arrays, layout)``; codes in the caller's order.
+
+    ``y_codes``: class codes per row (stratify only). On JAX the arrays are
+    JAX arrays (traced under jit), else NumPy (array-api-strict and torch draw
+    with NumPy and convert).
+    """
+    jaxy = B.is_jax(xp)
+    if jaxy:
+        import jax.numpy as jnp
+        mod: Any = jnp
+    else:
+        mod = np
+        layout = None if layout is None else np.asarray(B.to_numpy(layout))
+    if y_codes is not None:
+        d = _Design("stratified", False, n)
+        codes = y_codes if traced else mod.asarray(np.asarray(B.to_numpy(y_codes)))
+        rows = mod.argsort(codes, stable=True)          # rows by class, caller order within
+        cs = mod.take(codes, rows)
+        lo, hi = B.group_bounds(cs, mod if not jaxy else xp)
+        idt = mod.int64 if not jaxy else B.acc_int(xp)
+        lo = mod.asarray(lo).astype(idt)
+        size = (mod.asarray(hi).astype(idt) + 1 - lo).astype(mod.uint32)
+        return d, ((lo, size, rows.astype(idt)), layout)
     if groups_codes is not None:
         d = _Design("cluster", poisson, n, n_units=int(n_groups))
-        return d, (groups_codes,)
+        return d, ((groups_codes if (traced or not jaxy) else mod.asarray(groups_codes),), layout)
     if block_length is not None:
-        d = _Design("block", False, n, block_length=int(block_length))
-        return d, (() if layout is None else (layout,))
-    return _Design("plain", poisson, n), ()
+        return _Design("block", False, n, block_length=int(block_length)), ((), layout)
+    return _Design("plain", poisson, n), ((), layout)
 
 
-def _numpy_streams(seed):
-    """``r -> Generator`` of replicate r: an independent stream per replicate.
+# --------------------------------------------------------------------------
+# NumPy: the same integers with in-place passes (the hot path of the loop)
+# --------------------------------------------------------------------------
 
-    ``SeedSequence(entropy, spawn_key=(r,))`` is NumPy's own way to make
-    independent child streams; replicate r depends only on (seed, r), as on
-    JAX, so chunking and worker threads do not change the answer.
+def _fmix_inplace(x, tmp):
+    np.right_shift(x, _U(16), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    np.multiply(x, _M1, out=x)
+    np.right_shift(x, _U(13), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    np.multiply(x, _M2, out=x)
+    np.right_shift(x, _U(16), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+
+
+def numpy_drawer(design: _Design, data, words):
+    """``r -> counts in layout order`` (int64) on NumPy, equal to :func:`draw_counts`.
+
+    Plain multinomial rows (the common case) run as in-place passes over
+    buffers reused per thread, the multiply-high in int64 (``u * n < 2**63``)
+    straight into ``bincount``; other designs use :func:`draw_counts`.
     """
-    if isinstance(seed, np.random.Generator):
-        entropy = int(seed.integers(0, 2**63 - 1))
-    elif isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-    elif seed is None:
-        entropy = np.random.SeedSequence().entropy
-    elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        entropy = int(seed)
-    else:
-        raise ValueError(f"seed must be None, a non-negative int, a NumPy Generator or "
-                         f"SeedSequence (or a JAX key for JAX arrays), got {seed!r}")
+    arrays, layout = data
+    words = np.asarray(words, dtype=np.uint32)
+    if design.kind != "plain" or design.poisson or design.repeat:
+        return lambda r: draw_counts(design, data, words, r, np, np.int64)
+    import threading
 
-    def rng_for(r):
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
-                                                                          spawn_key=(r,))))
-    return rng_for
+    n = design.n
+    kg = np.arange(n, dtype=np.uint32) * _GOLDEN
+    scratch: dict = {}
+    n64 = np.int64(n)
 
-
-def _key_for(seed, xp):
-    import jax
-
-    if seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(seed, (int, np.integer)):
-        return jax.random.key(int(seed))
-    if isinstance(seed, np.random.Generator):
-        return jax.random.key(int(seed.integers(0, 2**31 - 1)))
-    if isinstance(seed, np.random.SeedSequence):
-        return jax.random.key(int(seed.generate_state(1)[0]))
-    return seed
+    def draw(r):
+        bufs = scratch.get(threading.get_ident())
+        if bufs is None:
+            bufs = scratch[threading.get_ident()] = (
+                np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64),
+                np.empty(n, np.int64))
+        x, tmp, idx, out = bufs
+        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
+                                 np.asarray([r], dtype=np.uint32), np)
+        np.bitwise_xor(kg, k1, out=x)
+        _fmix_inplace(x, tmp)
+        np.add(x, k2, out=x)
+        _fmix_inplace(x, tmp)
+        np.multiply(x, n64, out=idx)
+        np.right_shift(idx, 32, out=idx)
+        c = np.bincount(idx, minlength=n)
+        if layout is None:
+            return c
+        return np.take(c, layout, out=out)
+    return draw

@@ -55,37 +55,8 @@ CHECKS = {
     "symmetric": ["numpy"],
 }
 
-_BOOT_RNG = ("resamples come from the backend's RNG: one seed gives other replicates on NumPy "
-             "and JAX (SPEC: the data, the seed and the row order only)")
-_BOOT_F16 = "float16 scores give other replicates than the same values in float64"
-_BOOT_W = ("a weighted row is resampled as one unit, not as its repetitions (SPEC: weights "
-           "mean repetition, or the function refuses them)")
-
-
-
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    # all that is left is the bootstrap's: its random counts depend on the backend, a weighted
-    # row is resampled as one unit, and float16 scores change the tie structure
-    ('paired_bootstrap', 'agreement/jax_eager'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'agreement/jax_eager'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'agreement/jax_jit'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'agreement/jax_jit_x32'): _BOOT_RNG,
-    ('paired_bootstrap', 'float16/jax_eager'): _BOOT_F16,
-    ('paired_bootstrap', 'float16/numpy'): _BOOT_F16,
-    ('paired_bootstrap_replicates', 'float16/jax_eager'): _BOOT_F16,
-    ('paired_bootstrap_replicates', 'float16/numpy'): _BOOT_F16,
-    ('paired_bootstrap', 'mixed_namespaces/jax_eager'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'mixed_namespaces/jax_eager'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'mixed_namespaces/jax_jit'): _BOOT_RNG,
-    ('paired_bootstrap', 'agreement/torch'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'agreement/torch'): _BOOT_RNG,
-    ('paired_bootstrap', 'mixed_namespaces/torch'): _BOOT_RNG,
-    ('paired_bootstrap_replicates', 'mixed_namespaces/torch'): _BOOT_RNG,
-    ('paired_bootstrap', 'weights/array_api_strict'): _BOOT_W,
-    ('paired_bootstrap', 'weights/numpy'): _BOOT_W,
-    ('paired_bootstrap_replicates', 'weights/array_api_strict'): _BOOT_W,
-    ('paired_bootstrap_replicates', 'weights/numpy'): _BOOT_W,
 }
 
 
