@@ -659,3 +659,30 @@ def test_public_names_exported():
     for name in C.__all__:
         assert getattr(calipers, name) is getattr(C, name)
     assert math.isnan(C._zero_division("nan")[0])
+
+
+# --------------------------------------------------------------------------
+# the compile policy: warnings survive the program cache
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["precision_score", "recall_score", "f1_score"])
+def test_compiled_jax_call_warns_on_every_call(fn):
+    # precision/recall/F now run under the one compile policy on concrete JAX
+    # input: scikit-learn's "warn" (0 with a warning) has no NaN to trigger an
+    # eager re-run, so the warning must come back from the cached program, each call
+    jnp = pytest.importorskip("jax.numpy")
+    yt, yp = [0, 0, 0, 0], [0, 0, 0, 0]  # no positive at all: every ratio is 0/0
+    want = getattr(skm, fn)(yt, yp, zero_division=0)
+    for _ in range(2):
+        with pytest.warns(calipers.UndefinedMetricWarning, match="ill-defined"):
+            got = getattr(calipers, fn)(jnp.asarray(yt), jnp.asarray(yp), zero_division="warn")
+        assert float(got) == want
+
+
+def test_compiled_jax_call_repeats_the_static_pos_label_warning():
+    jnp = pytest.importorskip("jax.numpy")
+    yt, yp = jnp.asarray([0, 1, 2, 1]), jnp.asarray([0, 2, 2, 1])
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="pos_label=2 is ignored"):
+            got = calipers.f1_score(yt, yp, average="macro", pos_label=2)
+    assert float(got) == pytest.approx(skm.f1_score([0, 1, 2, 1], [0, 2, 2, 1], average="macro"))

@@ -106,16 +106,13 @@ def _static_labels(labels, name="labels"):
 # --------------------------------------------------------------------------
 
 def _check_finite(name, x, xp):
-    """``B.check_finite`` for 1-D or 2-D arrays (the message gives the position)."""
-    if x.ndim <= 1:
+    """``V.check_finite`` for 1-D or 2-D arrays: raises eagerly (naming the
+    element or the entry), returns the invalid flag under ``jit``."""
+    if x.ndim <= 1 or not xp.isdtype(x.dtype, "real floating"):
         return V.check_finite(name, x, xp)
-    if B.is_traced(x) or not xp.isdtype(x.dtype, "real floating"):
-        return
-    if not bool(xp.all(xp.isfinite(x))):
-        a = B.to_numpy(x)
-        pos = np.unravel_index(int(np.argmax(~np.isfinite(a).reshape(-1))), a.shape)
-        raise ValueError(f"{name} must be finite (no NaN or inf); entry "
-                         f"{tuple(int(i) for i in pos)} is {a[pos].item()}")
+    return V.fail_if(~xp.isfinite(x), name, "", xp, values=x,
+                     message=lambda i, v: f"{name} must be finite (no NaN or inf); entry "
+                                          f"{i} is {v}")
 
 
 class _Pair(NamedTuple):
@@ -171,8 +168,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
     B.check_nonempty(true_name, yt)
     B.check_numeric(true_name, yt, xp)
     B.check_numeric(pred_name, yp, xp)
-    _check_finite(true_name, yt, xp)
-    invalid = xp.asarray(False)
+    invalid = _check_finite(true_name, yt, xp)
     if threshold is not None:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer,
                                                                      np.floating)) \
@@ -180,26 +176,16 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
             raise ValueError(f"threshold must be a finite real number, got {threshold!r}")
         if xp.isdtype(yp.dtype, "bool"):
             raise ValueError(f"{pred_name} must hold scores when threshold is given, not booleans")
-        _check_finite(pred_name, yp, xp)
-        if traced and xp.isdtype(yp.dtype, "real floating"):
-            invalid = invalid | ~xp.all(xp.isfinite(yp))
+        invalid = invalid | _check_finite(pred_name, yp, xp)
         # predicted positive iff score >= threshold
         yp = xp.astype(yp >= threshold, B.acc_int(xp))
     else:
-        _check_finite(pred_name, yp, xp)
-    if traced:
-        for a in (yt, yp):
-            if xp.isdtype(a.dtype, "real floating"):
-                invalid = invalid | ~xp.all(xp.isfinite(a))
+        invalid = invalid | _check_finite(pred_name, yp, xp)
     yt, yp = _common_dtype(yt, yp, xp)
     if w is not None:
         B.check_1d("sample_weight", w)
         B.check_same_length(**{true_name: yt}, sample_weight=w)
-        V.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
-            if xp.isdtype(w.dtype, "real floating"):
-                invalid = invalid | ~xp.all(xp.isfinite(w))
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
     out = B.out_float(xp, w)
     keep = None
@@ -281,6 +267,7 @@ def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labe
     if labels is not None:
         lab = _static_labels(labels)
         return _Labels(lab, np.arange(lab.shape[0]), True)
+    V.eager_only()  # inferred classes are data-dependent: the compile policy runs eagerly
     if d.traced or not allow_infer:
         raise ValueError("under jax.jit the label set must be static: pass num_classes=C "
                          "(labels 0..C-1) or labels=[...]")
@@ -471,22 +458,26 @@ def _nanaverage(values, weights, xp):
     return xp.where(cnt > 0, xp.where(sw > 0, weighted, plain), nan)
 
 
-def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value):
-    """Eager UndefinedMetricWarning naming the labels (or samples) concerned."""
-    und = np.asarray(B.to_numpy(undefined)).reshape(-1)
-    if not und.any():
-        return
-    if average == "samples":
-        where = f"{int(und.sum())} sample(s)"
-    elif average == "micro":
-        where = "the micro average"
-    else:
-        names = counts.names if counts.names is not None else np.arange(und.shape[0])
-        bad = np.asarray(names)[und].tolist()
-        where = f"label(s) {bad[:10]}{' ...' if len(bad) > 10 else ''}"
-    value = "NaN (left out of averages)" if math.isnan(zd_value) else f"{zd_value:g}"
-    B.warn_undefined(f"{what} is ill-defined for {where} with {reason}; set to {value}. "
-                     "Use zero_division to choose the value.")
+def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value, invalid, xp):
+    """UndefinedMetricWarning naming the labels (or samples) concerned (``V.warn_if``:
+    eager, or recorded by the compile policy; none under the user's own ``jit``)."""
+    names = counts.names  # static (NumPy) label values, or None
+
+    def message(und):
+        und = np.asarray(und).reshape(-1).astype(bool)
+        if average == "samples":
+            where = f"{int(und.sum())} sample(s)"
+        elif average == "micro":
+            where = "the micro average"
+        else:
+            nm = names if names is not None else np.arange(und.shape[0])
+            bad = np.asarray(nm)[und].tolist()
+            where = f"label(s) {bad[:10]}{' ...' if len(bad) > 10 else ''}"
+        value = "NaN (left out of averages)" if math.isnan(zd_value) else f"{zd_value:g}"
+        return (f"{what} is ill-defined for {where} with {reason}; set to {value}. "
+                "Use zero_division to choose the value.")
+
+    V.warn_if(xp.any(undefined) & ~invalid, message, xp, values=undefined)
 
 
 _REASONS = {
@@ -514,9 +505,9 @@ def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_wei
         res["f-score"] = _divide((1 + b2) * tp, b2 * true + pred, zd_value, xp)
     tn = total - pred - true + tp
     res["specificity"] = _divide(tn, total - true, zd_value, xp)
-    if zd_warn and not traced and not bool(invalid):
+    if zd_warn:
         for what in warn_for:
-            _warn_units(what, res[what][1], c, average, _REASONS[what], zd_value)
+            _warn_units(what, res[what][1], c, average, _REASONS[what], zd_value, invalid, xp)
     if average == "weighted":
         weights = c.true
     elif average == "samples":
@@ -549,11 +540,12 @@ def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_w
             lab = np.asarray(labels)
             if pos_label not in lab.tolist():
                 raise ValueError(f"pos_label={pos_label!r} is not in labels={lab.tolist()}")
-    elif pos_label not in (None, 1):
-        B.warn(f"pos_label={pos_label!r} is ignored when average={average!r} (it only "
-               "applies to average='binary'); use labels=[pos_label]", UserWarning)
     d = _prepare(y_true, y_pred, sample_weight, threshold=threshold, ignore_index=ignore_index)
     xp = d.xp
+    if average != "binary" and pos_label not in (None, 1):
+        V.warn_if(xp.asarray(True), f"pos_label={pos_label!r} is ignored when "
+                  f"average={average!r} (it only applies to average='binary'); use "
+                  "labels=[pos_label]", xp, UserWarning)
     c, invalid = _label_counts(d, labels=labels, num_classes=num_classes, average=average,
                                pos_label=pos_label)
     sw = None
@@ -618,6 +610,7 @@ _COMMON_DOC = """
 """
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None, pos_label=1,
                                     average=None, warn_for=("precision", "recall", "f-score"),
                                     sample_weight=None, zero_division="nan", num_classes=None,
@@ -647,6 +640,7 @@ def _single(what, y_true, y_pred, beta=1.0, **kw):
     return final[what]
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                     sample_weight=None, zero_division="nan", num_classes=None,
                     ignore_index=None, threshold=None):
@@ -660,6 +654,7 @@ def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                  sample_weight=None, zero_division="nan", num_classes=None,
                  ignore_index=None, threshold=None):
@@ -673,6 +668,7 @@ def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="binary",
                 sample_weight=None, zero_division="nan", num_classes=None,
                 ignore_index=None, threshold=None):
@@ -687,6 +683,7 @@ def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="bina
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
              sample_weight=None, zero_division="nan", num_classes=None,
              ignore_index=None, threshold=None):
@@ -700,6 +697,7 @@ def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def specificity_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                       sample_weight=None, zero_division="nan", num_classes=None,
                       ignore_index=None, threshold=None):
@@ -829,6 +827,7 @@ def _any_label_in(d: _Pair, lab: _Labels):
     return xp.any(hit)
 
 
+@compiled  # samplewise output has a row per sample: no bucketing
 def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=None,
                                 samplewise=False, num_classes=None, ignore_index=None,
                                 threshold=None):
@@ -1093,16 +1092,10 @@ def _check_label_scores(yt, s, w, xp, traced):
     B.check_numeric("y_score", s, xp)
     if xp.isdtype(s.dtype, "bool"):
         raise ValueError("y_score must be numeric scores, not booleans")
-    _check_finite("y_true", yt, xp)
-    _check_finite("y_score", s, xp)
-    invalid = xp.asarray(False)
-    if traced and xp.isdtype(s.dtype, "real floating"):
-        invalid = invalid | ~xp.all(xp.isfinite(s))
+    invalid = _check_finite("y_true", yt, xp) | _check_finite("y_score", s, xp)
     if w is not None:
         B.check_1d("sample_weight", w)
-        V.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     if xp.isdtype(yt.dtype, "bool"):
         yt = xp.astype(yt, B.acc_int(xp))
     return yt, invalid

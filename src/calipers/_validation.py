@@ -220,18 +220,21 @@ def warn_if(cond, message, xp, category=None, *, values=None) -> None:
     """Warn (``UndefinedMetricWarning`` by default) when the 0-d ``cond`` is True.
 
     Eagerly the warning is issued at once and points at the caller's line;
-    traced, it is recorded for :mod:`calipers._compile` (plain ``jit`` users
+    inside the compile policy's trace (traced or concrete ``cond``) it is
+    recorded for :mod:`calipers._compile` (plain ``jit`` users
     get no warning: the NaN is the signal).  ``message`` may be a callable of
     the concrete ``values`` (a NumPy array or scalar) for counts in the text.
     """
     from ._exceptions import UndefinedMetricWarning
 
     category = category or UndefinedMetricWarning
-    if not B.is_traced(cond):
+    entries = _collector()
+    if not B.is_traced(cond) and not entries:
         if bool(xp.any(cond)):
             B.warn(message(B.to_numpy(values)) if callable(message) else message, category)
         return
-    entries = _collector()
+    # while the compile policy traces, a concrete condition (a static option's
+    # warning) is recorded too: issued now, it would be lost on every cache hit
     if entries:
         entries[-1].append(("warning", xp.any(cond), None, values, (message, category)))
 
