@@ -97,7 +97,8 @@ def _static_labels(labels, name="labels"):
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if np.unique(arr).shape[0] != arr.shape[0]:
-        raise ValueError(f"{name} must not contain duplicates, got {arr.tolist()}")
+        # scikit-learn's wording ("Parameter 'labels' must be unique"), which its tests match
+        raise ValueError(f"Parameter '{name}' must be unique (no duplicates), got {arr.tolist()}")
     return arr
 
 
@@ -146,6 +147,7 @@ def _common_dtype(a, b, xp):
 def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None,
              pred_name="y_pred", true_name="y_true"):
     classes = None
+    y_true, y_pred = V.densify(y_true), V.densify(y_pred)
     if V.is_text(y_true) or V.is_text(y_pred):
         # string / object labels: encoded eagerly as scikit-learn does (sorted distinct
         # values of both arrays); under jit labels are integers
@@ -314,10 +316,14 @@ def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
     """Raise (eager) or flag (jit) labels outside the set, unless they are allowed."""
     if lab.other_ok:
         return xp.asarray(False)
-    what = (f"outside 0..{L - 1} (num_classes={L})"
-            if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
-    return V.fail_if(~match, name, "", xp, values=y,
-                     message=lambda i, v: f"{name} element {i} is {v!r}, which is {what}")
+    if np.array_equal(lab.full, np.arange(L)):
+        def message(i, v):
+            return f"{name} element {i} is {v!r}, which is outside 0..{L - 1} (num_classes={L})"
+    else:
+        def message(i, v):  # scikit-learn's wording first: its tests match it
+            return (f"'{name}' contains labels not in parameter 'labels': element {i} is "
+                    f"{v!r}, which is not in {lab.full.tolist()}")
+    return V.fail_if(~match, name, "", xp, values=y, message=message)
 
 
 class _Counts(NamedTuple):
@@ -1124,7 +1130,8 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
         ``>``, differing only for a score exactly at the threshold); ``k >= 2``
         is always a hit.
     k : int >= 1
-        ``k >= C`` gives 1 (every label is in the top k; scikit-learn also warns).
+        ``k >= C`` gives 1 (every label is in the top k) with an
+        :class:`UndefinedMetricWarning`, as scikit-learn warns.
     labels : list, optional
         Label of each column. Default, eagerly: the sorted distinct values of
         ``y_true`` (scikit-learn's rule), which must be C of them (otherwise
@@ -1152,19 +1159,35 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
+    # scikit-learn's rules, in its words where its tests match them
     if labels is not None:
         lab = _static_labels(labels)
+        if lab.shape[0] != C:
+            raise ValueError(f"Number of given labels ({lab.shape[0]}) not equal to the number "
+                             f"of classes in 'y_score' ({C}).")
     elif traced:
         V.eager_only()  # the compile policy hands this call to the eager rule below
         lab = np.arange(C)  # under jit the classes are the columns 0..C-1
     else:
-        # scikit-learn's rule: the classes are the sorted distinct values of y_true
-        lab = np.unique(B.to_numpy(yt))
+        # the classes are the sorted distinct values of y_true
+        yt_host = B.to_numpy(yt)
+        frac = yt_host != np.round(yt_host)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise ValueError("y type must be 'binary' or 'multiclass', got 'continuous': "
+                             f"y_true element {i} is {yt_host[i].item()!r}")
+        lab = np.unique(yt_host)
         if lab.shape[0] != C:
-            raise ValueError(f"y_true has {lab.shape[0]} distinct labels {lab.tolist()} but "
-                             f"y_score has {C} columns; pass labels= (one per column)")
-    if lab.shape[0] != C:
-        raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
+            binary = ("`y_true` is binary while y_score is 2d with "
+                      f"{C} classes. If `y_true` does not contain all the labels, `labels` "
+                      "must be provided. " if lab.shape[0] == 2 and s.ndim == 2 else "")
+            raise ValueError(f"{binary}Number of classes in 'y_true' ({lab.shape[0]}) not equal "
+                             f"to the number of classes in 'y_score' ({C}): y_true has "
+                             f"{lab.shape[0]} distinct labels {lab.tolist()[:10]} but y_score "
+                             f"has {C} columns; pass labels= (one per column)")
+    if k >= C:
+        V.warn_if(xp.asarray(True), f"'k' ({k}) greater than or equal to 'n_classes' ({C}) "
+                  "will result in a perfect score and is therefore meaningless.", xp)
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
     if s.ndim == 1:

@@ -96,6 +96,14 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         ok = (y_true == labels[0]) | (y_true == labels[1])
         invalid = V.fail_if(~ok, "y_true", "", xp, values=y_true, message=_not_in(labels))
         pos_label = labels[1]
+    elif pos_label is None and not B.is_traced(y_true) and y_true.shape[0] \
+            and not xp.isdtype(y_true.dtype, "bool"):
+        # scikit-learn's inference for probabilities: two classes other than {0, 1} and
+        # {-1, 1} make the greater one positive (eager: the classes come from the data)
+        classes = np.unique(B.to_numpy(y_true))
+        if classes.shape[0] == 2 and not set(classes.tolist()) <= {0, 1} \
+                and not set(classes.tolist()) <= {-1, 1}:
+            pos_label = classes[-1].item()
     y, bad_y = V.binary_labels(y_true, xp, pos_label=pos_label)
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
@@ -177,6 +185,7 @@ def _weighted_mean(values, w, xp, normalize=True):
     return (total / wsum if normalize else total), wsum
 
 
+@V.keyword_aliases("y_prob", current=("y_proba",), deprecated=("y_pred",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
@@ -243,6 +252,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
+@V.keyword_aliases("y_prob", current=("y_proba",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
                      scale_by_half="auto"):

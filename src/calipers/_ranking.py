@@ -161,15 +161,15 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     ...                                    max_fpr=0.25), 6))
     0.821429
     """
-    if getattr(y_score, "ndim", np.ndim(y_score)) == 2:
-        if multi_class not in ("ovr", "ovo"):
-            raise ValueError("y_score is 2-D (multiclass): pass multi_class='ovr' or 'ovo', "
-                             f"got multi_class={multi_class!r}")
-        if max_fpr is not None or pos_label is not None:
-            raise ValueError("max_fpr and pos_label apply to binary y_score (1-D) only")
-        return multiclass_roc_auc_score(y_true, y_score, multi_class=multi_class,
-                                        average=average, sample_weight=sample_weight,
-                                        labels=labels)
+    if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
+        from ._multilabel import roc_auc_2d
+
+        result, y_score = roc_auc_2d(y_true, y_score, sample_weight=sample_weight,
+                                     max_fpr=max_fpr, pos_label=pos_label,
+                                     multi_class=multi_class, average=average, labels=labels)
+        if result is not None:
+            return result
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
     d = _prepare(y_true, y_score, sample_weight, pos_label)
@@ -209,7 +209,8 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # --------------------------------------------------------------------------
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None):
+def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None,
+                            average="macro"):
     """Average precision, the non-interpolated step sum over distinct thresholds.
 
     ``AP = sum_j (R_j - R_{j-1}) * P_j`` over the distinct score thresholds in
@@ -241,6 +242,14 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     >>> print(calipers.average_precision_score([0, 1, 0, 0, 1], [0.3] * 5))
     0.4
     """
+    if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
+        from ._multilabel import average_precision_2d
+
+        result, y_score = average_precision_2d(y_true, y_score, sample_weight=sample_weight,
+                                               pos_label=pos_label, average=average)
+        if result is not None:
+            return result
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     value, undefined = R.average_precision(d.y, d.s, d.w, xp)
