@@ -27,7 +27,7 @@ and the widest float the backend gives otherwise (scikit-learn #6842, jax #585).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -93,7 +93,9 @@ def _static_labels(labels, name="labels"):
         raise ValueError(f"{name} must be concrete (a list or a NumPy array), not a traced array")
     arr = np.asarray(B.to_numpy(labels) if B._is_array(labels) else labels)
     if arr.ndim != 1 or arr.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
+        # scikit-learn's words first ("'labels' should contain at least one label.")
+        raise ValueError(f"'{name}' should contain at least one label: it must be a non-empty "
+                         f"1-D list of labels, got shape {arr.shape}")
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if np.unique(arr).shape[0] != arr.shape[0]:
@@ -117,16 +119,16 @@ def _check_finite(name, x, xp):
 
 
 class _Pair(NamedTuple):
-    xp: object
-    yt: object        # y_true, 1-D or 2-D, same dtype as yp
-    yp: object        # y_pred (binarised when a threshold is given)
-    w: object         # sample weights or None
-    keep: object      # None, or 0/1 mask of y_true's shape (ignore_index)
-    invalid: object   # scalar bool: input broke a rule (only ever True under jit)
-    cdt: object       # count dtype
-    out: object       # output float dtype
+    xp: Any
+    yt: Any        # y_true, 1-D or 2-D, same dtype as yp
+    yp: Any        # y_pred (binarised when a threshold is given)
+    w: Any         # sample weights or None
+    keep: Any      # None, or 0/1 mask of y_true's shape (ignore_index)
+    invalid: Any   # scalar bool: input broke a rule (only ever True under jit)
+    cdt: Any       # count dtype
+    out: Any       # output float dtype
     traced: bool
-    classes: object = None  # text labels: the sorted classes the codes index (eager only)
+    classes: Any = None  # text labels: the sorted classes the codes index (eager only)
 
 
 def _common_dtype(a, b, xp):
@@ -327,27 +329,28 @@ def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
 
 
 class _Counts(NamedTuple):
-    tp: object      # per unit (label, or sample for average="samples")
-    pred: object    # predicted positives per unit (TP + FP)
-    true: object    # actual positives per unit (TP + FN)
-    total: object   # weight per unit (TP + FP + FN + TN)
-    names: object   # label values per unit (NumPy, for warnings) or None
+    tp: Any      # per unit (label, or sample for average="samples")
+    pred: Any    # predicted positives per unit (TP + FP)
+    true: Any    # actual positives per unit (TP + FN)
+    total: Any   # weight per unit (TP + FP + FN + TN)
+    names: Any   # label values per unit (NumPy, for warnings) or None
 
 
 def _binary_counts(d: _Pair, pos_label):
     xp = d.xp
     pos_label = _code_of(d, pos_label, "pos_label")
     if d.yt.ndim != 1:
-        raise ValueError("Target is multilabel-indicator but average='binary'; choose another "
-                         "average: None, 'micro', 'macro', 'weighted' or 'samples'")
+        raise ValueError("Target is multilabel-indicator but average='binary'. Please choose "
+                         "another average setting, one of [None, 'micro', 'macro', 'weighted', "
+                         "'samples'].")
     if not d.traced:
         present = np.unique(np.concatenate([B.to_numpy(d.yt)[B.to_numpy(d.keep) != 0]
                                             if d.keep is not None else B.to_numpy(d.yt),
                                             B.to_numpy(d.yp)]))
         if present.shape[0] > 2:
-            raise ValueError(f"Target is multiclass (labels {present.tolist()}) but "
-                             "average='binary'; choose another average: None, 'micro', "
-                             "'macro' or 'weighted'")
+            raise ValueError("Target is multiclass but average='binary'. Please choose "
+                             "another average setting, one of [None, 'micro', 'macro', "
+                             f"'weighted'] (labels present: {present.tolist()[:10]}).")
         if present.shape[0] == 2 and pos_label not in present.tolist():
             raise ValueError(f"pos_label={pos_label!r} is not a valid label: it should be one "
                              f"of {present.tolist()}")
@@ -407,8 +410,8 @@ def _label_counts(d: _Pair, *, labels, num_classes, average, pos_label):
     if labels is not None:
         lab = _static_labels(labels)
         if not np.all((lab >= 0) & (lab < L) & (lab == np.round(lab))):
-            raise ValueError(f"in multilabel mode labels are column indices in 0..{L - 1}, "
-                             f"got {lab.tolist()}")
+            raise ValueError(f"All labels must be in [0, n labels) for multilabel targets: "
+                             f"labels are column indices in 0..{L - 1}, got {lab.tolist()}")
         sel = lab.astype(np.int64)
     else:
         sel = np.arange(L)
@@ -471,6 +474,13 @@ def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value, inv
 
     def message(und):
         und = np.asarray(und).reshape(-1).astype(bool)
+        if zd_value == 0.0:
+            # zero_division="warn" is scikit-learn's convention: its words exactly
+            axis0, axis1 = ("label", "sample") if average == "samples" else ("sample", "label")
+            where = "due to" if und.shape[0] == 1 else f"in {axis1}s with"
+            return (f"{_SK_NAMES[what]} is ill-defined and being set to 0.0 {where} no "
+                    f"{_SK_MODIFIERS[what]} {axis0}s. Use `zero_division` parameter to control "
+                    "this behavior.")
         if average == "samples":
             where = f"{int(und.sum())} sample(s)"
         elif average == "micro":
@@ -485,6 +495,11 @@ def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value, inv
 
     V.warn_if(xp.any(undefined) & ~invalid, message, xp, values=undefined)
 
+
+_SK_NAMES = {"precision": "Precision", "recall": "Recall", "f-score": "F-score",
+             "specificity": "Specificity"}
+_SK_MODIFIERS = {"precision": "predicted", "recall": "true", "f-score": "true nor predicted",
+                 "specificity": "negative"}
 
 _REASONS = {
     "precision": "no predicted samples",
@@ -549,9 +564,9 @@ def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_w
     d = _prepare(y_true, y_pred, sample_weight, threshold=threshold, ignore_index=ignore_index)
     xp = d.xp
     if average != "binary" and pos_label not in (None, 1):
-        V.warn_if(xp.asarray(True), f"pos_label={pos_label!r} is ignored when "
-                  f"average={average!r} (it only applies to average='binary'); use "
-                  "labels=[pos_label]", xp, UserWarning)
+        V.warn_if(xp.asarray(True), f"Note that pos_label (set to {pos_label!r}) is ignored "
+                  f"when average != 'binary' (got {average!r}). You may use labels=[pos_label] "
+                  "to specify a single positive class.", xp, UserWarning)
     c, invalid = _label_counts(d, labels=labels, num_classes=num_classes, average=average,
                                pos_label=pos_label)
     sw = None
@@ -801,10 +816,14 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
                          "multilabel_confusion_matrix")
     lab = _resolve_labels(d, labels, num_classes)
     cm, invalid = _full_confusion(d, lab)
+    if labels is None and num_classes is None and lab.sel.shape[0] == 1:
+        V.warn_if(xp.asarray(True), "A single label was found in 'y_true' and 'y_pred'. For the "
+                  "confusion matrix to have the correct shape, use the 'labels' parameter to "
+                  "pass all known labels.", xp, UserWarning)
     if labels is not None:
         # scikit-learn's rule; under jit the (all-zero) matrix is returned as it is
-        V.fail_if(~_any_label_in(d, lab), f"labels={np.asarray(labels).tolist()}:",
-                  "at least one label specified must be in y_true", xp)
+        V.fail_if(~_any_label_in(d, lab), "At least one label specified must be in y_true",
+                  f"(labels={np.asarray(labels).tolist()})", xp)
     if normalize is None:
         return _sentinel(cm, invalid, xp)
     cmf = xp.astype(cm, d.out)
@@ -851,7 +870,8 @@ def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=No
     xp = d.xp
     if samplewise:
         if d.yt.ndim != 2:
-            raise ValueError("samplewise=True is only meaningful for multilabel (2-D) input")
+            raise ValueError("Samplewise metrics are not available outside of multilabel "
+                             "classification: samplewise=True needs 2-D indicator input")
         c, invalid = _label_counts(d, labels=labels, num_classes=num_classes,
                                    average="samples", pos_label=None)
         if d.w is not None:
@@ -953,9 +973,12 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
     if d.yt.ndim != 1:
         raise ValueError("balanced_accuracy_score does not support multilabel (2-D) input")
     lab = _resolve_labels(d, labels, num_classes)
-    (_, _, _, tp, _, true), invalid = _multiclass_label_counts(d, lab)
+    (_, _, _, tp, pred, true), invalid = _multiclass_label_counts(d, lab)
     sel = xp.asarray(lab.sel, dtype=B.acc_int(xp))
     tp, true = _f(xp.take(tp, sel), xp), _f(xp.take(true, sel), xp)
+    # scikit-learn's warning (its words); such classes are left out of the mean
+    V.warn_if(xp.any((_f(xp.take(pred, sel), xp) > 0) & (true == 0)) & ~invalid,
+              "y_pred contains classes not in y_true", xp, UserWarning)
     present = true > 0
     K = xp.sum(xp.astype(present, tp.dtype))
     rec = tp / xp.where(present, true, xp.asarray(1.0, dtype=true.dtype))
@@ -1056,6 +1079,10 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     if d.yt.ndim != 1:
         raise ValueError("cohen_kappa_score takes 1-D labels")
     lab = _resolve_labels(d, labels, num_classes)
+    if labels is not None:
+        # scikit-learn's rule and words (confusion_matrix's rule, for y1)
+        V.fail_if(~_any_label_in(d, lab), "At least one label in `labels` must be present in "
+                  "`y1`", f"(labels={np.asarray(labels).tolist()})", xp)
     cm, invalid = _full_confusion(d, lab)
     O = _f(cm, xp)
     L = O.shape[0]
@@ -1185,11 +1212,11 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
                              f"to the number of classes in 'y_score' ({C}): y_true has "
                              f"{lab.shape[0]} distinct labels {lab.tolist()[:10]} but y_score "
                              f"has {C} columns; pass labels= (one per column)")
+    ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
+    invalid = invalid | bad
     if k >= C:
         V.warn_if(xp.asarray(True), f"'k' ({k}) greater than or equal to 'n_classes' ({C}) "
                   "will result in a perfect score and is therefore meaningless.", xp)
-    ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
-    invalid = invalid | bad
     if s.ndim == 1:
         if k >= 2:
             hit = xp.ones(yt.shape[0], dtype=xp.bool)

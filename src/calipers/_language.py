@@ -399,9 +399,9 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
 
     The model's answer is the choice with the highest log-likelihood
     (``accuracy``), or the highest log-likelihood per unit of length
-    (``accuracy_norm``, e.g. per byte of the choice text as
-    lm-evaluation-harness's ``acc_norm``; the unit is whatever
-    ``choice_lengths`` counts).
+    (``accuracy_norm``; the unit is whatever ``choice_lengths`` counts:
+    characters of the choice text give lm-evaluation-harness's ``acc_norm``,
+    UTF-8 bytes its ``acc_bytes``).
 
     Ties (a stated convention): with ``ties="expected"`` (default) a question
     whose top score is shared by ``t`` choices counts ``1/t`` if the correct

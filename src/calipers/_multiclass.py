@@ -61,8 +61,9 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     sample_weight : array (n,), optional
         Non-negative weights (also for 'ovo', where scikit-learn refuses them).
     labels : list, optional
-        Label of each column; default ``0..C-1`` (scikit-learn's default, the
-        sorted labels of ``y_true``, is the same whenever it is accepted).
+        Label of each column (unique, any order). Default, eagerly: the sorted
+        distinct labels of ``y_true`` (scikit-learn's rule; strings too), which
+        must be C of them; under ``jit``: ``0..C-1``.
 
     Returns
     -------
@@ -78,8 +79,12 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     ValueError
         Shapes (``y_score`` not (n, C) with C >= 2, lengths that differ), empty
         input, NaN/inf scores, negative weights, a ``y_true`` label not in
-        ``labels``, unknown ``multi_class``/``average``. Under ``jit`` invalid
-        input gives NaN.
+        ``labels``, ``labels`` not unique or not one per column, a number of
+        distinct ``y_true`` labels other than C without ``labels``, unknown
+        ``multi_class``/``average`` (messages in scikit-learn's words). Under
+        ``jit`` invalid input gives NaN.
+    NotImplementedError
+        ``average=None`` with ``'ovo'`` (as scikit-learn).
 
     Differences from scikit-learn: scores need not sum to 1 over classes
     (scikit-learn requires probabilities; the AUCs are defined without it);

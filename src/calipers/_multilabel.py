@@ -28,8 +28,6 @@ becomes NaN for ROC AUC; for AP it counts such a column as 0).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from . import _backend as B
@@ -110,7 +108,7 @@ def _one_hot(y_true, y_score):
     C = np.shape(y_score)[1]
     if V.is_text(y_true):
         _, (y_true,) = V.encode_labels(y_true)
-        classes: Any = np.arange(C)
+        classes = np.arange(C)
         if int(y_true.max()) + 1 != C:
             raise ValueError(f"y_true has {int(y_true.max()) + 1} classes but y_score has {C} "
                              "columns (one per class, in sorted label order)")

@@ -120,13 +120,17 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
         ``0.5 * (1 + (A - max_fpr**2/2) / (max_fpr - max_fpr**2/2))``, the ROC
         curve interpolated linearly at ``max_fpr`` (scikit-learn's definition).
     pos_label : scalar, optional
-        The label of the positive class when labels are not {0, 1}.
+        The label of the positive class when labels are not {0, 1} or {-1, 1}
+        (1 is positive for those, as scikit-learn infers).
     multi_class, average, labels
-        For a 2-D ``y_score`` of shape (n, C) only: ``multi_class`` must be
-        ``"ovr"`` or ``"ovo"`` and the call is
-        :func:`calipers.multiclass_roc_auc_score` (see it for ``average`` and
-        ``labels``). The default ``"raise"`` refuses 2-D scores, as
-        scikit-learn does.
+        2-D input, dispatched as scikit-learn does (:mod:`calipers._multilabel`):
+        a 2-D 0/1 indicator ``y_true`` (multilabel) gives one AUC per column,
+        averaged by ``average`` ('macro', 'weighted', 'micro', 'samples',
+        None); a (n, 1) ``y_score`` is the binary score column; a 1-D
+        multiclass ``y_true`` with (n, C) scores needs ``multi_class`` "ovr"
+        or "ovo" and is :func:`calipers.multiclass_roc_auc_score` (see it for
+        ``average`` and ``labels``; the default ``"raise"`` refuses it, as
+        scikit-learn does).
 
     Returns
     -------
@@ -134,7 +138,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     scores, float32 for float32, float16 and bfloat16 scores (the counts are
     exact; a float16 result would keep three digits). NaN when undefined:
     only one class present (also for all-zero weight of a class), with an
-    :class:`UndefinedMetricWarning` in eager mode. scikit-learn raises ``ValueError`` there instead.
+    :class:`UndefinedMetricWarning` in eager mode, as scikit-learn 1.9.
 
     Raises
     ------
@@ -221,7 +225,11 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     PR #9017: the interpolated variant overstates AP).
     The trapezoidal area is :func:`precision_recall_auc`.
 
-    Parameters and dtypes as :func:`roc_auc_score`.
+    Parameters and dtypes as :func:`roc_auc_score`; ``average`` ('macro',
+    'weighted', 'micro', 'samples', None) applies to a 2-D indicator
+    ``y_true`` or to a multiclass ``y_true`` with (n, C) scores (one-vs-rest
+    columns, classes the sorted labels of ``y_true``), with ``pos_label``
+    fixed to 1 there, as scikit-learn.
 
     Returns
     -------
