@@ -99,7 +99,7 @@ def pytest_sessionfinish(session):
     import json, os
     out = {k: [v[0], v[1], k in CALLED, k in OWN_WARNING] for k, v in RESULTS.items()}
     with open(os.environ["CALIPERS_SK_OUT"], "w") as f:
-        json.dump({"results": out, "swapped": SWAPPED}, f)
+        json.dump({"results": out, "swapped": SWAPPED, "calipers": calipers.__file__}, f)
 '''
 
 
@@ -123,7 +123,11 @@ def main(argv=None):
             shutil.copy(src / FILES[key], tmp / FILES[key])
         for key in args.files:
             out = tmp / f"{key}.json"
-            env = dict(os.environ, CALIPERS_SK_OUT=str(out))
+            # the tests run in a temporary folder: relative PYTHONPATH entries (PYTHONPATH=src)
+            # would not find this checkout's calipers there
+            path = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                    if p]
+            env = dict(os.environ, CALIPERS_SK_OUT=str(out), PYTHONPATH=os.pathsep.join(path))
             # no "-W ignore": tests that record warnings must see calipers' as a user would
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "-p", "no:randomly", "-p", "no:xdist", str(tmp / FILES[key])],
@@ -144,6 +148,7 @@ def main(argv=None):
                     if args.verbose:
                         print(f"    FAIL [{cause}] {k.split('::', 1)[1]}: {v[1]}")
         print("swapped:", ", ".join(sorted(data["swapped"])))
+        print("calipers from:", data.get("calipers", "?"))
     p = sum(t[0] for t in totals.values())
     f = sum(t[1] for t in totals.values())
     print(f"all: {p} passed, {f} failed ({p / max(p + f, 1):.1%} pass)")

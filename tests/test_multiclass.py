@@ -166,7 +166,7 @@ def test_unnormalised_scores_and_labels():
     (lambda: MC.multiclass_roc_auc_score(YT, PROBS[:, 0]), r"shape \(n, C\)"),
     (lambda: MC.multiclass_roc_auc_score(YT[:3], PROBS), "y_score has 36"),
     (lambda: MC.multiclass_roc_auc_score(YT + 1, PROBS, labels=[0, 1, 2, 3]),
-     "y_true element .* outside 0..3"),
+     r"'y_true' contains labels not in parameter 'labels': \[4\]"),
     (lambda: MC.multiclass_roc_auc_score(YT, PROBS, labels=[0, 1]),
      "Number of given labels, 2, not equal to the number of columns in 'y_score', 4"),
     (lambda: MC.multiclass_roc_auc_score(YT[YT < 3], PROBS[YT < 3]),

@@ -105,7 +105,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     C = np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
         if labels is not None:
-            _column_labels(None, labels, C)  # scikit-learn's label rules first
+            _column_labels(np.asarray(y_true), labels, C)  # scikit-learn's label rules first
         classes, (y_true,) = V.encode_labels(y_true, labels=labels)
         labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
@@ -193,10 +193,18 @@ def _column_labels(yt, labels, C):
     ``jit`` (``yt`` None) the columns are ``0..C-1``.
     """
     if labels is not None:
-        lab = _static_labels(labels)
+        lab = V._host_labels(labels, "labels") if V.is_text(labels) else _static_labels(labels)
         if lab.shape[0] != C:
             raise ValueError(f"Number of given labels, {lab.shape[0]}, not equal to the number "
                              f"of columns in 'y_score', {C}")
+        if yt is not None:
+            try:
+                extra = np.setdiff1d(yt, lab)
+            except TypeError:  # labels and y_true of different kinds: nothing matches
+                extra = np.asarray(yt).reshape(-1)[:1]
+            if extra.size:
+                raise ValueError("'y_true' contains labels not in parameter 'labels': "
+                                 f"{extra.tolist()[:10]} (labels {lab.tolist()})")
         return lab
     if yt is None:
         return np.arange(C)

@@ -91,6 +91,23 @@ def average_precision_2d(y_true, y_score, *, sample_weight, pos_label, average):
                             sample_weight, average), None
 
 
+def check_pos_label_present(y_true, pos_label):
+    """Eagerly, a ``pos_label`` absent from two-class ``y_true`` raises (scikit-learn's AP rule).
+
+    With both classes present and neither of them ``pos_label``, average
+    precision would silently be that of an empty positive class.
+    """
+    if pos_label is None or B.is_traced(y_true):
+        return
+    y = np.asarray(B.to_numpy(y_true) if B._is_array(y_true) else y_true)
+    if y.ndim != 1:
+        return
+    present = np.unique(y)
+    if present.shape[0] == 2 and pos_label not in present.tolist():
+        raise ValueError(f"pos_label={pos_label} is not a valid label. It should be one of "
+                         f"{present}")
+
+
 def _column(y_score):
     if B._is_array(y_score):
         return y_score[:, 0]

@@ -258,6 +258,10 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
                                                pos_label=pos_label, average=average)
         if result is not None:
             return result
+    if pos_label is not None:
+        from ._multilabel import check_pos_label_present
+
+        check_pos_label_present(y_true, pos_label)
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     value, undefined = R.average_precision(d.y, d.s, d.w, xp)
