@@ -582,7 +582,8 @@ _COMMON_DOC = """
     Parameters
     ----------
     y_true, y_pred : arrays of shape (n,) or (n, L)
-        1-D: binary or multiclass labels (numbers). 2-D: multilabel 0/1
+        1-D: binary or multiclass labels (numbers; eagerly also strings or
+        other sortable values, encoded as scikit-learn does). 2-D: multilabel 0/1
         indicator matrices. With ``threshold``, ``y_pred`` holds scores.
     labels : list, optional
         Multiclass: the labels to report and their order; labels present in the
@@ -738,7 +739,8 @@ for _fn in (precision_recall_fscore_support, precision_score, recall_score, fbet
             f1_score, specificity_score):
     _fn.__doc__ += _COMMON_DOC + """
     Differences from scikit-learn: default ``zero_division="nan"`` (scikit-learn
-    ``"warn"``: 0 with a warning, still available); labels must be numeric;
+    ``"warn"``: 0 with a warning, still available, with scikit-learn's
+    warning text); text labels only eagerly (under ``jit`` labels are numbers);
     ``num_classes``, ``ignore_index`` and ``threshold`` are extra.
     """
 del _fn

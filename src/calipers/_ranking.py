@@ -22,7 +22,6 @@ import numpy as np
 from . import _backend as B
 from . import _rankstats as R
 from ._compile import compiled
-from ._multiclass import multiclass_roc_auc_score
 
 __all__ = [
     "roc_curve",
