@@ -30,6 +30,7 @@ FILES = {"ranking": "test_ranking.py", "classification": "test_classification.py
 
 CONFTEST = r'''
 import functools
+import warnings
 import pytest
 import calipers
 import sklearn.metrics as skm
@@ -39,11 +40,21 @@ CALLED = set()
 _current = [None]
 
 
+OWN_WARNING = set()   # tests in which calipers issued its own UndefinedMetricWarning
+
+
 def _wrap(name, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         CALLED.add(_current[0])
-        return fn(*args, **kwargs)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = fn(*args, **kwargs)
+        for w in seen:  # issued again, unchanged, for the test to see
+            if issubclass(w.category, calipers.UndefinedMetricWarning):
+                OWN_WARNING.add(_current[0])
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return out
     return wrapper
 
 
@@ -86,9 +97,9 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_sessionfinish(session):
     import json, os
-    out = {k: [v[0], v[1], k in CALLED] for k, v in RESULTS.items()}
+    out = {k: [v[0], v[1], k in CALLED, k in OWN_WARNING] for k, v in RESULTS.items()}
     with open(os.environ["CALIPERS_SK_OUT"], "w") as f:
-        json.dump({"results": out, "swapped": SWAPPED}, f)
+        json.dump({"results": out, "swapped": SWAPPED, "calipers": calipers.__file__}, f)
 '''
 
 
@@ -104,6 +115,7 @@ def main(argv=None):
 
     src = Path(sklearn.__file__).parent / "metrics" / "tests"
     totals = {}
+    causes: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "conftest.py").write_text(CONFTEST)
@@ -111,9 +123,14 @@ def main(argv=None):
             shutil.copy(src / FILES[key], tmp / FILES[key])
         for key in args.files:
             out = tmp / f"{key}.json"
-            env = dict(os.environ, CALIPERS_SK_OUT=str(out))
+            # the tests run in a temporary folder: relative PYTHONPATH entries (PYTHONPATH=src)
+            # would not find this checkout's calipers there
+            path = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                    if p]
+            env = dict(os.environ, CALIPERS_SK_OUT=str(out), PYTHONPATH=os.pathsep.join(path))
+            # no "-W ignore": tests that record warnings must see calipers' as a user would
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "-p", "no:randomly", "-W", "ignore", str(tmp / FILES[key])],
+                            "-p", "no:randomly", "-p", "no:xdist", str(tmp / FILES[key])],
                            cwd=tmp, env=env, capture_output=True, text=True)
             data = json.loads(out.read_text())
             res = data["results"]
@@ -124,14 +141,43 @@ def main(argv=None):
             totals[key] = (passed, failed, skipped)
             print(f"{key:15s} calipers-calling tests: {passed} passed, {failed} failed"
                   f" ({skipped} skipped; {len(res)} tests in the file)")
-            if args.verbose:
-                for k, v in sorted(called.items()):
-                    if v[0] == "failed":
-                        print(f"    FAIL {k.split('::', 1)[1]}: {v[1]}")
+            for k, v in sorted(called.items()):
+                if v[0] == "failed":
+                    cause = _cause(v[1], v[3])
+                    causes[cause] = causes.get(cause, 0) + 1
+                    if args.verbose:
+                        print(f"    FAIL [{cause}] {k.split('::', 1)[1]}: {v[1]}")
         print("swapped:", ", ".join(sorted(data["swapped"])))
+        print("calipers from:", data.get("calipers", "?"))
     p = sum(t[0] for t in totals.values())
     f = sum(t[1] for t in totals.values())
     print(f"all: {p} passed, {f} failed ({p / max(p + f, 1):.1%} pass)")
+    print("failures by cause:")
+    for cause, count in sorted(causes.items(), key=lambda c: -c[1]):
+        print(f"  {count:4d}  {cause}")
+
+
+def _cause(first_line: str, own_warning: bool) -> str:
+    """A rough cause for one failure, from its first error line."""
+    line = first_line
+    if "DID NOT WARN" in line and "sklearn.exceptions.UndefinedMetricWarning" in line:
+        return ("warning class: calipers issued its own UndefinedMetricWarning" if own_warning
+                else "no warning where scikit-learn warns")
+    if "DID NOT WARN" in line or "did not match any of the" in line:
+        return "warning: other category or text"
+    if "Regex pattern did not match" in line:
+        return "error text differs"
+    if "DID NOT RAISE" in line:
+        return "accepted where scikit-learn raises"
+    if "MAPE" in line:
+        return "MAPE with a zero actual raises"
+    if "nan" in line.lower():
+        return "NaN for an undefined value (zero_division / one class)"
+    if "AssertionError" in line or "assert" in line:
+        return "different value (convention)"
+    if "Error" in line:
+        return "raises where scikit-learn accepts"
+    return "other"
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ LAYERS = {
     "calipers._language": 4, "calipers._retrieval": 4, "calipers._trec": 4,
     "calipers._slices": 4, "calipers._states": 4, "calipers._streaming": 4,
     "calipers._survival": 4, "calipers._selective": 4, "calipers._conformal": 4,
-    "calipers._offpolicy": 4,
+    "calipers._offpolicy": 4, "calipers._multilabel": 4,
     # resampling and comparison of models, on top of the families
     "calipers._bootstrap": 5, "calipers._comparison": 5, "calipers._permutation": 5,
     "calipers._resample": 5, "calipers._intervals": 5, "calipers._bootstrap_kernels": 5,

@@ -86,9 +86,11 @@ def test_multiclass_auc_vs_sklearn_all_backends(backend):
             ovo=MC.multiclass_roc_auc_score(y, s, multi_class="ovo", average="weighted"),
             ovo_w=MC.multiclass_roc_auc_score(y, s, multi_class="ovo", average="weighted",
                                               sample_weight=w),
-            absent=(MC.multiclass_roc_auc_score(ya, s, average=None),
-                    MC.multiclass_roc_auc_score(ya, s),
-                    MC.multiclass_roc_auc_score(ya, s, multi_class="ovo")),
+            # a class absent from y_true needs labels= (as scikit-learn); without it the
+            # classes are y_true's distinct values (see test_column_labels_inferred)
+            absent=(MC.multiclass_roc_auc_score(ya, s, average=None, labels=[0, 1, 2, 3]),
+                    MC.multiclass_roc_auc_score(ya, s, labels=[0, 1, 2, 3]),
+                    MC.multiclass_roc_auc_score(ya, s, multi_class="ovo", labels=[0, 1, 2, 3])),
         )
 
     if backend.eager_checks:
@@ -163,8 +165,16 @@ def test_unnormalised_scores_and_labels():
      "average must be one of"),
     (lambda: MC.multiclass_roc_auc_score(YT, PROBS[:, 0]), r"shape \(n, C\)"),
     (lambda: MC.multiclass_roc_auc_score(YT[:3], PROBS), "y_score has 36"),
-    (lambda: MC.multiclass_roc_auc_score(YT + 1, PROBS), "y_true element .* outside 0..3"),
-    (lambda: MC.multiclass_roc_auc_score(YT, PROBS, labels=[0, 1]), "labels has 2 entries"),
+    (lambda: MC.multiclass_roc_auc_score(YT + 1, PROBS, labels=[0, 1, 2, 3]),
+     r"'y_true' contains labels not in parameter 'labels': \[4\]"),
+    (lambda: MC.multiclass_roc_auc_score(YT, PROBS, labels=[0, 1]),
+     "Number of given labels, 2, not equal to the number of columns in 'y_score', 4"),
+    (lambda: MC.multiclass_roc_auc_score(YT[YT < 3], PROBS[YT < 3]),
+     "Number of classes in y_true not equal to the number of columns in 'y_score'"),
+    (lambda: MC.multiclass_roc_auc_score(YT, PROBS, labels=[0, 1, 1, 2]),
+     "Parameter 'labels' must be unique"),
+    (lambda: MC.multiclass_roc_auc_score(YT, PROBS, labels=[0, 1, 2, 5]),
+     "'y_true' contains labels not in parameter 'labels'"),
     (lambda: MC.multiclass_roc_auc_score(YT, np.where(PROBS > 0.5, np.nan, PROBS)),
      "y_score must be finite"),
     (lambda: MC.multiclass_roc_auc_score(YT, PROBS, sample_weight=-SW), "non-negative"),
@@ -333,3 +343,17 @@ def test_vmap_matches_loop():
         want = per_row(yt[i], yp[i], sc[i])
         for g, w in zip(got, want):
             close(np.asarray(g)[i], w, atol=1e-12)
+
+
+def test_column_labels_inferred_from_y_true_as_sklearn():
+    # without labels the classes are y_true's sorted distinct values (scikit-learn's
+    # rule), so labels {1..4} or strings name the four columns in order
+    P = PROBS / PROBS.sum(axis=1, keepdims=True)
+    names = np.array(["ant", "bee", "cat", "dog"])
+    for mc in ("ovr", "ovo"):
+        want = skm.roc_auc_score(YT + 1, P, multi_class=mc)
+        assert MC.multiclass_roc_auc_score(YT + 1, P, multi_class=mc) == pytest.approx(want)
+        assert calipers.roc_auc_score(names[YT], P, multi_class=mc) == pytest.approx(
+            skm.roc_auc_score(names[YT], P, multi_class=mc))
+    with pytest.raises(NotImplementedError, match="average=None is not implemented"):
+        MC.multiclass_roc_auc_score(YT, P, multi_class="ovo", average=None)

@@ -31,7 +31,7 @@ count 0 (not warned: an empty bin is not an undefined metric).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -58,12 +58,12 @@ _NORMS = ("l1", "l2", "max")
 # --------------------------------------------------------------------------
 
 class _Cal(NamedTuple):
-    xp: object
-    conf: object     # (C, n) confidences per channel (C = 1 except classwise)
-    outcome: object  # (C, n) 0/1 outcome as acc float
-    w: object        # (n,) acc float weights (ones when not given)
-    invalid: object  # scalar bool
-    out: object      # output dtype
+    xp: Any
+    conf: Any     # (C, n) confidences per channel (C = 1 except classwise)
+    outcome: Any  # (C, n) 0/1 outcome as acc float
+    w: Any        # (n,) acc float weights (ones when not given)
+    invalid: Any  # scalar bool
+    out: Any      # output dtype
 
 
 def _check_class_index(name, y, K, xp):
@@ -291,11 +291,12 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
 class ReliabilityDiagram(NamedTuple):
     """Per-bin data of a reliability diagram; arrays (n_bins,), or (K, n_bins) classwise."""
 
-    confidence: object  #: mean confidence in the bin (NaN when empty)
-    accuracy: object    #: mean outcome in the bin: share correct (top-label) or of y = k
-    count: object       #: rows (weight sum with sample_weight) in the bin
-    lower: object       #: bin lower edge (quantile: smallest confidence in it; NaN if empty)
-    upper: object       #: bin upper edge (quantile: largest confidence in it; NaN if empty)
+    confidence: Any  #: mean confidence in the bin (NaN when empty)
+    accuracy: Any    #: mean outcome in the bin: share correct (top-label) or of y = k
+    #: rows (weight sum with sample_weight) in the bin
+    count: Any  # type: ignore[assignment]  # shadows tuple.count; the documented field name
+    lower: Any       #: bin lower edge (quantile: smallest confidence in it; NaN if empty)
+    upper: Any       #: bin upper edge (quantile: largest confidence in it; NaN if empty)
 
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight", nan_ok=True)
@@ -334,10 +335,10 @@ def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=N
 # --------------------------------------------------------------------------
 
 class BrierDecomposition(NamedTuple):
-    brier: object        #: the Brier score (as :func:`calipers.brier_score_loss`)
-    reliability: object  #: sum_g (W_g/W) (f_g - o_g)^2, lower is better
-    resolution: object   #: sum_g (W_g/W) (o_g - o_bar)^2, higher is better
-    uncertainty: object  #: o_bar (1 - o_bar)
+    brier: Any        #: the Brier score (as :func:`calipers.brier_score_loss`)
+    reliability: Any  #: sum_g (W_g/W) (f_g - o_g)^2, lower is better
+    resolution: Any   #: sum_g (W_g/W) (o_g - o_bar)^2, higher is better
+    uncertainty: Any  #: o_bar (1 - o_bar)
 
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")

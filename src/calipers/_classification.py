@@ -27,7 +27,7 @@ and the widest float the backend gives otherwise (scikit-learn #6842, jax #585).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -93,11 +93,14 @@ def _static_labels(labels, name="labels"):
         raise ValueError(f"{name} must be concrete (a list or a NumPy array), not a traced array")
     arr = np.asarray(B.to_numpy(labels) if B._is_array(labels) else labels)
     if arr.ndim != 1 or arr.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
+        # scikit-learn's words first ("'labels' should contain at least one label.")
+        raise ValueError(f"'{name}' should contain at least one label: it must be a non-empty "
+                         f"1-D list of labels, got shape {arr.shape}")
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if np.unique(arr).shape[0] != arr.shape[0]:
-        raise ValueError(f"{name} must not contain duplicates, got {arr.tolist()}")
+        # scikit-learn's wording ("Parameter 'labels' must be unique"), which its tests match
+        raise ValueError(f"Parameter '{name}' must be unique (no duplicates), got {arr.tolist()}")
     return arr
 
 
@@ -106,29 +109,26 @@ def _static_labels(labels, name="labels"):
 # --------------------------------------------------------------------------
 
 def _check_finite(name, x, xp):
-    """``B.check_finite`` for 1-D or 2-D arrays (the message gives the position)."""
-    if x.ndim <= 1:
+    """``V.check_finite`` for 1-D or 2-D arrays: raises eagerly (naming the
+    element or the entry), returns the invalid flag under ``jit``."""
+    if x.ndim <= 1 or not xp.isdtype(x.dtype, "real floating"):
         return V.check_finite(name, x, xp)
-    if B.is_traced(x) or not xp.isdtype(x.dtype, "real floating"):
-        return
-    if not bool(xp.all(xp.isfinite(x))):
-        a = B.to_numpy(x)
-        pos = np.unravel_index(int(np.argmax(~np.isfinite(a).reshape(-1))), a.shape)
-        raise ValueError(f"{name} must be finite (no NaN or inf); entry "
-                         f"{tuple(int(i) for i in pos)} is {a[pos].item()}")
+    return V.fail_if(~xp.isfinite(x), name, "", xp, values=x,
+                     message=lambda i, v: f"{name} must be finite (no NaN or inf); entry "
+                                          f"{i} is {v}")
 
 
 class _Pair(NamedTuple):
-    xp: object
-    yt: object        # y_true, 1-D or 2-D, same dtype as yp
-    yp: object        # y_pred (binarised when a threshold is given)
-    w: object         # sample weights or None
-    keep: object      # None, or 0/1 mask of y_true's shape (ignore_index)
-    invalid: object   # scalar bool: input broke a rule (only ever True under jit)
-    cdt: object       # count dtype
-    out: object       # output float dtype
+    xp: Any
+    yt: Any        # y_true, 1-D or 2-D, same dtype as yp
+    yp: Any        # y_pred (binarised when a threshold is given)
+    w: Any         # sample weights or None
+    keep: Any      # None, or 0/1 mask of y_true's shape (ignore_index)
+    invalid: Any   # scalar bool: input broke a rule (only ever True under jit)
+    cdt: Any       # count dtype
+    out: Any       # output float dtype
     traced: bool
-    classes: object = None  # text labels: the sorted classes the codes index (eager only)
+    classes: Any = None  # text labels: the sorted classes the codes index (eager only)
 
 
 def _common_dtype(a, b, xp):
@@ -149,6 +149,7 @@ def _common_dtype(a, b, xp):
 def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None,
              pred_name="y_pred", true_name="y_true"):
     classes = None
+    y_true, y_pred = V.densify(y_true), V.densify(y_pred)
     if V.is_text(y_true) or V.is_text(y_pred):
         # string / object labels: encoded eagerly as scikit-learn does (sorted distinct
         # values of both arrays); under jit labels are integers
@@ -171,8 +172,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
     B.check_nonempty(true_name, yt)
     B.check_numeric(true_name, yt, xp)
     B.check_numeric(pred_name, yp, xp)
-    _check_finite(true_name, yt, xp)
-    invalid = xp.asarray(False)
+    invalid = _check_finite(true_name, yt, xp)
     if threshold is not None:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer,
                                                                      np.floating)) \
@@ -180,26 +180,16 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
             raise ValueError(f"threshold must be a finite real number, got {threshold!r}")
         if xp.isdtype(yp.dtype, "bool"):
             raise ValueError(f"{pred_name} must hold scores when threshold is given, not booleans")
-        _check_finite(pred_name, yp, xp)
-        if traced and xp.isdtype(yp.dtype, "real floating"):
-            invalid = invalid | ~xp.all(xp.isfinite(yp))
+        invalid = invalid | _check_finite(pred_name, yp, xp)
         # predicted positive iff score >= threshold
         yp = xp.astype(yp >= threshold, B.acc_int(xp))
     else:
-        _check_finite(pred_name, yp, xp)
-    if traced:
-        for a in (yt, yp):
-            if xp.isdtype(a.dtype, "real floating"):
-                invalid = invalid | ~xp.all(xp.isfinite(a))
+        invalid = invalid | _check_finite(pred_name, yp, xp)
     yt, yp = _common_dtype(yt, yp, xp)
     if w is not None:
         B.check_1d("sample_weight", w)
         B.check_same_length(**{true_name: yt}, sample_weight=w)
-        V.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
-            if xp.isdtype(w.dtype, "real floating"):
-                invalid = invalid | ~xp.all(xp.isfinite(w))
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
     out = B.out_float(xp, w)
     keep = None
@@ -281,6 +271,7 @@ def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labe
     if labels is not None:
         lab = _static_labels(labels)
         return _Labels(lab, np.arange(lab.shape[0]), True)
+    V.eager_only()  # inferred classes are data-dependent: the compile policy runs eagerly
     if d.traced or not allow_infer:
         raise ValueError("under jax.jit the label set must be static: pass num_classes=C "
                          "(labels 0..C-1) or labels=[...]")
@@ -327,34 +318,39 @@ def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
     """Raise (eager) or flag (jit) labels outside the set, unless they are allowed."""
     if lab.other_ok:
         return xp.asarray(False)
-    what = (f"outside 0..{L - 1} (num_classes={L})"
-            if np.array_equal(lab.full, np.arange(L)) else f"not in {lab.full.tolist()}")
-    return V.fail_if(~match, name, "", xp, values=y,
-                     message=lambda i, v: f"{name} element {i} is {v!r}, which is {what}")
+    if np.array_equal(lab.full, np.arange(L)):
+        def message(i, v):
+            return f"{name} element {i} is {v!r}, which is outside 0..{L - 1} (num_classes={L})"
+    else:
+        def message(i, v):  # scikit-learn's wording first: its tests match it
+            return (f"'{name}' contains labels not in parameter 'labels': element {i} is "
+                    f"{v!r}, which is not in {lab.full.tolist()}")
+    return V.fail_if(~match, name, "", xp, values=y, message=message)
 
 
 class _Counts(NamedTuple):
-    tp: object      # per unit (label, or sample for average="samples")
-    pred: object    # predicted positives per unit (TP + FP)
-    true: object    # actual positives per unit (TP + FN)
-    total: object   # weight per unit (TP + FP + FN + TN)
-    names: object   # label values per unit (NumPy, for warnings) or None
+    tp: Any      # per unit (label, or sample for average="samples")
+    pred: Any    # predicted positives per unit (TP + FP)
+    true: Any    # actual positives per unit (TP + FN)
+    total: Any   # weight per unit (TP + FP + FN + TN)
+    names: Any   # label values per unit (NumPy, for warnings) or None
 
 
 def _binary_counts(d: _Pair, pos_label):
     xp = d.xp
     pos_label = _code_of(d, pos_label, "pos_label")
     if d.yt.ndim != 1:
-        raise ValueError("Target is multilabel-indicator but average='binary'; choose another "
-                         "average: None, 'micro', 'macro', 'weighted' or 'samples'")
+        raise ValueError("Target is multilabel-indicator but average='binary'. Please choose "
+                         "another average setting, one of [None, 'micro', 'macro', 'weighted', "
+                         "'samples'].")
     if not d.traced:
         present = np.unique(np.concatenate([B.to_numpy(d.yt)[B.to_numpy(d.keep) != 0]
                                             if d.keep is not None else B.to_numpy(d.yt),
                                             B.to_numpy(d.yp)]))
         if present.shape[0] > 2:
-            raise ValueError(f"Target is multiclass (labels {present.tolist()}) but "
-                             "average='binary'; choose another average: None, 'micro', "
-                             "'macro' or 'weighted'")
+            raise ValueError("Target is multiclass but average='binary'. Please choose "
+                             "another average setting, one of [None, 'micro', 'macro', "
+                             f"'weighted'] (labels present: {present.tolist()[:10]}).")
         if present.shape[0] == 2 and pos_label not in present.tolist():
             raise ValueError(f"pos_label={pos_label!r} is not a valid label: it should be one "
                              f"of {present.tolist()}")
@@ -414,8 +410,8 @@ def _label_counts(d: _Pair, *, labels, num_classes, average, pos_label):
     if labels is not None:
         lab = _static_labels(labels)
         if not np.all((lab >= 0) & (lab < L) & (lab == np.round(lab))):
-            raise ValueError(f"in multilabel mode labels are column indices in 0..{L - 1}, "
-                             f"got {lab.tolist()}")
+            raise ValueError(f"All labels must be in [0, n labels) for multilabel targets: "
+                             f"labels are column indices in 0..{L - 1}, got {lab.tolist()}")
         sel = lab.astype(np.int64)
     else:
         sel = np.arange(L)
@@ -471,23 +467,39 @@ def _nanaverage(values, weights, xp):
     return xp.where(cnt > 0, xp.where(sw > 0, weighted, plain), nan)
 
 
-def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value):
-    """Eager UndefinedMetricWarning naming the labels (or samples) concerned."""
-    und = np.asarray(B.to_numpy(undefined)).reshape(-1)
-    if not und.any():
-        return
-    if average == "samples":
-        where = f"{int(und.sum())} sample(s)"
-    elif average == "micro":
-        where = "the micro average"
-    else:
-        names = counts.names if counts.names is not None else np.arange(und.shape[0])
-        bad = np.asarray(names)[und].tolist()
-        where = f"label(s) {bad[:10]}{' ...' if len(bad) > 10 else ''}"
-    value = "NaN (left out of averages)" if math.isnan(zd_value) else f"{zd_value:g}"
-    B.warn_undefined(f"{what} is ill-defined for {where} with {reason}; set to {value}. "
-                     "Use zero_division to choose the value.")
+def _warn_units(what, undefined, counts: _Counts, average, reason, zd_value, invalid, xp):
+    """UndefinedMetricWarning naming the labels (or samples) concerned (``V.warn_if``:
+    eager, or recorded by the compile policy; none under the user's own ``jit``)."""
+    names = counts.names  # static (NumPy) label values, or None
 
+    def message(und):
+        und = np.asarray(und).reshape(-1).astype(bool)
+        if zd_value == 0.0:
+            # zero_division="warn" is scikit-learn's convention: its words exactly
+            axis0, axis1 = ("label", "sample") if average == "samples" else ("sample", "label")
+            where = "due to" if und.shape[0] == 1 else f"in {axis1}s with"
+            return (f"{_SK_NAMES[what]} is ill-defined and being set to 0.0 {where} no "
+                    f"{_SK_MODIFIERS[what]} {axis0}s. Use `zero_division` parameter to control "
+                    "this behavior.")
+        if average == "samples":
+            where = f"{int(und.sum())} sample(s)"
+        elif average == "micro":
+            where = "the micro average"
+        else:
+            nm = names if names is not None else np.arange(und.shape[0])
+            bad = np.asarray(nm)[und].tolist()
+            where = f"label(s) {bad[:10]}{' ...' if len(bad) > 10 else ''}"
+        value = "NaN (left out of averages)" if math.isnan(zd_value) else f"{zd_value:g}"
+        return (f"{what} is ill-defined for {where} with {reason}; set to {value}. "
+                "Use zero_division to choose the value.")
+
+    V.warn_if(xp.any(undefined) & ~invalid, message, xp, values=undefined)
+
+
+_SK_NAMES = {"precision": "Precision", "recall": "Recall", "f-score": "F-score",
+             "specificity": "Specificity"}
+_SK_MODIFIERS = {"precision": "predicted", "recall": "true", "f-score": "true nor predicted",
+                 "specificity": "negative"}
 
 _REASONS = {
     "precision": "no predicted samples",
@@ -514,9 +526,9 @@ def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_wei
         res["f-score"] = _divide((1 + b2) * tp, b2 * true + pred, zd_value, xp)
     tn = total - pred - true + tp
     res["specificity"] = _divide(tn, total - true, zd_value, xp)
-    if zd_warn and not traced and not bool(invalid):
+    if zd_warn:
         for what in warn_for:
-            _warn_units(what, res[what][1], c, average, _REASONS[what], zd_value)
+            _warn_units(what, res[what][1], c, average, _REASONS[what], zd_value, invalid, xp)
     if average == "weighted":
         weights = c.true
     elif average == "samples":
@@ -549,11 +561,12 @@ def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_w
             lab = np.asarray(labels)
             if pos_label not in lab.tolist():
                 raise ValueError(f"pos_label={pos_label!r} is not in labels={lab.tolist()}")
-    elif pos_label not in (None, 1):
-        B.warn(f"pos_label={pos_label!r} is ignored when average={average!r} (it only "
-               "applies to average='binary'); use labels=[pos_label]", UserWarning)
     d = _prepare(y_true, y_pred, sample_weight, threshold=threshold, ignore_index=ignore_index)
     xp = d.xp
+    if average != "binary" and pos_label not in (None, 1):
+        V.warn_if(xp.asarray(True), f"Note that pos_label (set to {pos_label!r}) is ignored "
+                  f"when average != 'binary' (got {average!r}). You may use labels=[pos_label] "
+                  "to specify a single positive class.", xp, UserWarning)
     c, invalid = _label_counts(d, labels=labels, num_classes=num_classes, average=average,
                                pos_label=pos_label)
     sw = None
@@ -569,7 +582,8 @@ _COMMON_DOC = """
     Parameters
     ----------
     y_true, y_pred : arrays of shape (n,) or (n, L)
-        1-D: binary or multiclass labels (numbers). 2-D: multilabel 0/1
+        1-D: binary or multiclass labels (numbers; eagerly also strings or
+        other sortable values, encoded as scikit-learn does). 2-D: multilabel 0/1
         indicator matrices. With ``threshold``, ``y_pred`` holds scores.
     labels : list, optional
         Multiclass: the labels to report and their order; labels present in the
@@ -618,6 +632,7 @@ _COMMON_DOC = """
 """
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None, pos_label=1,
                                     average=None, warn_for=("precision", "recall", "f-score"),
                                     sample_weight=None, zero_division="nan", num_classes=None,
@@ -647,6 +662,7 @@ def _single(what, y_true, y_pred, beta=1.0, **kw):
     return final[what]
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                     sample_weight=None, zero_division="nan", num_classes=None,
                     ignore_index=None, threshold=None):
@@ -660,6 +676,7 @@ def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                  sample_weight=None, zero_division="nan", num_classes=None,
                  ignore_index=None, threshold=None):
@@ -673,6 +690,7 @@ def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="binary",
                 sample_weight=None, zero_division="nan", num_classes=None,
                 ignore_index=None, threshold=None):
@@ -687,6 +705,7 @@ def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="bina
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
              sample_weight=None, zero_division="nan", num_classes=None,
              ignore_index=None, threshold=None):
@@ -700,6 +719,7 @@ def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                    num_classes=num_classes, ignore_index=ignore_index, threshold=threshold)
 
 
+@compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def specificity_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                       sample_weight=None, zero_division="nan", num_classes=None,
                       ignore_index=None, threshold=None):
@@ -719,7 +739,8 @@ for _fn in (precision_recall_fscore_support, precision_score, recall_score, fbet
             f1_score, specificity_score):
     _fn.__doc__ += _COMMON_DOC + """
     Differences from scikit-learn: default ``zero_division="nan"`` (scikit-learn
-    ``"warn"``: 0 with a warning, still available); labels must be numeric;
+    ``"warn"``: 0 with a warning, still available, with scikit-learn's
+    warning text); text labels only eagerly (under ``jit`` labels are numbers);
     ``num_classes``, ``ignore_index`` and ``threshold`` are extra.
     """
 del _fn
@@ -797,10 +818,14 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
                          "multilabel_confusion_matrix")
     lab = _resolve_labels(d, labels, num_classes)
     cm, invalid = _full_confusion(d, lab)
+    if labels is None and num_classes is None and lab.sel.shape[0] == 1:
+        V.warn_if(xp.asarray(True), "A single label was found in 'y_true' and 'y_pred'. For the "
+                  "confusion matrix to have the correct shape, use the 'labels' parameter to "
+                  "pass all known labels.", xp, UserWarning)
     if labels is not None:
         # scikit-learn's rule; under jit the (all-zero) matrix is returned as it is
-        V.fail_if(~_any_label_in(d, lab), f"labels={np.asarray(labels).tolist()}:",
-                  "at least one label specified must be in y_true", xp)
+        V.fail_if(~_any_label_in(d, lab), "At least one label specified must be in y_true",
+                  f"(labels={np.asarray(labels).tolist()})", xp)
     if normalize is None:
         return _sentinel(cm, invalid, xp)
     cmf = xp.astype(cm, d.out)
@@ -829,6 +854,7 @@ def _any_label_in(d: _Pair, lab: _Labels):
     return xp.any(hit)
 
 
+@compiled  # samplewise output has a row per sample: no bucketing
 def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=None,
                                 samplewise=False, num_classes=None, ignore_index=None,
                                 threshold=None):
@@ -846,7 +872,8 @@ def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=No
     xp = d.xp
     if samplewise:
         if d.yt.ndim != 2:
-            raise ValueError("samplewise=True is only meaningful for multilabel (2-D) input")
+            raise ValueError("Samplewise metrics are not available outside of multilabel "
+                             "classification: samplewise=True needs 2-D indicator input")
         c, invalid = _label_counts(d, labels=labels, num_classes=num_classes,
                                    average="samples", pos_label=None)
         if d.w is not None:
@@ -948,9 +975,12 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
     if d.yt.ndim != 1:
         raise ValueError("balanced_accuracy_score does not support multilabel (2-D) input")
     lab = _resolve_labels(d, labels, num_classes)
-    (_, _, _, tp, _, true), invalid = _multiclass_label_counts(d, lab)
+    (_, _, _, tp, pred, true), invalid = _multiclass_label_counts(d, lab)
     sel = xp.asarray(lab.sel, dtype=B.acc_int(xp))
     tp, true = _f(xp.take(tp, sel), xp), _f(xp.take(true, sel), xp)
+    # scikit-learn's warning (its words); such classes are left out of the mean
+    V.warn_if(xp.any((_f(xp.take(pred, sel), xp) > 0) & (true == 0)) & ~invalid,
+              "y_pred contains classes not in y_true", xp, UserWarning)
     present = true > 0
     K = xp.sum(xp.astype(present, tp.dtype))
     rec = tp / xp.where(present, true, xp.asarray(1.0, dtype=true.dtype))
@@ -1051,6 +1081,10 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     if d.yt.ndim != 1:
         raise ValueError("cohen_kappa_score takes 1-D labels")
     lab = _resolve_labels(d, labels, num_classes)
+    if labels is not None:
+        # scikit-learn's rule and words (confusion_matrix's rule, for y1)
+        V.fail_if(~_any_label_in(d, lab), "At least one label in `labels` must be present in "
+                  "`y1`", f"(labels={np.asarray(labels).tolist()})", xp)
     cm, invalid = _full_confusion(d, lab)
     O = _f(cm, xp)
     L = O.shape[0]
@@ -1093,16 +1127,10 @@ def _check_label_scores(yt, s, w, xp, traced):
     B.check_numeric("y_score", s, xp)
     if xp.isdtype(s.dtype, "bool"):
         raise ValueError("y_score must be numeric scores, not booleans")
-    _check_finite("y_true", yt, xp)
-    _check_finite("y_score", s, xp)
-    invalid = xp.asarray(False)
-    if traced and xp.isdtype(s.dtype, "real floating"):
-        invalid = invalid | ~xp.all(xp.isfinite(s))
+    invalid = _check_finite("y_true", yt, xp) | _check_finite("y_score", s, xp)
     if w is not None:
         B.check_1d("sample_weight", w)
-        V.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     if xp.isdtype(yt.dtype, "bool"):
         yt = xp.astype(yt, B.acc_int(xp))
     return yt, invalid
@@ -1131,7 +1159,8 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
         ``>``, differing only for a score exactly at the threshold); ``k >= 2``
         is always a hit.
     k : int >= 1
-        ``k >= C`` gives 1 (every label is in the top k; scikit-learn also warns).
+        ``k >= C`` gives 1 (every label is in the top k) with an
+        :class:`UndefinedMetricWarning`, as scikit-learn warns.
     labels : list, optional
         Label of each column. Default, eagerly: the sorted distinct values of
         ``y_true`` (scikit-learn's rule), which must be C of them (otherwise
@@ -1159,21 +1188,37 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
+    # scikit-learn's rules, in its words where its tests match them
     if labels is not None:
         lab = _static_labels(labels)
+        if lab.shape[0] != C:
+            raise ValueError(f"Number of given labels ({lab.shape[0]}) not equal to the number "
+                             f"of classes in 'y_score' ({C}).")
     elif traced:
         V.eager_only()  # the compile policy hands this call to the eager rule below
         lab = np.arange(C)  # under jit the classes are the columns 0..C-1
     else:
-        # scikit-learn's rule: the classes are the sorted distinct values of y_true
-        lab = np.unique(B.to_numpy(yt))
+        # the classes are the sorted distinct values of y_true
+        yt_host = B.to_numpy(yt)
+        frac = yt_host != np.round(yt_host)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise ValueError("y type must be 'binary' or 'multiclass', got 'continuous': "
+                             f"y_true element {i} is {yt_host[i].item()!r}")
+        lab = np.unique(yt_host)
         if lab.shape[0] != C:
-            raise ValueError(f"y_true has {lab.shape[0]} distinct labels {lab.tolist()} but "
-                             f"y_score has {C} columns; pass labels= (one per column)")
-    if lab.shape[0] != C:
-        raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
+            binary = ("`y_true` is binary while y_score is 2d with "
+                      f"{C} classes. If `y_true` does not contain all the labels, `labels` "
+                      "must be provided. " if lab.shape[0] == 2 and s.ndim == 2 else "")
+            raise ValueError(f"{binary}Number of classes in 'y_true' ({lab.shape[0]}) not equal "
+                             f"to the number of classes in 'y_score' ({C}): y_true has "
+                             f"{lab.shape[0]} distinct labels {lab.tolist()[:10]} but y_score "
+                             f"has {C} columns; pass labels= (one per column)")
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
+    if k >= C:
+        V.warn_if(xp.asarray(True), f"'k' ({k}) greater than or equal to 'n_classes' ({C}) "
+                  "will result in a perfect score and is therefore meaningless.", xp)
     if s.ndim == 1:
         if k >= 2:
             hit = xp.ones(yt.shape[0], dtype=xp.bool)

@@ -92,26 +92,31 @@ def pass_at_k(n, c, k, *, max_correct=None):
     acc = B.acc_float(xp)
     nf, cf, kf = (xp.astype(a, acc) for a in (n, c, k))
     nf, cf, kf = xp.broadcast_arrays(nf, cf, kf)
-    bad = (cf < 0) | (cf > nf) | (kf < 1) | (nf < kf)
     traced = B.is_traced(n, c, k)
-    if not traced:
-        for cond, rule in (((cf < 0), "c must be >= 0"), ((cf > nf), "c must be <= n"),
-                           ((kf < 1), "k must be >= 1"),
-                           ((nf < kf), "n must be >= k (pass@k needs at least k samples)")):
-            if bool(xp.any(cond)):
-                i = B._first_index(xp.reshape(cond, (-1,)), xp)
-                fl = [B.to_numpy(xp.reshape(a, (-1,))) for a in (nf, cf, kf)]
-                raise ValueError(f"{rule}; problem {i} has n={int(fl[0][i])}, c={int(fl[1][i])}, "
-                                 f"k={int(fl[2][i])}")
-        if max_correct is None:
-            max_correct = int(xp.max(cf)) if cf.size > 0 else 0
-    elif max_correct is None:
-        raise ValueError("pass_at_k under jit needs max_correct= (a static upper bound on c)")
+
+    def rule_message(rule):
+        def message(i, _):
+            # only called with concrete arrays (pass_at_k is not compiled: the
+            # message names all three inputs of the offending problem)
+            fl = [B.to_numpy(xp.reshape(a, (-1,))) for a in (nf, cf, kf)]
+            return (f"{rule}; problem {i} has n={int(fl[0][i])}, c={int(fl[1][i])}, "
+                    f"k={int(fl[2][i])}")
+        return message
+
+    for cond, rule in (((cf < 0), "c must be >= 0"), ((cf > nf), "c must be <= n"),
+                       ((kf < 1), "k must be >= 1"),
+                       ((nf < kf), "n must be >= k (pass@k needs at least k samples)")):
+        # raises eagerly; under jit the offending problems become NaN (``bad`` below)
+        V.fail_if(xp.reshape(cond, (-1,)), "", "", xp, message=rule_message(rule))
+    bad = (cf < 0) | (cf > nf) | (kf < 1) | (nf < kf)
+    if max_correct is None:
+        if traced:
+            raise ValueError("pass_at_k under jit needs max_correct= (a static upper bound on c)")
+        max_correct = int(xp.max(cf)) if cf.size > 0 else 0
     L = int(max_correct)
     if L < 0:
         raise ValueError(f"max_correct must be >= 0, got {max_correct!r}")
-    if not traced and bool(xp.any(cf > L)):
-        raise ValueError(f"c exceeds max_correct={L}")
+    V.fail_if(cf > L, "c", f"exceeds max_correct={L}", xp)
     bad = bad | (cf > L)
     shape = nf.shape
     nv, cv, kv = (xp.reshape(a, (-1, 1)) for a in (nf, cf, kf))
@@ -394,9 +399,9 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
 
     The model's answer is the choice with the highest log-likelihood
     (``accuracy``), or the highest log-likelihood per unit of length
-    (``accuracy_norm``, e.g. per byte of the choice text as
-    lm-evaluation-harness's ``acc_norm``; the unit is whatever
-    ``choice_lengths`` counts).
+    (``accuracy_norm``; the unit is whatever ``choice_lengths`` counts:
+    characters of the choice text give lm-evaluation-harness's ``acc_norm``,
+    UTF-8 bytes its ``acc_bytes``).
 
     Ties (a stated convention): with ``ties="expected"`` (default) a question
     whose top score is shared by ``t`` choices counts ``1/t`` if the correct

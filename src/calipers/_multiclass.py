@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
 from . import _rankstats as R
 from ._compile import compiled
@@ -60,8 +61,9 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     sample_weight : array (n,), optional
         Non-negative weights (also for 'ovo', where scikit-learn refuses them).
     labels : list, optional
-        Label of each column; default ``0..C-1`` (scikit-learn's default, the
-        sorted labels of ``y_true``, is the same whenever it is accepted).
+        Label of each column (unique, any order). Default, eagerly: the sorted
+        distinct labels of ``y_true`` (scikit-learn's rule; strings too), which
+        must be C of them; under ``jit``: ``0..C-1``.
 
     Returns
     -------
@@ -77,21 +79,35 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     ValueError
         Shapes (``y_score`` not (n, C) with C >= 2, lengths that differ), empty
         input, NaN/inf scores, negative weights, a ``y_true`` label not in
-        ``labels``, unknown ``multi_class``/``average``. Under ``jit`` invalid
-        input gives NaN.
+        ``labels``, ``labels`` not unique or not one per column, a number of
+        distinct ``y_true`` labels other than C without ``labels``, unknown
+        ``multi_class``/``average`` (messages in scikit-learn's words). Under
+        ``jit`` invalid input gives NaN.
+    NotImplementedError
+        ``average=None`` with ``'ovo'`` (as scikit-learn).
 
     Differences from scikit-learn: scores need not sum to 1 over classes
     (scikit-learn requires probabilities; the AUCs are defined without it);
     ``labels`` need not be sorted; weights are supported for 'ovo'; absent
     classes are left out of averages instead of making them NaN.
     """
-    if multi_class not in ("ovr", "ovo"):
-        raise ValueError(f"multi_class must be 'ovr' or 'ovo', got {multi_class!r}")
-    allowed = ("macro", "weighted", "micro", None) if multi_class == "ovr" else ("macro",
-                                                                                  "weighted")
+    # scikit-learn's option rules and wording (its tests match these messages)
+    allowed = ("micro", "macro", "weighted", None) if multi_class == "ovr" else (
+        "macro", "weighted", None)
     if average not in allowed:
-        raise ValueError(f"average must be one of {allowed} for multi_class={multi_class!r}, "
-                         f"got {average!r}")
+        raise ValueError(f"average must be one of {allowed} for multiclass problems "
+                         f"(multi_class={multi_class!r}), got {average!r}")
+    if multi_class not in ("ovr", "ovo"):
+        raise ValueError(f"multi_class={multi_class!r} is not supported for multiclass ROC AUC, "
+                         "multi_class must be in ('ovo', 'ovr')")
+    if average is None and multi_class == "ovo":
+        raise NotImplementedError("average=None is not implemented for multi_class='ovo'.")
+    C = np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0
+    if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
+        if labels is not None:
+            _column_labels(np.asarray(y_true), labels, C)  # scikit-learn's label rules first
+        classes, (y_true,) = V.encode_labels(y_true, labels=labels)
+        labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
     traced = B.is_traced(yt, s, w)
     B.check_1d("y_true", yt)
@@ -99,10 +115,9 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
                          f"{tuple(s.shape)}")
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
-    C = s.shape[1]
-    lab = _static_labels(labels) if labels is not None else np.arange(C)
-    if lab.shape[0] != C:
-        raise ValueError(f"labels has {lab.shape[0]} entries but y_score has {C} columns")
+    if labels is None and traced:
+        V.eager_only()  # the compile policy hands this call to the eager rule below
+    lab = _column_labels(None if traced else B.to_numpy(yt), labels, C)
     ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
     out = R.out_float(xp, s, w)
@@ -167,6 +182,38 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         return B.nan_if(invalid, xp.astype(values, out), xp)
     value = _nanaverage(values, support if average == "weighted" else None, xp)
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
+
+
+def _column_labels(yt, labels, C):
+    """The label of each score column, with scikit-learn's rules and messages.
+
+    ``labels`` given: unique, one per column (order free: calipers does not
+    require them sorted). Otherwise the sorted distinct values of ``yt`` (a
+    NumPy array; scikit-learn's rule), which must be ``C`` of them; under
+    ``jit`` (``yt`` None) the columns are ``0..C-1``.
+    """
+    if labels is not None:
+        lab = V._host_labels(labels, "labels") if V.is_text(labels) else _static_labels(labels)
+        if lab.shape[0] != C:
+            raise ValueError(f"Number of given labels, {lab.shape[0]}, not equal to the number "
+                             f"of columns in 'y_score', {C}")
+        if yt is not None:
+            try:
+                extra = np.setdiff1d(yt, lab)
+            except TypeError:  # labels and y_true of different kinds: nothing matches
+                extra = np.asarray(yt).reshape(-1)[:1]
+            if extra.size:
+                raise ValueError("'y_true' contains labels not in parameter 'labels': "
+                                 f"{extra.tolist()[:10]} (labels {lab.tolist()})")
+        return lab
+    if yt is None:
+        return np.arange(C)
+    lab = np.unique(yt)
+    if lab.shape[0] != C:
+        raise ValueError(f"Number of classes in y_true not equal to the number of columns in "
+                         f"'y_score': y_true has {lab.shape[0]} ({lab.tolist()[:10]}), "
+                         f"y_score {C}; pass labels= (one per column)")
+    return lab
 
 
 def _pairwise_auc_matrix(ti, s, w, C, xp):

@@ -96,6 +96,14 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         ok = (y_true == labels[0]) | (y_true == labels[1])
         invalid = V.fail_if(~ok, "y_true", "", xp, values=y_true, message=_not_in(labels))
         pos_label = labels[1]
+    elif pos_label is None and not B.is_traced(y_true) and y_true.shape[0] \
+            and not xp.isdtype(y_true.dtype, "bool"):
+        # scikit-learn's inference for probabilities: two classes other than {0, 1} and
+        # {-1, 1} make the greater one positive (eager: the classes come from the data)
+        classes = np.unique(B.to_numpy(y_true))
+        if classes.shape[0] == 2 and not set(classes.tolist()) <= {0, 1} \
+                and not set(classes.tolist()) <= {-1, 1}:
+            pos_label = classes[-1].item()
     y, bad_y = V.binary_labels(y_true, xp, pos_label=pos_label)
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
@@ -109,6 +117,14 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
     from ._calibration import _check_class_index
 
     K = np.shape(y_prob)[1]
+    unsorted = None
+    if labels is not None:
+        given = np.asarray(labels).tolist()
+        if given != sorted(given):
+            # scikit-learn's warning, in its words: columns follow the sorted labels
+            unsorted = (f"Labels passed were {given}. But this function assumes labels are "
+                        f"ordered lexicographically. Pass the ordered labels={sorted(given)} and "
+                        "ensure that the columns of y_prob correspond to this ordering.")
     if V.is_text(y_true):  # eager: codes of the sorted classes (labels, or those of y_true)
         classes, (y_true,) = V.encode_labels(
             y_true, labels=None if labels is None else sorted(np.asarray(labels).tolist()))
@@ -118,6 +134,8 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
         labels = None
     xp, (y_true, y_prob, sample_weight) = B.as_arrays(
         y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+    if unsorted is not None:
+        V.warn_if(xp.asarray(True), unsorted, xp, UserWarning)
     B.check_1d("y_true", y_true)
     B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
@@ -177,6 +195,7 @@ def _weighted_mean(values, w, xp, normalize=True):
     return (total / wsum if normalize else total), wsum
 
 
+@V.keyword_aliases("y_prob", current=("y_proba",), deprecated=("y_pred",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
@@ -193,13 +212,15 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     Parameters
     ----------
     y_true : array (n,)
-        Labels in {0, 1}, or the two classes named by ``labels``. Eagerly,
-        text labels are accepted and encoded as scikit-learn does: the sorted
-        distinct values of ``y_true`` (or ``labels``); for 1-D ``y_prob`` the
-        positive class is the greater of the two. Under ``jit`` labels are
+        Labels in {0, 1} or {-1, 1} (1 positive), or the two classes named by
+        ``labels``. Eagerly, other labels are encoded as scikit-learn does:
+        text labels as the sorted distinct values of ``y_true`` (or
+        ``labels``), and for 1-D ``y_prob`` the positive class is the greater
+        of two classes (numbers such as {1, 2} too). Under ``jit`` labels are
         integers.
     y_prob : array (n,) or (n, K)
-        1-D: probability of the positive class (``labels[1]``), in [0, 1].
+        (keyword also ``y_proba=``, scikit-learn 1.9's name, or its older
+        deprecated ``y_pred=``.) 1-D: probability of the positive class (``labels[1]``), in [0, 1].
         2-D: class probabilities, each row summing to 1 (within
         ``sqrt(eps)``), column j for class j, or for the j-th of the sorted
         ``labels``.
@@ -243,6 +264,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     return B.finalize(value, xp)
 
 
+@V.keyword_aliases("y_prob", current=("y_proba",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
                      scale_by_half="auto"):

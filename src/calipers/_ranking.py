@@ -22,7 +22,6 @@ import numpy as np
 from . import _backend as B
 from . import _rankstats as R
 from ._compile import compiled
-from ._multiclass import multiclass_roc_auc_score
 
 __all__ = [
     "roc_curve",
@@ -120,13 +119,17 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
         ``0.5 * (1 + (A - max_fpr**2/2) / (max_fpr - max_fpr**2/2))``, the ROC
         curve interpolated linearly at ``max_fpr`` (scikit-learn's definition).
     pos_label : scalar, optional
-        The label of the positive class when labels are not {0, 1}.
+        The label of the positive class when labels are not {0, 1} or {-1, 1}
+        (1 is positive for those, as scikit-learn infers).
     multi_class, average, labels
-        For a 2-D ``y_score`` of shape (n, C) only: ``multi_class`` must be
-        ``"ovr"`` or ``"ovo"`` and the call is
-        :func:`calipers.multiclass_roc_auc_score` (see it for ``average`` and
-        ``labels``). The default ``"raise"`` refuses 2-D scores, as
-        scikit-learn does.
+        2-D input, dispatched as scikit-learn does (:mod:`calipers._multilabel`):
+        a 2-D 0/1 indicator ``y_true`` (multilabel) gives one AUC per column,
+        averaged by ``average`` ('macro', 'weighted', 'micro', 'samples',
+        None); a (n, 1) ``y_score`` is the binary score column; a 1-D
+        multiclass ``y_true`` with (n, C) scores needs ``multi_class`` "ovr"
+        or "ovo" and is :func:`calipers.multiclass_roc_auc_score` (see it for
+        ``average`` and ``labels``; the default ``"raise"`` refuses it, as
+        scikit-learn does).
 
     Returns
     -------
@@ -134,7 +137,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     scores, float32 for float32, float16 and bfloat16 scores (the counts are
     exact; a float16 result would keep three digits). NaN when undefined:
     only one class present (also for all-zero weight of a class), with an
-    :class:`UndefinedMetricWarning` in eager mode. scikit-learn raises ``ValueError`` there instead.
+    :class:`UndefinedMetricWarning` in eager mode, as scikit-learn 1.9.
 
     Raises
     ------
@@ -161,15 +164,15 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     ...                                    max_fpr=0.25), 6))
     0.821429
     """
-    if getattr(y_score, "ndim", np.ndim(y_score)) == 2:
-        if multi_class not in ("ovr", "ovo"):
-            raise ValueError("y_score is 2-D (multiclass): pass multi_class='ovr' or 'ovo', "
-                             f"got multi_class={multi_class!r}")
-        if max_fpr is not None or pos_label is not None:
-            raise ValueError("max_fpr and pos_label apply to binary y_score (1-D) only")
-        return multiclass_roc_auc_score(y_true, y_score, multi_class=multi_class,
-                                        average=average, sample_weight=sample_weight,
-                                        labels=labels)
+    if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
+        from ._multilabel import roc_auc_2d
+
+        result, y_score = roc_auc_2d(y_true, y_score, sample_weight=sample_weight,
+                                     max_fpr=max_fpr, pos_label=pos_label,
+                                     multi_class=multi_class, average=average, labels=labels)
+        if result is not None:
+            return result
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
     d = _prepare(y_true, y_score, sample_weight, pos_label)
@@ -209,7 +212,8 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # --------------------------------------------------------------------------
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None):
+def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None,
+                            average="macro"):
     """Average precision, the non-interpolated step sum over distinct thresholds.
 
     ``AP = sum_j (R_j - R_{j-1}) * P_j`` over the distinct score thresholds in
@@ -220,7 +224,11 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     PR #9017: the interpolated variant overstates AP).
     The trapezoidal area is :func:`precision_recall_auc`.
 
-    Parameters and dtypes as :func:`roc_auc_score`.
+    Parameters and dtypes as :func:`roc_auc_score`; ``average`` ('macro',
+    'weighted', 'micro', 'samples', None) applies to a 2-D indicator
+    ``y_true`` or to a multiclass ``y_true`` with (n, C) scores (one-vs-rest
+    columns, classes the sorted labels of ``y_true``), with ``pos_label``
+    fixed to 1 there, as scikit-learn.
 
     Returns
     -------
@@ -241,6 +249,18 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     >>> print(calipers.average_precision_score([0, 1, 0, 0, 1], [0.3] * 5))
     0.4
     """
+    if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
+        from ._multilabel import average_precision_2d
+
+        result, y_score = average_precision_2d(y_true, y_score, sample_weight=sample_weight,
+                                               pos_label=pos_label, average=average)
+        if result is not None:
+            return result
+    if pos_label is not None:
+        from ._multilabel import check_pos_label_present
+
+        check_pos_label_present(y_true, pos_label)
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     value, undefined = R.average_precision(d.y, d.s, d.w, xp)

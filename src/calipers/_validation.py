@@ -21,9 +21,12 @@ wording and one implementation:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import threading
+import warnings
 
 import numpy as np
 
@@ -82,6 +85,47 @@ def zero_division(value):
     if v not in (0.0, 1.0):
         raise ValueError(msg)
     return v, False
+
+
+def keyword_aliases(param: str, *, current=(), deprecated=()):
+    """Decorator: scikit-learn's keyword names for the argument calipers calls ``param``.
+
+    ``current`` names (``y_proba`` for ``y_prob``) are plain synonyms;
+    ``deprecated`` ones (scikit-learn's older ``y_pred`` of ``log_loss``) give a
+    ``FutureWarning`` as scikit-learn does.  Two names for one argument raise
+    ``ValueError``.  The signature shown stays calipers' own.
+    """
+    names = tuple(current) + tuple(deprecated)
+
+    def decorate(fn):
+        position = list(inspect.signature(fn).parameters).index(param)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            given = [n for n in names if n in kwargs]
+            if given:
+                have = [n for n in given if kwargs[n] is not None or n in current]
+                if param in kwargs or len(args) > position:
+                    have = [param] + have
+                if len(have) > 1:
+                    old = [n for n in have if n in deprecated]
+                    if old:
+                        raise ValueError(f"Cannot use both `{old[0]}` and `{have[0]}`. "
+                                         f"`{old[0]}` is deprecated, pass `{param}` (or "
+                                         "scikit-learn's `y_proba`) only.")
+                    raise ValueError(f"{fn.__name__}: {' and '.join(have)} name the same "
+                                     "argument; pass one of them")
+                name = given[0]
+                if name in deprecated:
+                    warnings.warn(f"`{name}` was renamed to `y_proba` in version 1.9 and will "
+                                  f"be removed (scikit-learn's deprecation); calipers reads it "
+                                  f"as `{param}`", FutureWarning, stacklevel=2)
+                kwargs[param] = kwargs.pop(name)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 # --------------------------------------------------------------------------
@@ -220,18 +264,21 @@ def warn_if(cond, message, xp, category=None, *, values=None) -> None:
     """Warn (``UndefinedMetricWarning`` by default) when the 0-d ``cond`` is True.
 
     Eagerly the warning is issued at once and points at the caller's line;
-    traced, it is recorded for :mod:`calipers._compile` (plain ``jit`` users
+    inside the compile policy's trace (traced or concrete ``cond``) it is
+    recorded for :mod:`calipers._compile` (plain ``jit`` users
     get no warning: the NaN is the signal).  ``message`` may be a callable of
     the concrete ``values`` (a NumPy array or scalar) for counts in the text.
     """
     from ._exceptions import UndefinedMetricWarning
 
     category = category or UndefinedMetricWarning
-    if not B.is_traced(cond):
+    entries = _collector()
+    if not B.is_traced(cond) and not entries:
         if bool(xp.any(cond)):
             B.warn(message(B.to_numpy(values)) if callable(message) else message, category)
         return
-    entries = _collector()
+    # while the compile policy traces, a concrete condition (a static option's
+    # warning) is recorded too: issued now, it would be lost on every cache hit
     if entries:
         entries[-1].append(("warning", xp.any(cond), None, values, (message, category)))
 
@@ -269,8 +316,15 @@ def _host_labels(x, name):
     if arr.ndim != 1 or arr.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
     if np.unique(arr).shape[0] != arr.shape[0]:
-        raise ValueError(f"{name} must not contain duplicates, got {arr.tolist()}")
+        raise ValueError(f"Parameter '{name}' must be unique (no duplicates), got {arr.tolist()}")
     return arr
+
+
+def densify(x):
+    """A SciPy sparse matrix/array (scikit-learn's multilabel input) as a dense NumPy array."""
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):
+        return np.asarray(x.toarray())
+    return x
 
 
 def is_text(x) -> bool:
@@ -319,8 +373,13 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
             raise ValueError(f"{name} labels cannot be compared with {sc.tolist()}: {exc}") from exc
         if not np.all(ok):
             i = int(np.argmax(~np.asarray(ok).reshape(-1)))
-            raise ValueError(f"{name} element {i} is {B.show(a.reshape(-1)[i])}, which is not "
-                             f"in labels {classes.tolist()}")
+            shown = B.show(a.reshape(-1)[i])
+            if labels is None:
+                raise ValueError(f"{name} element {i} is {shown}, which is not among the "
+                                 f"classes of {', '.join(names[:infer_from])}: "
+                                 f"{classes.tolist()}")
+            raise ValueError(f"'{name}' contains labels not in parameter 'labels': element {i} "
+                             f"is {shown}, which is not in labels {classes.tolist()}")
         codes.append(order[pos].astype(np.int64))
     return classes, codes
 
@@ -329,15 +388,27 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     """Validate binary labels and return ``(y01, invalid)``: the one binary-label rule.
 
     ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
-    be in {0, 1} (or bool); otherwise ``y_true == pos_label`` is the positive
-    class (any comparable labels, NumPy strings too).  Concrete input that
-    breaks the rule raises ``ValueError`` naming ``name``; under ``jit`` the
-    returned ``invalid`` flag (0-d bool) is True instead and callers turn the
-    result into NaN.  The ranking family calls it as ``B.binary_labels``.
+    be in {0, 1} or in {-1, 1} (or bool), and 1 is the positive class
+    (scikit-learn's inference); otherwise ``y_true == pos_label`` is the
+    positive class (any comparable labels, NumPy strings too).  Concrete input
+    that breaks the rule raises ``ValueError`` naming ``name`` (text labels
+    without ``pos_label``, more than two classes and the mix {-1, 0} in
+    scikit-learn's words); under ``jit`` the returned ``invalid`` flag (0-d
+    bool) is True instead and callers turn the result into NaN.  The ranking
+    family calls it as ``B.binary_labels``.
     """
     if pos_label is not None:
         y = xp.astype(y_true == pos_label, B.acc_int(xp))
         return y, xp.asarray(False, device=B.device(y_true))
+    if B.is_numpy(xp) and getattr(y_true, "dtype", np.dtype(float)).kind in "SUO":
+        classes = np.unique(y_true)
+        if classes.dtype.kind == "S" or any(isinstance(c, bytes) for c in classes.tolist()):
+            raise TypeError(f"Support for labels represented as bytes is not supported ({name}; "
+                            "scikit-learn's rule): decode them or pass pos_label")
+        shown = ", ".join(repr(c) for c in classes.tolist()[:10])
+        raise ValueError(f"{name} takes value in {{{shown}}} and pos_label is not specified: "
+                         "either make y_true take value in {0, 1} or {-1, 1} or pass "
+                         "pos_label explicitly.")
     B.check_numeric(name, y_true, xp)
     if xp.isdtype(y_true.dtype, "bool"):
         return xp.astype(y_true, B.acc_int(xp)), xp.asarray(False, device=B.device(y_true))
@@ -345,9 +416,19 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
         # fast path: two reductions instead of an elementwise test
         if int(y_true.min()) >= 0 and int(y_true.max()) <= 1:
             return y_true, np.asarray(False)
-    bad = (y_true != 0) & (y_true != 1)
-    invalid = fail_if(bad, name, "must contain only 0 and 1 (or booleans) unless pos_label is "
-                      "given", xp, values=y_true)
+    if not B.is_traced(y_true) and y_true.size:
+        classes = np.unique(B.to_numpy(y_true))
+        if classes.shape[0] > 2:
+            raise ValueError(f"{name} must contain only 0 and 1 (or -1 and 1, or booleans) unless "
+                             f"pos_label is given; it has {classes.shape[0]} classes "
+                             f"{classes.tolist()[:10]}: multiclass format is not supported")
+    bad = (y_true != 0) & (y_true != 1) & (y_true != -1)
+    invalid = fail_if(bad, name, "must contain only 0 and 1 (or -1 and 1, or booleans) unless "
+                      "pos_label is given", xp, values=y_true)
+    # {-1, 0} is not a binary coding scikit-learn infers a positive class for
+    mixed = xp.any(y_true == -1) & xp.any(y_true == 0)
+    invalid = invalid | fail_if(mixed, name, "must contain only 0 and 1 (or -1 and 1) unless "
+                                "pos_label is given; it mixes -1 and 0", xp)
     return xp.astype(y_true == 1, B.acc_int(xp)), invalid
 
 
