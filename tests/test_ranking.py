@@ -527,3 +527,36 @@ def test_H16_bootstrap_with_counts_equals_row_resampling():
         idx = idx_rng.integers(0, 20, 20)
         counts = np.bincount(idx, minlength=20)
         assert metric(y, a, sample_weight=counts) == pytest.approx(metric(y[idx], a[idx]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    st.sampled_from([2, 6, 10**6]).flatmap(
+        lambda lv: st.lists(st.integers(0, lv), min_size=n, max_size=n)))))
+def test_roc_curve_unweighted_counts_brute_force(data):
+    """The NumPy unweighted curve (two keys-only sorts, both search directions) counts exactly.
+
+    Few levels take the per-threshold search, many the per-positive one; the
+    weighted path (argsort) with unit weights must give the same curve,
+    drop_intermediate on or off.
+    """
+    y, s = np.asarray(data[0]), np.asarray(data[1], dtype=np.float64) / 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fpr, tpr, thr = calipers.roc_curve(y, s, drop_intermediate=False)
+        u = np.unique(s)[::-1]
+        P, N = int(y.sum()), int((1 - y).sum())
+        tp = np.array([0] + [int(((s >= t) & (y == 1)).sum()) for t in u])
+        fp = np.array([0] + [int(((s >= t) & (y == 0)).sum()) for t in u])
+        np.testing.assert_array_equal(thr, np.concatenate([[np.inf], u]))
+        if P:
+            np.testing.assert_array_equal(tpr, tp / P)
+        if N:
+            np.testing.assert_array_equal(fpr, fp / N)
+        for drop in (False, True):
+            a = calipers.roc_curve(y, s, drop_intermediate=drop)
+            b = calipers.roc_curve(y, s, sample_weight=np.ones(len(y), dtype=np.int64),
+                                   drop_intermediate=drop)
+            for ai, bi in zip(a, b):
+                np.testing.assert_array_equal(ai, bi)

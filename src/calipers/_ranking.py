@@ -315,9 +315,14 @@ class _Totals(NamedTuple):
 def _curve_points_numpy(d: _Binary):
     """NumPy: the same points with a few passes over memory (curves are memory-bound).
 
-    One argsort, then prefix sums read off only at the ends of tie groups: no
-    per-row group bounds and no full-length gathers.
+    Unweighted: no argsort. One keys-only sort of all scores gives the distinct
+    thresholds and, from the tie-group starts, the rows at or above each; one
+    keys-only sort of the positives' scores gives the positives at or above by
+    binary search (the fewer queries of the two directions). Weighted: one
+    argsort, prefix sums read off only at the ends of tie groups.
     """
+    if d.w is None:
+        return _curve_points_numpy_unweighted(d.y, d.s)
     order = np.argsort(d.s)[::-1]
     s = d.s[order]
     y = d.y[order]
@@ -334,6 +339,29 @@ def _curve_points_numpy(d: _Binary):
         tps = np.cumsum(wp)[ends].astype(f)
         fps = np.cumsum(w.astype(cdt) - wp)[ends].astype(f)
     return fps, tps, s[ends], _Totals(tps[-1], fps[-1]), True
+
+
+def _curve_points_numpy_unweighted(y, s):
+    """Exact integer counts per distinct threshold (decreasing) from two keys-only sorts."""
+    ss = np.sort(s)
+    n = ss.shape[0]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    starts = np.flatnonzero(new)                    # first row of each tie group, ascending
+    u = ss[starts]
+    pos = np.sort(s[y == 1])
+    P, k = pos.shape[0], u.shape[0]
+    if k <= P:      # few thresholds (ties): one search per threshold
+        tps = (P - np.searchsorted(pos, u, side="left"))[::-1]
+    else:           # many thresholds: one search per positive, counted per threshold
+        hits = np.bincount(np.searchsorted(u, pos, side="left"), minlength=k)
+        tps = np.cumsum(hits[::-1], dtype=np.int64)
+    at_or_above = (n - starts)[::-1]
+    f = np.float64
+    tps_f = tps.astype(f)
+    fps_f = (at_or_above - tps).astype(f)
+    return fps_f, tps_f, u[::-1], _Totals(f(P), f(n - P)), True
 
 
 def _collinear_keep(x, y, xp):
