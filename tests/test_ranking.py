@@ -560,3 +560,37 @@ def test_roc_curve_unweighted_counts_brute_force(data):
                                    drop_intermediate=drop)
             for ai, bi in zip(a, b):
                 np.testing.assert_array_equal(ai, bi)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 30).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    st.lists(st.integers(0, 4), min_size=n, max_size=n),
+    st.lists(st.integers(0, 3), min_size=n, max_size=n),
+    st.booleans())).filter(lambda t: 0 < sum(t[0]) < len(t[0])))
+def test_jax_payload_sort_path_brute_force(data):
+    """JAX AUC/AP (one sort carrying labels and weights, tie bounds by running max/min).
+
+    Against exact pair counting and the step-sum definition on tied integer
+    scores, unweighted and with integer weights, under jit with x64 on and off.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    y, s, w, weighted = np.asarray(data[0]), np.asarray(data[1]), np.asarray(data[2]), data[3]
+    if weighted and w[y == 1].sum() * w[y == 0].sum() == 0:
+        return
+    ww = w if weighted else None
+    want_auc = float(brute_auc(y, s, ww))
+    want_ap = float(brute_ap(y, s, ww))
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            it = np.int64 if x64 else np.int32
+            ft = np.float64 if x64 else np.float32
+            args = (jnp.asarray(y.astype(it)), jnp.asarray(s.astype(ft)))
+            kw = {} if ww is None else {"sample_weight": jnp.asarray(ww.astype(it))}
+            auc = jax.jit(calipers.roc_auc_score)(*args, **kw)
+            ap = jax.jit(calipers.average_precision_score)(*args, **kw)
+            rtol = 1e-12 if x64 else 1e-6
+            np.testing.assert_allclose(float(auc), want_auc, rtol=rtol)
+            np.testing.assert_allclose(float(ap), want_ap, rtol=rtol)

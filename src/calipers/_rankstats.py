@@ -420,6 +420,83 @@ def _twice_u_numpy(neg, pos):
     return 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
 
 
+def _sorted_carry_jax(y01, s, w):
+    """JAX: one sort of the scores carrying labels (and weights) along, no argsort.
+
+    The sort moves the payload with the keys, so there is neither an index
+    vector nor the two or three full-length gathers an argsort needs; tie
+    groups come from neighbour comparisons.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    out = lax.sort((s, y01) if w is None else (s, y01, w), num_keys=1, is_stable=False)
+    ss = out[0]
+    neq = ss[1:] != ss[:-1]
+    one = jnp.ones(1, dtype=bool)
+    new = jnp.concatenate([one, neq])   # first row of a tie group
+    end = jnp.concatenate([neq, one])   # last row of a tie group
+    return out[1], (None if w is None else out[2]), new, end
+
+
+def _weights_jax(y_sorted, w_sorted, xp):
+    cdt = count_dtype(xp, w_sorted)
+    wp = xp.astype(y_sorted, cdt)
+    if w_sorted is None:
+        return wp, 1 - wp
+    w = xp.astype(w_sorted, cdt)
+    return w * wp, w - w * wp
+
+
+def _before_group(w, new):
+    """Per row: the weight before its tie group (``C[lo]``) without a gather.
+
+    The exclusive prefix sum is non-decreasing (weights are non-negative;
+    negative weights make the result NaN through ``invalid``), so its value at
+    each group's first row carries forward by a running maximum.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    excl = jnp.cumsum(w, dtype=w.dtype) - w
+    return lax.cummax(jnp.where(new, excl, jnp.zeros_like(excl)))
+
+
+def _through_group(w, end):
+    """Per row: the weight up to the end of its tie group (``C[hi + 1]``), no gather."""
+    from jax import lax
+    import jax.numpy as jnp
+
+    incl = jnp.cumsum(w, dtype=w.dtype)
+    return lax.cummin(jnp.where(end, incl, incl[-1]), reverse=True)
+
+
+def _roc_auc_jax(y01, s, w, xp):
+    """:func:`binary_auc` on JAX: the same integer counts, from one payload sort and scans."""
+    y, ws, new, end = _sorted_carry_jax(y01, s, w)
+    wp, wn = _weights_jax(y, ws, xp)
+    sdt = _sum_dtype(xp, wn.dtype)
+    twice = _before_group(wn, new) + _through_group(wn, end)   # 2 x below + tied
+    u2_value = xp.sum(xp.astype(wp, sdt) * xp.astype(twice, sdt))
+    return auc_from_u2(u2_value, xp.sum(wp), xp.sum(wn), xp)
+
+
+def _average_precision_jax(y01, s, w, xp):
+    """:func:`ap_steps` on JAX: at-or-above counts from one payload sort and scans."""
+    y, ws, new, end = _sorted_carry_jax(y01, s, w)
+    wp, wn = _weights_jax(y, ws, xp)
+    P, N = xp.sum(wp), xp.sum(wn)
+    tp = _f(P - _before_group(wp, new), xp)   # weight with a score >= the row's
+    fp = _f(N - _before_group(wn, new), xp)
+    den = tp + fp
+    prec = tp / xp.where(den > 0, den, xp.ones_like(den))
+    wpf = _f(wp, xp)
+    num = xp.sum(xp.where(wpf > 0, wpf * prec, xp.zeros_like(prec)))
+    Pf = _f(P, xp)
+    undefined = Pf == 0
+    return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(Pf), Pf), xp), undefined
+
+
 def roc_auc(y01, s, w, xp):
     """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``."""
     if B.is_numpy(xp) and w is None:
@@ -429,6 +506,8 @@ def roc_auc(y01, s, w, xp):
             return np.float64(math.nan), True
         twice = _twice_u_numpy(neg, pos)
         return np.float64(twice / (2.0 * P * N)), False   # exact integers, one division
+    if B.is_jax(xp):
+        return _roc_auc_jax(y01, s, w, xp)
     tg = sort_groups(y01, s, xp)
     cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
     return binary_auc(tg, cw, xp)
@@ -445,6 +524,8 @@ def average_precision(y01, s, w, xp):
         tp = P - lo                                     # positives with score >= s
         fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
         return np.float64(np.sum(tp / (tp + fp)) / P), False
+    if B.is_jax(xp):
+        return _average_precision_jax(y01, s, w, xp)
     tg = sort_groups(y01, s, xp)
     cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
     return ap_steps(tg, cw, xp)
