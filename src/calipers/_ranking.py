@@ -15,7 +15,7 @@ are integers (bootstrap counts), else in the widest float the backend gives
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,14 +40,14 @@ _Binary = R.Binary
 
 
 class _Stats(NamedTuple):
-    s: object    # scores, ascending
-    wp: object   # positive weight per sorted row
-    Cp: object   # prefix sums (length n + 1) of positive weight
-    Cn: object   # ... of negative weight
-    lo: object   # first index of each row's tie group
-    hi: object   # last index of each row's tie group
-    P: object    # total positive weight (accumulation float)
-    N: object    # total negative weight
+    s: Any    # scores, ascending
+    wp: Any   # positive weight per sorted row
+    Cp: Any   # prefix sums (length n + 1) of positive weight
+    Cn: Any   # ... of negative weight
+    lo: Any   # first index of each row's tie group
+    hi: Any   # last index of each row's tie group
+    P: Any    # total positive weight (accumulation float)
+    N: Any    # total negative weight
 
 
 def _sorted_stats(d: _Binary) -> _Stats:
@@ -61,11 +61,11 @@ def _sorted_stats(d: _Binary) -> _Stats:
 class _Points(NamedTuple):
     """Each tie group's ROC/PR point, in counts, at every row of the group."""
 
-    rep: object  # True on one row per tie group (its last row)
-    tp: object   # positive weight with score >= the group's score
-    fp: object   # negative weight with score >= the group's score
-    tp0: object  # ... with score > the group's score (the previous point)
-    fp0: object
+    rep: Any  # True on one row per tie group (its last row)
+    tp: Any   # positive weight with score >= the group's score
+    fp: Any   # negative weight with score >= the group's score
+    tp0: Any  # ... with score > the group's score (the previous point)
+    fp0: Any
 
 
 def _group_points(st: _Stats, xp) -> _Points:
@@ -308,8 +308,8 @@ def _curve_points(d: _Binary):
 
 
 class _Totals(NamedTuple):
-    P: object
-    N: object
+    P: Any
+    N: Any
 
 
 def _curve_points_numpy(d: _Binary):

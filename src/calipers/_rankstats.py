@@ -50,7 +50,7 @@ weights) and faster than an argsort.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -93,12 +93,12 @@ def _f(x, xp):
 # --------------------------------------------------------------------------
 
 class Binary(NamedTuple):
-    xp: object
-    y: object          # int 0/1
-    s: object          # scores
-    w: object          # weights or None
-    invalid: object    # scalar bool: under jit, input broke a rule -> NaN
-    out: object        # output float dtype (:func:`out_float`)
+    xp: Any
+    y: Any          # int 0/1
+    s: Any          # scores
+    w: Any          # weights or None
+    invalid: Any    # scalar bool: under jit, input broke a rule -> NaN
+    out: Any        # output float dtype (:func:`out_float`)
 
 
 def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
@@ -139,15 +139,15 @@ class TieGroups(NamedTuple):
     last), ``seg_lo``/``seg_end`` the bounds per segment (Q,).
     """
 
-    order: object      # sorted position -> input row (None: input already in sorted order)
-    s: object          # sorted scores (None when not kept)
-    y: object          # labels in sorted order (0/1, or class codes for multiclass)
-    lo: object
-    hi: object
-    start: object = None
-    end: object = None
-    seg_lo: object = None
-    seg_end: object = None
+    order: Any      # sorted position -> input row (None: input already in sorted order)
+    s: Any          # sorted scores (None when not kept)
+    y: Any          # labels in sorted order (0/1, or class codes for multiclass)
+    lo: Any
+    hi: Any
+    start: Any = None
+    end: Any = None
+    seg_lo: Any = None
+    seg_end: Any = None
     descending: bool = False
 
 
@@ -176,12 +176,12 @@ def from_segment_sort(ss, y, xp) -> TieGroups:
 class ClassWeights(NamedTuple):
     """Positive / negative weight per sorted row, their prefix sums and totals (count dtype)."""
 
-    wp: object
-    wn: object
-    Cp: object   # (n + 1,) prefix sums of wp
-    Cn: object
-    P: object    # total positive weight: scalar, or (Q,) per segment
-    N: object
+    wp: Any
+    wn: Any
+    Cp: Any   # (n + 1,) prefix sums of wp
+    Cn: Any
+    P: Any    # total positive weight: scalar, or (Q,) per segment
+    N: Any
 
 
 def class_weights(tg: TieGroups, w_sorted, xp) -> ClassWeights:
