@@ -377,25 +377,36 @@ def loo_ap(tg: TieGroups, cw: ClassWeights, xp):
 # --------------------------------------------------------------------------
 
 def _split_numpy(y01, s):
-    """Scores of each class, each sorted keys-only (no argsort, no gathers)."""
+    """Scores of each class, each sorted keys-only (no argsort, no gathers).
+
+    The selections are fresh arrays, so they are sorted in place (``np.sort``
+    would copy them once more).
+    """
     is_pos = y01.astype(bool)
-    return np.sort(s[is_pos]), np.sort(s[~is_pos])
+    pos = s[is_pos]
+    pos.sort()
+    np.logical_not(is_pos, out=is_pos)
+    neg = s[is_pos]
+    neg.sort()
+    return pos, neg
 
 
-def _below_and_tied_numpy(neg, pos):
-    """Per positive: negatives strictly below, and negatives tied with it.
+def _twice_below_sum_numpy(neg, pos):
+    """``sum(left) * 2 + sum(tied)`` over positives: one binary search per positive.
 
-    ``left + (left + tied)`` is :func:`twice_below` with unit weights. One
-    binary search; the second (side="right") only for the positives that
-    actually tie with a negative, which continuous scores rarely do.
+    ``left``: negatives strictly below; ``tied``: negatives equal to it
+    (:func:`twice_below` with unit weights). The second search (side="right")
+    runs only for the positives that actually tie with a negative, which
+    continuous scores rarely do; a tie shows as ``neg[left] == pos`` (clipped:
+    past the end the last negative is below the positive, never equal).
     """
     left = np.searchsorted(neg, pos, side="left")
-    tied = np.zeros(pos.shape[0], dtype=np.int64)
-    idx = np.flatnonzero(left < neg.shape[0])
-    hit = idx[neg[left[idx]] == pos[idx]]
+    hit = np.flatnonzero(neg.take(left, mode="clip") == pos)
+    twice = 2 * int(left.sum(dtype=np.int64))
     if hit.size:
-        tied[hit] = np.searchsorted(neg, pos[hit], side="right") - left[hit]
-    return left, tied
+        twice += int((np.searchsorted(neg, pos[hit], side="right") - left[hit]).sum(
+            dtype=np.int64))
+    return twice
 
 
 def _twice_u_numpy(neg, pos):
@@ -409,15 +420,14 @@ def _twice_u_numpy(neg, pos):
     new = np.empty(P, dtype=bool)
     new[0] = True
     np.not_equal(pos[1:], pos[:-1], out=new[1:])
+    if 2 * np.count_nonzero(new) > P:       # mostly distinct: per positive
+        return _twice_below_sum_numpy(neg, pos)
     starts = np.flatnonzero(new)
-    if 2 * starts.shape[0] <= P:
-        counts = np.diff(np.append(starts, P))
-        u = pos[starts]
-        lo = np.searchsorted(neg, u, side="left")
-        hi = np.searchsorted(neg, u, side="right")
-        return int(((lo + hi) * counts).sum(dtype=np.int64))
-    left, tied = _below_and_tied_numpy(neg, pos)
-    return 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
+    counts = np.diff(np.append(starts, P))
+    u = pos[starts]
+    lo = np.searchsorted(neg, u, side="left")
+    hi = np.searchsorted(neg, u, side="right")
+    return int(((lo + hi) * counts).sum(dtype=np.int64))
 
 
 def _sorted_carry_jax(y01, s, w):
@@ -520,10 +530,15 @@ def average_precision(y01, s, w, xp):
         P = pos.shape[0]
         if P == 0:
             return np.float64(math.nan), True
-        lo, _ = B.group_bounds(pos, xp)                # first index of each tie group
-        tp = P - lo                                     # positives with score >= s
-        fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
-        return np.float64(np.sum(tp / (tp + fp)) / P), False
+        # one term per distinct positive score, weighted by its tie count
+        new = np.empty(P, dtype=bool)
+        new[0] = True
+        np.not_equal(pos[1:], pos[:-1], out=new[1:])
+        starts = np.flatnonzero(new)                    # first index of each tie group
+        counts = np.diff(np.append(starts, P))
+        tp = P - starts                                 # positives with score >= the group's
+        fp = neg.shape[0] - np.searchsorted(neg, pos[starts], side="left")
+        return np.float64(np.dot(counts, tp / (tp + fp)) / P), False
     if B.is_jax(xp):
         return _average_precision_jax(y01, s, w, xp)
     tg = sort_groups(y01, s, xp)
