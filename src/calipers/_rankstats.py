@@ -45,6 +45,11 @@ NumPy, unweighted: :func:`roc_auc` and :func:`average_precision` sort the two
 classes apart (keys only, no argsort) and count by binary search, which is
 the same count (``twice = left + (left + tied)``, the prefix sums of unit
 weights) and faster than an argsort.
+
+JAX: :func:`roc_auc` and :func:`average_precision` sort the scores with the
+labels (and weights) carried as payload, and read ``C[lo]`` / ``C[hi + 1]``
+by a running max / min of the prefix sums: the same counts without an index
+vector or gathers.
 """
 
 from __future__ import annotations
