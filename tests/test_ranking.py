@@ -527,3 +527,70 @@ def test_H16_bootstrap_with_counts_equals_row_resampling():
         idx = idx_rng.integers(0, 20, 20)
         counts = np.bincount(idx, minlength=20)
         assert metric(y, a, sample_weight=counts) == pytest.approx(metric(y[idx], a[idx]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    st.sampled_from([2, 6, 10**6]).flatmap(
+        lambda lv: st.lists(st.integers(0, lv), min_size=n, max_size=n)))))
+def test_roc_curve_unweighted_counts_brute_force(data):
+    """The NumPy unweighted curve (two keys-only sorts, both search directions) counts exactly.
+
+    Few levels take the per-threshold search, many the per-positive one; the
+    weighted path (argsort) with unit weights must give the same curve,
+    drop_intermediate on or off.
+    """
+    y, s = np.asarray(data[0]), np.asarray(data[1], dtype=np.float64) / 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        fpr, tpr, thr = calipers.roc_curve(y, s, drop_intermediate=False)
+        u = np.unique(s)[::-1]
+        P, N = int(y.sum()), int((1 - y).sum())
+        tp = np.array([0] + [int(((s >= t) & (y == 1)).sum()) for t in u])
+        fp = np.array([0] + [int(((s >= t) & (y == 0)).sum()) for t in u])
+        np.testing.assert_array_equal(thr, np.concatenate([[np.inf], u]))
+        if P:
+            np.testing.assert_array_equal(tpr, tp / P)
+        if N:
+            np.testing.assert_array_equal(fpr, fp / N)
+        for drop in (False, True):
+            a = calipers.roc_curve(y, s, drop_intermediate=drop)
+            b = calipers.roc_curve(y, s, sample_weight=np.ones(len(y), dtype=np.int64),
+                                   drop_intermediate=drop)
+            for ai, bi in zip(a, b):
+                np.testing.assert_array_equal(ai, bi)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 30).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    st.lists(st.integers(0, 4), min_size=n, max_size=n),
+    st.lists(st.integers(0, 3), min_size=n, max_size=n),
+    st.booleans())).filter(lambda t: 0 < sum(t[0]) < len(t[0])))
+def test_jax_payload_sort_path_brute_force(data):
+    """JAX AUC/AP (one sort carrying labels and weights, tie bounds by running max/min).
+
+    Against exact pair counting and the step-sum definition on tied integer
+    scores, unweighted and with integer weights, under jit with x64 on and off.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    y, s, w, weighted = np.asarray(data[0]), np.asarray(data[1]), np.asarray(data[2]), data[3]
+    if weighted and w[y == 1].sum() * w[y == 0].sum() == 0:
+        return
+    ww = w if weighted else None
+    want_auc = float(brute_auc(y, s, ww))
+    want_ap = float(brute_ap(y, s, ww))
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            it = np.int64 if x64 else np.int32
+            ft = np.float64 if x64 else np.float32
+            args = (jnp.asarray(y.astype(it)), jnp.asarray(s.astype(ft)))
+            kw = {} if ww is None else {"sample_weight": jnp.asarray(ww.astype(it))}
+            auc = jax.jit(calipers.roc_auc_score)(*args, **kw)
+            ap = jax.jit(calipers.average_precision_score)(*args, **kw)
+            rtol = 1e-12 if x64 else 1e-6
+            np.testing.assert_allclose(float(auc), want_auc, rtol=rtol)
+            np.testing.assert_allclose(float(ap), want_ap, rtol=rtol)

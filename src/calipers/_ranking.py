@@ -15,7 +15,7 @@ are integers (bootstrap counts), else in the widest float the backend gives
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,14 +39,14 @@ _Binary = R.Binary
 
 
 class _Stats(NamedTuple):
-    s: object    # scores, ascending
-    wp: object   # positive weight per sorted row
-    Cp: object   # prefix sums (length n + 1) of positive weight
-    Cn: object   # ... of negative weight
-    lo: object   # first index of each row's tie group
-    hi: object   # last index of each row's tie group
-    P: object    # total positive weight (accumulation float)
-    N: object    # total negative weight
+    s: Any    # scores, ascending
+    wp: Any   # positive weight per sorted row
+    Cp: Any   # prefix sums (length n + 1) of positive weight
+    Cn: Any   # ... of negative weight
+    lo: Any   # first index of each row's tie group
+    hi: Any   # last index of each row's tie group
+    P: Any    # total positive weight (accumulation float)
+    N: Any    # total negative weight
 
 
 def _sorted_stats(d: _Binary) -> _Stats:
@@ -60,11 +60,11 @@ def _sorted_stats(d: _Binary) -> _Stats:
 class _Points(NamedTuple):
     """Each tie group's ROC/PR point, in counts, at every row of the group."""
 
-    rep: object  # True on one row per tie group (its last row)
-    tp: object   # positive weight with score >= the group's score
-    fp: object   # negative weight with score >= the group's score
-    tp0: object  # ... with score > the group's score (the previous point)
-    fp0: object
+    rep: Any  # True on one row per tie group (its last row)
+    tp: Any   # positive weight with score >= the group's score
+    fp: Any   # negative weight with score >= the group's score
+    tp0: Any  # ... with score > the group's score (the previous point)
+    fp0: Any
 
 
 def _group_points(st: _Stats, xp) -> _Points:
@@ -328,16 +328,21 @@ def _curve_points(d: _Binary):
 
 
 class _Totals(NamedTuple):
-    P: object
-    N: object
+    P: Any
+    N: Any
 
 
 def _curve_points_numpy(d: _Binary):
     """NumPy: the same points with a few passes over memory (curves are memory-bound).
 
-    One argsort, then prefix sums read off only at the ends of tie groups: no
-    per-row group bounds and no full-length gathers.
+    Unweighted: no argsort. One keys-only sort of all scores gives the distinct
+    thresholds and, from the tie-group starts, the rows at or above each; one
+    keys-only sort of the positives' scores gives the positives at or above by
+    binary search (the fewer queries of the two directions). Weighted: one
+    argsort, prefix sums read off only at the ends of tie groups.
     """
+    if d.w is None:
+        return _curve_points_numpy_unweighted(d.y, d.s)
     order = np.argsort(d.s)[::-1]
     s = d.s[order]
     y = d.y[order]
@@ -354,6 +359,29 @@ def _curve_points_numpy(d: _Binary):
         tps = np.cumsum(wp)[ends].astype(f)
         fps = np.cumsum(w.astype(cdt) - wp)[ends].astype(f)
     return fps, tps, s[ends], _Totals(tps[-1], fps[-1]), True
+
+
+def _curve_points_numpy_unweighted(y, s):
+    """Exact integer counts per distinct threshold (decreasing) from two keys-only sorts."""
+    ss = np.sort(s)
+    n = ss.shape[0]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    starts = np.flatnonzero(new)                    # first row of each tie group, ascending
+    u = ss[starts]
+    pos = np.sort(s[y == 1])
+    P, k = pos.shape[0], u.shape[0]
+    if k <= P:      # few thresholds (ties): one search per threshold
+        tps = (P - np.searchsorted(pos, u, side="left"))[::-1]
+    else:           # many thresholds: one search per positive, counted per threshold
+        hits = np.bincount(np.searchsorted(u, pos, side="left"), minlength=k)
+        tps = np.cumsum(hits[::-1], dtype=np.int64)
+    at_or_above = (n - starts)[::-1]
+    f = np.float64
+    tps_f = tps.astype(f)
+    fps_f = (at_or_above - tps).astype(f)
+    return fps_f, tps_f, u[::-1], _Totals(f(P), f(n - P)), True
 
 
 def _collinear_keep(x, y, xp):

@@ -45,12 +45,17 @@ NumPy, unweighted: :func:`roc_auc` and :func:`average_precision` sort the two
 classes apart (keys only, no argsort) and count by binary search, which is
 the same count (``twice = left + (left + tied)``, the prefix sums of unit
 weights) and faster than an argsort.
+
+JAX: :func:`roc_auc` and :func:`average_precision` sort the scores with the
+labels (and weights) carried as payload, and read ``C[lo]`` / ``C[hi + 1]``
+by a running max / min of the prefix sums: the same counts without an index
+vector or gathers.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -93,12 +98,12 @@ def _f(x, xp):
 # --------------------------------------------------------------------------
 
 class Binary(NamedTuple):
-    xp: object
-    y: object          # int 0/1
-    s: object          # scores
-    w: object          # weights or None
-    invalid: object    # scalar bool: under jit, input broke a rule -> NaN
-    out: object        # output float dtype (:func:`out_float`)
+    xp: Any
+    y: Any          # int 0/1
+    s: Any          # scores
+    w: Any          # weights or None
+    invalid: Any    # scalar bool: under jit, input broke a rule -> NaN
+    out: Any        # output float dtype (:func:`out_float`)
 
 
 def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
@@ -139,15 +144,15 @@ class TieGroups(NamedTuple):
     last), ``seg_lo``/``seg_end`` the bounds per segment (Q,).
     """
 
-    order: object      # sorted position -> input row (None: input already in sorted order)
-    s: object          # sorted scores (None when not kept)
-    y: object          # labels in sorted order (0/1, or class codes for multiclass)
-    lo: object
-    hi: object
-    start: object = None
-    end: object = None
-    seg_lo: object = None
-    seg_end: object = None
+    order: Any      # sorted position -> input row (None: input already in sorted order)
+    s: Any          # sorted scores (None when not kept)
+    y: Any          # labels in sorted order (0/1, or class codes for multiclass)
+    lo: Any
+    hi: Any
+    start: Any = None
+    end: Any = None
+    seg_lo: Any = None
+    seg_end: Any = None
     descending: bool = False
 
 
@@ -176,12 +181,12 @@ def from_segment_sort(ss, y, xp) -> TieGroups:
 class ClassWeights(NamedTuple):
     """Positive / negative weight per sorted row, their prefix sums and totals (count dtype)."""
 
-    wp: object
-    wn: object
-    Cp: object   # (n + 1,) prefix sums of wp
-    Cn: object
-    P: object    # total positive weight: scalar, or (Q,) per segment
-    N: object
+    wp: Any
+    wn: Any
+    Cp: Any   # (n + 1,) prefix sums of wp
+    Cn: Any
+    P: Any    # total positive weight: scalar, or (Q,) per segment
+    N: Any
 
 
 def class_weights(tg: TieGroups, w_sorted, xp) -> ClassWeights:
@@ -377,25 +382,36 @@ def loo_ap(tg: TieGroups, cw: ClassWeights, xp):
 # --------------------------------------------------------------------------
 
 def _split_numpy(y01, s):
-    """Scores of each class, each sorted keys-only (no argsort, no gathers)."""
+    """Scores of each class, each sorted keys-only (no argsort, no gathers).
+
+    The selections are fresh arrays, so they are sorted in place (``np.sort``
+    would copy them once more).
+    """
     is_pos = y01.astype(bool)
-    return np.sort(s[is_pos]), np.sort(s[~is_pos])
+    pos = s[is_pos]
+    pos.sort()
+    np.logical_not(is_pos, out=is_pos)
+    neg = s[is_pos]
+    neg.sort()
+    return pos, neg
 
 
-def _below_and_tied_numpy(neg, pos):
-    """Per positive: negatives strictly below, and negatives tied with it.
+def _twice_below_sum_numpy(neg, pos):
+    """``sum(left) * 2 + sum(tied)`` over positives: one binary search per positive.
 
-    ``left + (left + tied)`` is :func:`twice_below` with unit weights. One
-    binary search; the second (side="right") only for the positives that
-    actually tie with a negative, which continuous scores rarely do.
+    ``left``: negatives strictly below; ``tied``: negatives equal to it
+    (:func:`twice_below` with unit weights). The second search (side="right")
+    runs only for the positives that actually tie with a negative, which
+    continuous scores rarely do; a tie shows as ``neg[left] == pos`` (clipped:
+    past the end the last negative is below the positive, never equal).
     """
     left = np.searchsorted(neg, pos, side="left")
-    tied = np.zeros(pos.shape[0], dtype=np.int64)
-    idx = np.flatnonzero(left < neg.shape[0])
-    hit = idx[neg[left[idx]] == pos[idx]]
+    hit = np.flatnonzero(neg.take(left, mode="clip") == pos)
+    twice = 2 * int(left.sum(dtype=np.int64))
     if hit.size:
-        tied[hit] = np.searchsorted(neg, pos[hit], side="right") - left[hit]
-    return left, tied
+        twice += int((np.searchsorted(neg, pos[hit], side="right") - left[hit]).sum(
+            dtype=np.int64))
+    return twice
 
 
 def _twice_u_numpy(neg, pos):
@@ -409,15 +425,91 @@ def _twice_u_numpy(neg, pos):
     new = np.empty(P, dtype=bool)
     new[0] = True
     np.not_equal(pos[1:], pos[:-1], out=new[1:])
+    if 2 * np.count_nonzero(new) > P:       # mostly distinct: per positive
+        return _twice_below_sum_numpy(neg, pos)
     starts = np.flatnonzero(new)
-    if 2 * starts.shape[0] <= P:
-        counts = np.diff(np.append(starts, P))
-        u = pos[starts]
-        lo = np.searchsorted(neg, u, side="left")
-        hi = np.searchsorted(neg, u, side="right")
-        return int(((lo + hi) * counts).sum(dtype=np.int64))
-    left, tied = _below_and_tied_numpy(neg, pos)
-    return 2 * int(left.sum(dtype=np.int64)) + int(tied.sum(dtype=np.int64))
+    counts = np.diff(np.append(starts, P))
+    u = pos[starts]
+    lo = np.searchsorted(neg, u, side="left")
+    hi = np.searchsorted(neg, u, side="right")
+    return int(((lo + hi) * counts).sum(dtype=np.int64))
+
+
+def _sorted_carry_jax(y01, s, w):
+    """JAX: one sort of the scores carrying labels (and weights) along, no argsort.
+
+    The sort moves the payload with the keys, so there is neither an index
+    vector nor the two or three full-length gathers an argsort needs; tie
+    groups come from neighbour comparisons.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    out = lax.sort((s, y01) if w is None else (s, y01, w), num_keys=1, is_stable=False)
+    ss = out[0]
+    neq = ss[1:] != ss[:-1]
+    one = jnp.ones(1, dtype=bool)
+    new = jnp.concatenate([one, neq])   # first row of a tie group
+    end = jnp.concatenate([neq, one])   # last row of a tie group
+    return out[1], (None if w is None else out[2]), new, end
+
+
+def _weights_jax(y_sorted, w_sorted, xp):
+    cdt = count_dtype(xp, w_sorted)
+    wp = xp.astype(y_sorted, cdt)
+    if w_sorted is None:
+        return wp, 1 - wp
+    w = xp.astype(w_sorted, cdt)
+    return w * wp, w - w * wp
+
+
+def _before_group(w, new):
+    """Per row: the weight before its tie group (``C[lo]``) without a gather.
+
+    The exclusive prefix sum is non-decreasing (weights are non-negative;
+    negative weights make the result NaN through ``invalid``), so its value at
+    each group's first row carries forward by a running maximum.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    excl = jnp.cumsum(w, dtype=w.dtype) - w
+    return lax.cummax(jnp.where(new, excl, jnp.zeros_like(excl)))
+
+
+def _through_group(w, end):
+    """Per row: the weight up to the end of its tie group (``C[hi + 1]``), no gather."""
+    from jax import lax
+    import jax.numpy as jnp
+
+    incl = jnp.cumsum(w, dtype=w.dtype)
+    return lax.cummin(jnp.where(end, incl, incl[-1]), reverse=True)
+
+
+def _roc_auc_jax(y01, s, w, xp):
+    """:func:`binary_auc` on JAX: the same integer counts, from one payload sort and scans."""
+    y, ws, new, end = _sorted_carry_jax(y01, s, w)
+    wp, wn = _weights_jax(y, ws, xp)
+    sdt = _sum_dtype(xp, wn.dtype)
+    twice = _before_group(wn, new) + _through_group(wn, end)   # 2 x below + tied
+    u2_value = xp.sum(xp.astype(wp, sdt) * xp.astype(twice, sdt))
+    return auc_from_u2(u2_value, xp.sum(wp), xp.sum(wn), xp)
+
+
+def _average_precision_jax(y01, s, w, xp):
+    """:func:`ap_steps` on JAX: at-or-above counts from one payload sort and scans."""
+    y, ws, new, end = _sorted_carry_jax(y01, s, w)
+    wp, wn = _weights_jax(y, ws, xp)
+    P, N = xp.sum(wp), xp.sum(wn)
+    tp = _f(P - _before_group(wp, new), xp)   # weight with a score >= the row's
+    fp = _f(N - _before_group(wn, new), xp)
+    den = tp + fp
+    prec = tp / xp.where(den > 0, den, xp.ones_like(den))
+    wpf = _f(wp, xp)
+    num = xp.sum(xp.where(wpf > 0, wpf * prec, xp.zeros_like(prec)))
+    Pf = _f(P, xp)
+    undefined = Pf == 0
+    return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(Pf), Pf), xp), undefined
 
 
 def roc_auc(y01, s, w, xp):
@@ -429,6 +521,8 @@ def roc_auc(y01, s, w, xp):
             return np.float64(math.nan), True
         twice = _twice_u_numpy(neg, pos)
         return np.float64(twice / (2.0 * P * N)), False   # exact integers, one division
+    if B.is_jax(xp):
+        return _roc_auc_jax(y01, s, w, xp)
     tg = sort_groups(y01, s, xp)
     cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
     return binary_auc(tg, cw, xp)
@@ -441,10 +535,17 @@ def average_precision(y01, s, w, xp):
         P = pos.shape[0]
         if P == 0:
             return np.float64(math.nan), True
-        lo, _ = B.group_bounds(pos, xp)                # first index of each tie group
-        tp = P - lo                                     # positives with score >= s
-        fp = neg.shape[0] - np.searchsorted(neg, pos, side="left")
-        return np.float64(np.sum(tp / (tp + fp)) / P), False
+        # one term per distinct positive score, weighted by its tie count
+        new = np.empty(P, dtype=bool)
+        new[0] = True
+        np.not_equal(pos[1:], pos[:-1], out=new[1:])
+        starts = np.flatnonzero(new)                    # first index of each tie group
+        counts = np.diff(np.append(starts, P))
+        tp = P - starts                                 # positives with score >= the group's
+        fp = neg.shape[0] - np.searchsorted(neg, pos[starts], side="left")
+        return np.float64(np.dot(counts, tp / (tp + fp)) / P), False
+    if B.is_jax(xp):
+        return _average_precision_jax(y01, s, w, xp)
     tg = sort_groups(y01, s, xp)
     cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
     return ap_steps(tg, cw, xp)
