@@ -134,7 +134,16 @@ def test_parse_measures_order_and_defaults():
     assert parse_measures(["ndcg_cut.10", "map", "P.20,5"]) == [
         ("map", None), ("P", 5), ("P", 20), ("ndcg_cut", 10)]
     allm = parse_measures(None)
-    assert ("P", 1000) in allm and ("runid", None) in allm and len(allm) == 9 + 3 * 9
+    # all_trec: trec_eval 9.0.8's 95 printed names (out.test.aq)
+    assert ("P", 1000) in allm and ("runid", None) in allm and len(allm) == 95
+    assert parse_measures(["relstring.20", "ndcg.1=3,2=9", "iprec_at_recall..5,.1"]) == [
+        ("iprec_at_recall", 0.1), ("iprec_at_recall", 0.5), ("relstring", "20"),
+        ("ndcg", "1=3,2=9")]
+    assert parse_measures(["ndcg_cut.10,20,23.4"]) == [
+        ("ndcg_cut", 10), ("ndcg_cut", 20), ("ndcg_cut", 23)]
+    assert [f for f, _ in parse_measures(["official"])] == [
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+        "bpref", "recip_rank"] + ["iprec_at_recall"] * 11 + ["P"] * 9
 
 
 def test_average_ties_option(tmp_path, capsys):
@@ -305,3 +314,65 @@ def test_H06_evaluate_on_pytrec_eval_dicts():
     assert r.mean["map"] == pytest.approx(7 / 12, abs=1e-15)
     avg = R.evaluate(qrels, run, "ndcg", ties="average")
     assert avg.values["ndcg"][0] == pytest.approx(0.809953, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed,level", [(0, 1), (1, 2), (2, 1), (3, 2)])
+def test_all_trec_matches_pytrec_eval(seed, level):
+    # Every all_trec measure per query against trec_eval 9.0.8 (pytrec_eval) on random
+    # qrels with levels -1..3 (negative: judged "unjudged in the pool") and tied scores.
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures,
+                                         relevance_level=level).evaluate(run)
+    res = R.evaluate(qrels, run, "all_trec", relevance_level=level)
+    qs = list(res.query_ids)
+    assert sorted(ref) == qs
+    checked = 0
+    for name, v in res.values.items():
+        if name == "relstring":
+            continue
+        want = np.array([ref[q][name] for q in qs])
+        if name.startswith("gm_"):
+            # pytrec_eval keeps log(max(v, 1e-5)) per query; the summary is exp(mean)
+            np.testing.assert_allclose(np.log(np.maximum(v, 1e-5)), want, rtol=1e-12)
+            assert res.mean[name] == pytest.approx(
+                pytrec_eval.compute_aggregated_measure(name, list(want)), rel=1e-12)
+        else:
+            np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=name)
+        checked += 1
+    assert checked == 95 - 3   # all but runid, num_q and relstring
+
+
+def test_relstring_and_defaults_of_the_cli(capsys):
+    from calipers import retrieval as R
+    qrels = {"1": {"a": 1, "b": 0, "c": -1, "d": 12}}
+    run = {"1": {"a": 0.9, "b": 0.8, "c": 0.7, "x": 0.6, "d": 0.5}}
+    res = R.evaluate(qrels, run, ["relstring", "relstring.3"])
+    assert res.measures == ("relstring_3",) and res.values["relstring_3"][0] == "10."
+    assert R.evaluate(qrels, run, "relstring").values["relstring"][0] == "10.->"
+    assert "relstring" not in R.evaluate(qrels, run, "relstring").mean
+    # trec_eval's default set when no -m is given
+    _need_peers()
+    rc, out, _ = _run_cli(capsys, ["trec", str(PEERS / "qrels.test"),
+                                   str(PEERS / "results.test"), "--no-progress"])
+    assert rc == 0 and out == (PEERS / "out.test").read_text()
+
+
+def test_run_sharing_no_query_with_the_qrels_is_an_error(tmp_path, capsys):
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match="no query of the run appears in the qrels"):
+        R.evaluate({"1": {"a": 1}}, {"2": {"a": 0.5}}, "map")
+    with pytest.raises(ValueError, match="no query of the run appears in the qrels"):
+        R.evaluate({"1": {"a": 1}}, {"2": {"a": 0.5}}, "map", complete_qrels=True)
+    q = _write(tmp_path, "q", "1 0 a 1\n")
+    r = _write(tmp_path, "r", "7 Q0 a 1 0.5 t\n")
+    rc, out, err = _run_cli(capsys, ["trec", q, r, "--no-progress"])
+    assert rc == 2 and out == "" and "no query of the run appears in the qrels" in err
+    assert err.strip().count("\n") == 0
+
+
+def test_average_ties_refuses_order_only_measures():
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match="not for bpref"):
+        R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, "bpref", ties="average")

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._results import result_type
 
-__all__ = ["Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
+__all__ = ["TREC_MEASURES", "Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
            "parse_trec_measures", "read_qrels", "read_run", "trec_arrays"]
 
 
@@ -171,6 +171,7 @@ class TrecArrays:
     doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first)
     retrieved: np.ndarray  # bool
     in_run: np.ndarray     # bool (Q,): the query appears in the run
+    judged: np.ndarray     # bool: the row's document is in the qrels of its query
 
 
 def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
@@ -210,8 +211,9 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(int(miss.sum()), bool)])
     codes = np.searchsorted(queries, qid).astype(np.int64)
     _, doc_id = np.unique(docs, return_inverse=True)
+    judged = np.concatenate([hit, np.ones(int(miss.sum()), bool)])
     return TrecArrays(codes, queries, y, score, doc_id.reshape(-1).astype(np.int64),
-                      retrieved, np.isin(queries, run_queries))
+                      retrieved, np.isin(queries, run_queries), judged)
 
 
 # --------------------------------------------------------------------------
@@ -219,61 +221,167 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
 # --------------------------------------------------------------------------
 
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# trec_eval's printing order; parameterised measures take cut-offs.
-_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec",
-          "recip_rank", "P", "recall", "ndcg", "ndcg_cut")
-_PARAM = frozenset({"P", "recall", "ndcg_cut"})
-COUNT_MEASURES = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+_RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+
+# trec_eval 9.0.8's measures in its printing order: name -> (kind, default parameters).
+# kinds: "meta" (runid, num_q: one summary line), "count" (integers; the summary is the
+# sum), "single" (one value per query), "gm" (one value per query, geometric-mean summary,
+# no per-query line), "icut" (integer cut-offs), "fcut" (real cut-offs, printed "%.2f"),
+# "gains" (optional "level=gain,..." pairs), "floats" (a fixed list of real parameters;
+# printed name is "name_<parameters as written>"), "relstring" (per-query string only).
+_MEASURES = {
+    "runid": ("meta", None), "num_q": ("meta", None),
+    "num_ret": ("count", None), "num_rel": ("count", None), "num_rel_ret": ("count", None),
+    "map": ("single", None), "gm_map": ("gm", None), "Rprec": ("single", None),
+    "bpref": ("single", None), "recip_rank": ("single", None),
+    "iprec_at_recall": ("fcut", _RECALL_POINTS), "P": ("icut", TREC_CUTOFFS),
+    "relstring": ("relstring", None), "recall": ("icut", TREC_CUTOFFS),
+    "infAP": ("single", None), "gm_bpref": ("gm", None),
+    "Rprec_mult": ("fcut", _RPREC_MULTS), "utility": ("floats", None),
+    "11pt_avg": ("floats", None), "binG": ("single", None), "G": ("gains", None),
+    "ndcg": ("gains", None), "ndcg_rel": ("gains", None), "Rndcg": ("gains", None),
+    "ndcg_cut": ("icut", TREC_CUTOFFS), "map_cut": ("icut", TREC_CUTOFFS),
+    "relative_P": ("icut", TREC_CUTOFFS), "success": ("icut", (1, 5, 10)),
+    "set_P": ("single", None), "set_relative_P": ("single", None),
+    "set_recall": ("single", None), "set_map": ("single", None), "set_F": ("floats", None),
+    "num_nonrel_judged_ret": ("count", None),
+}
+_ORDER = tuple(_MEASURES)
+TREC_MEASURES = _ORDER   # public: every trec_eval measure name calipers computes
+# trec_eval's default set (no -m): its "official" measures.
+_OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+             "bpref", "recip_rank", "iprec_at_recall", "P")
+COUNT_MEASURES = frozenset(m for m, (kind, _) in _MEASURES.items() if kind == "count")
+# Measures defined on trec_eval's ordering only (no expectation over tied scores).
+_AVERAGE_TIES = frozenset({"runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map",
+                           "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut"})
+
+
+def _floats(one, params, what):
+    try:
+        vals = [float(v) for v in params.split(",")]
+    except ValueError:
+        raise ValueError(f"{one}: parameters must be {what}") from None
+    if not vals or not all(np.isfinite(v) for v in vals):
+        raise ValueError(f"{one}: parameters must be {what}")
+    return vals
+
+
+def _check_params(one, name, kind, params):
+    """Validate a parameter string; returns the cut-offs for cut kinds, else the string."""
+    if kind in ("meta", "count", "single", "gm"):
+        raise ValueError(f"{one}: measure {name} takes no parameters")
+    if kind == "icut":
+        try:
+            # trec_eval reads cut-offs as integers: "23.4" is 23.
+            ks = {int(float(v)) for v in params.split(",") if v != ""}
+        except (ValueError, OverflowError):
+            raise ValueError(f"{one}: cut-offs must be positive integers") from None
+        if not ks or min(ks) <= 0:
+            raise ValueError(f"{one}: cut-offs must be positive integers")
+        return ks
+    if kind == "fcut":
+        vals = _floats(one, params, "non-negative numbers")
+        if min(vals) < 0 or (name == "iprec_at_recall" and max(vals) > 1):
+            raise ValueError(f"{one}: parameters must be non-negative numbers"
+                             + (" at most 1" if name == "iprec_at_recall" else ""))
+        return set(vals)
+    if kind == "gains":
+        for pair in params.split(","):
+            lev, eq, g = pair.partition("=")
+            try:
+                int(lev), float(g)
+            except ValueError:
+                raise ValueError(f"{one}: parameters must be 'level=gain' pairs, as in "
+                                 f"{name}.1=3,2=9") from None
+            if not eq:
+                raise ValueError(f"{one}: parameters must be 'level=gain' pairs, as in "
+                                 f"{name}.1=3,2=9")
+        return params
+    if name == "utility":
+        if len(_floats(one, params, "four numbers")) != 4:
+            raise ValueError(f"{one}: parameters must be four numbers (coefficients of "
+                             f"relevant retrieved, non-relevant retrieved, relevant missed, "
+                             f"non-relevant missed)")
+    elif name == "11pt_avg":
+        vals = _floats(one, params, "recall levels in [0, 1]")
+        if min(vals) < 0 or max(vals) > 1:
+            raise ValueError(f"{one}: parameters must be recall levels in [0, 1]")
+    elif name == "set_F":
+        vals = _floats(one, params, "one positive number (beta)")
+        if len(vals) != 1 or vals[0] <= 0:
+            raise ValueError(f"{one}: parameters must be one positive number (beta)")
+    else:  # relstring
+        vals = _floats(one, params, "one non-negative integer (length)")
+        if len(vals) != 1 or vals[0] < 0:
+            raise ValueError(f"{one}: parameters must be one non-negative integer (length)")
+    return params
 
 
 def parse_trec_measures(specs=None):
-    """trec_eval measure specs -> ``[(family, cut-off or None), ...]`` in trec_eval's order.
+    """trec_eval measure specs -> ``[(family, parameter or None), ...]`` in trec_eval's order.
 
     ``specs``: names as ``trec_eval -m`` takes them: ``"map"``, ``"P.5,10"``,
     ``"ndcg_cut"`` (default cut-offs 5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    ``"all_trec"`` (every supported measure; also the default for ``None``).
-    Raises ``ValueError`` naming the spec for an unknown measure, bad cut-offs,
-    or parameters on a measure that takes none.
+    ``"iprec_at_recall..1,.5"``, ``"ndcg.1=3,2=9"`` (gain per relevance level),
+    ``"utility.2,-1,0,0"``, ``"relstring.20"``, ``"all_trec"`` (every measure; also
+    the default for ``None``) or ``"official"`` (trec_eval's default set). Cut-off
+    families give one pair per cut-off (an ``int``, or a ``float`` for
+    ``iprec_at_recall`` and ``Rprec_mult``); other parameterised measures carry
+    their parameter string (``None`` for the defaults). Raises ``ValueError``
+    naming the spec for an unknown measure, bad parameters, or parameters on a
+    measure that takes none.
     """
     if isinstance(specs, str):
         specs = [specs]
     if not specs:
         specs = ["all_trec"]
-    want = {}
+    want: dict = {}
     for one in specs:
-        name, _, params = str(one).partition(".")
-        if name == "all_trec":
-            for fam in _ORDER:
-                want.setdefault(fam, set()).update(TREC_CUTOFFS if fam in _PARAM else {None})
+        one = str(one)
+        name, _, params = one.partition(".")
+        if name in ("all_trec", "official"):
+            if params:
+                raise ValueError(f"{one}: {name} takes no parameters")
+            for fam in (_ORDER if name == "all_trec" else _OFFICIAL):
+                kind, default = _MEASURES[fam]
+                if kind in ("icut", "fcut"):
+                    want.setdefault(fam, set()).update(default)
+                else:
+                    want.setdefault(fam, None)
             continue
-        if name not in _ORDER:
+        if name not in _MEASURES:
             raise ValueError(f"{one}: unknown measure {name!r}; supported: "
-                             f"{', '.join(_ORDER)}, all_trec")
-        if name in _PARAM:
-            if params:
-                try:
-                    ks = {int(v) for v in params.split(",") if v != ""}
-                except ValueError:
-                    raise ValueError(f"{one}: cut-offs must be positive integers") from None
-                if not ks or min(ks) <= 0:
-                    raise ValueError(f"{one}: cut-offs must be positive integers")
+                             f"{', '.join(_ORDER)}, all_trec, official")
+        kind, default = _MEASURES[name]
+        if params:
+            got = _check_params(one, name, kind, params)
+            if kind in ("icut", "fcut"):
+                want.setdefault(name, set()).update(got)
             else:
-                ks = set(TREC_CUTOFFS)
-            want.setdefault(name, set()).update(ks)
+                want[name] = got   # the last parameters given win, as in trec_eval
+        elif kind in ("icut", "fcut"):
+            want.setdefault(name, set()).update(default)
         else:
-            if params:
-                raise ValueError(f"{one}: measure {name} takes no parameters")
-            want.setdefault(name, set()).add(None)
+            want.setdefault(name, None)
     out = []
     for fam in _ORDER:
         if fam in want:
-            for k in sorted(want[fam], key=lambda v: -1 if v is None else v):
-                out.append((fam, k))
+            if _MEASURES[fam][0] in ("icut", "fcut"):
+                out.extend((fam, k) for k in sorted(want[fam]))
+            else:
+                out.append((fam, want[fam]))
     return out
 
 
 def _measure_name(fam, k):
-    return fam if k is None else f"{fam}_{k}"
+    kind = _MEASURES[fam][0]
+    if k is None:
+        return fam
+    if kind == "fcut":
+        return f"{fam}_{k:.2f}"
+    return f"{fam}_{k}"
 
 
 def _as_qrels(qrels):
@@ -340,12 +448,293 @@ def _triple(obj, what, form):
     return q.astype(str), d.astype(str), v
 
 
-def _per_query_measures(ta, measures, *, relevance_level, ties):
-    """Per-query values (NumPy float64, trec_eval's: 0 where undefined) from one sort."""
+_MIN_GEO_MEAN = 1e-5    # trec_eval floors a value at this before the log of gm_map, gm_bpref
+_INFAP_EPSILON = 1e-5   # trec_eval's smoothing of infAP's precision among judged documents
+_NONPOOL, _UNJUDGED = -1, -2   # trec_eval's codes: not in the qrels; judged with rel < 0
+
+
+def _div(a, b):
+    """a / b where b > 0, else 0 (trec_eval's value for an undefined query)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+
+class _Lists:
+    """trec_eval's ranked relevance lists of every query, from one sort (NumPy).
+
+    Retrieved rows are ordered by (query, score descending, docno descending);
+    ``code`` is the row's judged relevance (>= 0), ``-1`` for a document not in
+    the qrels and ``-2`` for one judged with a negative relevance (trec_eval's
+    "in the pool but unjudged", used by bpref and infAP). Per-query vectors are
+    ``(Q,)``; per-row vectors follow the sorted rows. ``first(x, m)`` sums a
+    per-row ``x`` over the first ``m`` ranks of each query.
+    """
+
+    def __init__(self, ta, level):
+        Q = int(ta.queries.shape[0])
+        r = np.nonzero(ta.retrieved)[0]
+        r = r[np.lexsort((-ta.doc_id[r], -ta.y_score[r], ta.query_id[r]))]
+        self.Q, self.level = Q, level
+        self.q = q = ta.query_id[r]
+        y = ta.y_true[r]
+        self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
+        self.nret = np.bincount(q, minlength=Q)
+        self.start = np.cumsum(self.nret) - self.nret
+        self.pos = np.arange(q.shape[0]) - self.start[q]
+        self.rel = self.code >= level
+        jm = ta.judged & (ta.y_true >= 0)
+        self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
+        self.N = np.bincount(self.jq[self.jy < level], minlength=Q)   # judged non-relevant
+        self.relcum = self.cum(self.rel)
+        self.relret = self.total(self.rel)
+        self.prec = self.relcum / (self.pos + 1.0)
+        self._cache: dict = {}
+
+    def total(self, x):
+        return np.bincount(self.q, weights=np.asarray(x, dtype=np.float64), minlength=self.Q)
+
+    def cum(self, x):
+        """Inclusive running sum of ``x`` within each query."""
+        c = np.concatenate([[0], np.cumsum(x)])
+        return c[1:] - c[self.start[self.q]]
+
+    def first(self, x, m):
+        c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        return c[self.start + m] - c[self.start]
+
+    # -- interpolated precision ------------------------------------------
+    def _suffix_max_prec(self):
+        """max precision at ranks >= this row's, within its query (exact: integer keys)."""
+        if "smax" not in self._cache:
+            u, inv = np.unique(self.prec, return_inverse=True)
+            off = self.q.astype(np.int64) * (u.shape[0] + 1)
+            key = inv.reshape(-1).astype(np.int64) - off
+            sm = np.maximum.accumulate(key[::-1])[::-1]
+            self._cache["smax"] = u[sm + off] if u.shape[0] else np.zeros(0)
+            relrows = np.nonzero(self.rel)[0]
+            self._cache["relrows"] = relrows
+            self._cache["relstart"] = np.cumsum(self.relret.astype(np.int64)) - \
+                self.relret.astype(np.int64)
+        return self._cache["smax"]
+
+    def iprec(self, p, rounding):
+        """Interpolated precision at recall ``p`` (trec_eval's iprec_at_recall)."""
+        smax = self._suffix_max_prec()
+        relrows, relstart = self._cache["relrows"], self._cache["relstart"]
+        c = rounding(p * self.R)                    # recall level -> number of relevant
+        relret = self.relret.astype(np.int64)
+        out = np.zeros(self.Q)
+        # c == 0: the best precision anywhere; 1 <= c <= relret: from the c-th relevant on
+        z = (c == 0) & (self.nret > 0)
+        out[z] = smax[self.start[z]]
+        ok = (c >= 1) & (c <= relret)
+        out[ok] = smax[relrows[relstart[ok] + c[ok] - 1]]
+        return out
+
+    # -- gains ---------------------------------------------------------------
+    def gains(self, params):
+        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
+        key = ("gains", params)
+        if key not in self._cache:
+            top = int(max(self.jy.max(initial=0), self.code.max(initial=0)))
+            table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
+            for pair in (params.split(",") if params else []):
+                lev, _, g = pair.partition("=")
+                if 0 <= int(lev) <= top:
+                    table[int(lev)] = float(g)
+            g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+            gj = table[self.jy]
+            o = np.lexsort((-gj, self.jq))
+            iq, ig = self.jq[o], gj[o]
+            cnt = np.bincount(iq, minlength=self.Q)
+            ist = np.cumsum(cnt) - cnt
+            ipos = np.arange(iq.shape[0]) - ist[iq]
+            self._cache[key] = (g, ig, ipos, iq, cnt, ist)
+        return self._cache[key]
+
+
+def _gm(v):
+    v = np.asarray(v, dtype=np.float64)
+    return float(np.exp(np.mean(np.log(np.maximum(v, _MIN_GEO_MEAN))))) if v.shape[0] \
+        else float("nan")
+
+
+def _relstring(L, n):
+    chars = np.array(list("0123456789"))
+    out = np.empty(L.Q, dtype=object)
+    code = L.code
+    for i in range(L.Q):
+        c = code[L.start[i]:L.start[i] + min(n, L.nret[i])]
+        s = np.where(c > 9, ">", np.where(c >= 0, chars[np.clip(c, 0, 9)],
+                                          np.where(c == _NONPOOL, "-",
+                                                   np.where(c == _UNJUDGED, ".", "<"))))
+        out[i] = "".join(s.tolist())
+    return out
+
+
+def _iprec_round(x):
+    # trec_eval 9.0.8: recall level x relevant count, plus 0.9, truncated (later
+    # versions round to the nearest integer)
+    return np.floor(x + 0.9).astype(np.int64)
+
+
+def _trec_values(ta, measures, *, relevance_level):
+    """Per-query values of trec_eval's measures (trec_eval's ordering) from one sort."""
+    L = _Lists(ta, relevance_level)
+    R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
+    rel, pos = L.rel, L.pos
+    res = {}
+    for fam, k in measures:
+        if fam in ("runid", "num_q"):
+            continue
+        if fam == "num_ret":
+            v = nret
+        elif fam == "num_rel":
+            v = R
+        elif fam == "num_rel_ret":
+            v = relret
+        elif fam == "num_nonrel_judged_ret":
+            v = L.total((L.code >= 0) & ~rel)
+        elif fam in ("map", "gm_map"):
+            v = _div(L.total(rel * L.prec), R)
+        elif fam == "map_cut":
+            v = _div(L.total(rel * (pos < k) * L.prec), R)
+        elif fam == "Rprec":
+            v = _div(L.first(rel, L.R), R)
+        elif fam == "recip_rank":
+            v = L.total((rel & (L.relcum == 1)) / (pos + 1.0))
+        elif fam == "P":
+            v = L.first(rel, k) / k
+        elif fam == "recall":
+            v = _div(L.first(rel, k), R)
+        elif fam == "relative_P":
+            v = _div(L.first(rel, k), np.minimum(R, k))
+        elif fam == "success":
+            v = (L.first(rel, k) > 0).astype(np.float64)
+        elif fam in ("bpref", "gm_bpref"):
+            nj = (L.code >= 0) & ~rel
+            before = L.cum(nj)                    # a relevant row adds nothing to it
+            N = L.N[L.q].astype(np.float64)
+            Rq = L.R[L.q].astype(np.float64)
+            frac = np.minimum(before, Rq) / np.maximum(np.minimum(N, Rq), 1.0)
+            v = _div(L.total(rel * np.where(before > 0, 1.0 - frac, 1.0)), R)
+        elif fam == "infAP":
+            nj = L.cum((L.code >= 0) & ~rel)
+            pu = L.cum(L.code == _UNJUDGED)
+            j = pos.astype(np.float64)
+            rs1 = L.relcum - 1.0
+            js = np.where(j > 0, j, 1.0)
+            eps = _INFAP_EPSILON
+            term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs1 + nj + pu) / js) * \
+                ((rs1 + eps) / (rs1 + nj + 2 * eps))
+            v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
+        elif fam == "binG":
+            v = _div(L.total(rel / np.log2(2.0 + pos + 1.0 - L.relcum)), R)
+        elif fam == "iprec_at_recall":
+            v = L.iprec(k, _iprec_round)
+        elif fam == "11pt_avg":
+            pts = _RECALL_POINTS if k is None else [float(x) for x in k.split(",")]
+            v = sum(L.iprec(p, _iprec_round) for p in pts) / len(pts)
+        elif fam == "Rprec_mult":
+            c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
+            v = _div(L.first(rel, c), c)
+        elif fam == "utility":
+            p = [1.0, -1.0, 0.0, 0.0] if k is None else [float(x) for x in k.split(",")]
+            # no collection size (trec_eval -N, default 0) for the last term
+            v = p[0] * relret + p[1] * (nret - relret) + p[2] * (R - relret) + \
+                p[3] * (relret - nret - R)
+        elif fam in ("set_P", "set_recall", "set_relative_P", "set_map", "set_F"):
+            sp, sr = _div(relret, nret), _div(relret, R)
+            if fam == "set_P":
+                v = sp
+            elif fam == "set_recall":
+                v = sr
+            elif fam == "set_relative_P":
+                v = _div(relret, np.minimum(nret, R))
+            elif fam == "set_map":
+                v = sp * sr
+            else:
+                x = 1.0 if k is None else float(k)
+                v = _div((x + 1.0) * sp * sr, x * sp + sr)
+        elif fam in ("ndcg", "ndcg_cut", "G", "Rndcg", "ndcg_rel"):
+            v = _gain_measure(L, fam, k)
+        elif fam == "relstring":
+            res[_measure_name(fam, k)] = _relstring(L, 10 if k is None else int(float(k)))
+            continue
+        else:  # pragma: no cover - parse_trec_measures admits no other
+            raise AssertionError(fam)
+        res[_measure_name(fam, k)] = np.asarray(v, dtype=np.float64)
+    return res
+
+
+def _gain_measure(L, fam, k):
+    """ndcg, ndcg_cut, G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped)."""
+    params = k if fam != "ndcg_cut" else None
+    g, ig, ipos, iq, icnt, ist = L.gains(params)
+    pos = L.pos
+    disc = np.log2(pos + 2.0)
+    Q = L.Q
+    P = np.bincount(iq[ig > 0], minlength=Q)            # positions with a positive ideal gain
+    iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+    ic = np.concatenate([[0.0], np.cumsum(iv)])
+
+    def ideal(qq, m):   # ideal DCG over the first m ideal ranks of queries qq
+        m = np.clip(m, 0, icnt[qq])
+        return ic[ist[qq] + m] - ic[ist[qq]]
+
+    qs = np.arange(Q)
+    if fam == "ndcg":
+        return _div(L.total(g / disc), ideal(qs, icnt))
+    if fam == "ndcg_cut":
+        return _div(L.first(g / disc, k), ideal(qs, np.full(Q, k)))
+    dc = L.cum(g / disc)                           # DCG through each retrieved row
+    full = L.total(g / disc)
+    if fam == "ndcg_rel":
+        through = ideal(L.q, pos + 1)
+        s = L.total((g > 0) * _div(dc, through))
+        npos = L.total(g > 0)
+        s = s + (P - npos) * _div(full, ideal(qs, icnt))
+        return np.where(s > 0, _div(s, P), 0.0)
+    if fam == "G":
+        # cost of rank i: sum over ranks <= i of max(ideal gain, 1) (1 past the ideal list)
+        cc = np.concatenate([[0.0], np.cumsum(np.maximum(ig, 1.0))])
+        m = np.minimum(pos + 1, icnt[L.q])
+        cost = cc[ist[L.q] + m] - cc[ist[L.q]] + (pos + 1 - m)
+        gsum = L.cum(g)
+        term = np.where(g != 0, g / np.log2(np.where(g != 0, 2.0 + cost - gsum, 2.0)), 0.0)
+        sum_ideal = np.bincount(iq, weights=np.where(ig > 0, ig, 0.0), minlength=Q)
+        return _div(L.total(term), sum_ideal)
+    # Rndcg: nDCG averaged at the ranks where the ideal gain changes (1..P), plus at the
+    # end of the ranking when more than one document follows the last positive ideal gain.
+    nxt = np.concatenate([ig[1:], [0.0]])
+    last = ipos == icnt[iq] - 1
+    nxt = np.where(last, 0.0, nxt)
+    change = (ig > 0) & (nxt != ig)                # ideal gain changes after this rank
+    cq, cm = iq[change], ipos[change] + 1          # change point: first m ideal ranks
+    cpos = np.concatenate([[0.0], np.cumsum(g / disc)])
+    mm = np.minimum(cm, L.nret[cq])
+    dcg_at = cpos[L.start[cq] + mm] - cpos[L.start[cq]]
+    s = np.bincount(cq, weights=_div(dcg_at, ideal(cq, cm)), minlength=Q)
+    n = np.bincount(cq, minlength=Q).astype(np.float64)
+    extra = (P + 1 < L.nret) & (P > 0)
+    s = s + extra * _div(full, ideal(qs, icnt))
+    n = n + extra
+    return np.where(L.R > 0, _div(s, n), 0.0)
+
+
+def _average_ties_values(ta, measures, *, relevance_level):
+    """The measures with an expectation over orderings of tied scores (ties="average")."""
     from ._retrieval import _Ranking
 
+    bad = sorted({f for f, _ in measures} - _AVERAGE_TIES)
+    if bad:
+        raise ValueError(f"ties='average' is defined for {', '.join(sorted(_AVERAGE_TIES))}; "
+                         f"not for {', '.join(bad)} (use ties='trec_eval')")
     ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
-                   retrieved=ta.retrieved, ties=ties, gain="linear",
+                   retrieved=ta.retrieved, ties="average", gain="linear",
                    relevance_level=relevance_level, num_segments=int(ta.queries.shape[0]))
     R = np.asarray(ctx.n_rel())
     den = np.where(R > 0, R, 1.0)
@@ -369,9 +758,13 @@ def _per_query_measures(ta, measures, *, relevance_level, ties):
             v = np.asarray(ctx.hits(k)) / k
         elif fam == "recall":
             v = np.asarray(ctx.hits(k)) / den
-        else:  # ndcg, ndcg_cut (parse_trec_measures admits no other)
-            ideal = np.asarray(ctx.idcg(k))
-            v = np.asarray(ctx.dcg(k)) / np.where(ideal > 0, ideal, 1.0)
+        else:  # ndcg, ndcg_cut
+            if fam == "ndcg" and k is not None:
+                raise ValueError("ties='average' uses the relevance as gain: no ndcg gain "
+                                 "parameters (use ties='trec_eval')")
+            kk = None if fam == "ndcg" else k
+            ideal = np.asarray(ctx.idcg(kk))
+            v = np.asarray(ctx.dcg(kk)) / np.where(ideal > 0, ideal, 1.0)
         v = np.asarray(v, dtype=np.float64)
         # trec_eval scores queries without relevant documents 0 and averages them in.
         res[_measure_name(fam, k)] = np.where(np.isfinite(v), v, 0.0)
@@ -484,11 +877,30 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
+    elif rn.qid.shape[0] and not np.intersect1d(qr.qid, rn.qid).shape[0]:
+        # Almost always the wrong qrels (or query ids written differently): trec_eval
+        # would print zeros over no query.
+        raise ValueError("run: no query of the run appears in the qrels (a run must share "
+                         "at least one query id with the qrels; ids compare as strings)")
     ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
                      queries=queries)
     Q = int(ta.queries.shape[0])
-    vals = _per_query_measures(ta, parsed, relevance_level=relevance_level, ties=ties) if Q \
-        else {_measure_name(f, k): np.zeros(0) for f, k in parsed if f not in ("runid", "num_q")}
-    mean = {name: (float(v.mean()) if Q else float("nan")) for name, v in vals.items()}
+    if ties == "average":
+        vals = _average_ties_values(ta, parsed, relevance_level=relevance_level)
+    else:
+        vals = _trec_values(ta, parsed, relevance_level=relevance_level)
+        # trec_eval -c: a query without run rows is not evaluated: 0 for every measure,
+        # except its number of relevant documents.
+        for name, v in vals.items():
+            if name != "num_rel":
+                v[~np.asarray(ta.in_run)] = "" if v.dtype == object else 0.0
+    mean = {}
+    for (fam, k) in parsed:
+        name = _measure_name(fam, k)
+        if name not in vals or fam == "relstring":
+            continue
+        v = vals[name]
+        mean[name] = _gm(v) if fam in ("gm_map", "gm_bpref") else \
+            (float(v.mean()) if Q else float("nan"))
     names = tuple(_measure_name(f, k) for f, k in parsed)
     return TrecEvaluation(vals, mean, ta.queries, np.asarray(ta.in_run), names, rn.tag)

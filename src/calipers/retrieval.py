@@ -28,6 +28,7 @@ from ._retrieval import (
     reciprocal_rank,
 )
 from ._trec import (
+    TREC_MEASURES,
     Qrels,
     Run,
     TrecEvaluation,
@@ -40,6 +41,7 @@ from ._trec import (
 )
 
 __all__ = [
+    "TREC_MEASURES",
     "QueryResult",
     "Qrels",
     "Run",
