@@ -376,3 +376,68 @@ def test_average_ties_refuses_order_only_measures():
     from calipers import retrieval as R
     with pytest.raises(ValueError, match="not for bpref"):
         R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, "bpref", ties="average")
+
+
+IR_NAMES = {   # ir_measures name -> (trec_eval spec, printed trec_eval name, relevance level)
+    "nDCG@10": ("ndcg_cut.10", "ndcg_cut_10", 1), "nDCG": ("ndcg", "ndcg", 1),
+    "P(rel=2)@5": ("P.5", "P_5", 2), "P@5": ("P.5", "P_5", 1),
+    "R@100": ("recall.100", "recall_100", 1), "RR": ("recip_rank", "recip_rank", 1),
+    "AP": ("map", "map", 1), "AP@5": ("map_cut.5", "map_cut_5", 1),
+    "AP(rel=2)": ("map", "map", 2), "Bpref": ("bpref", "bpref", 1),
+    "Bpref(rel=2)": ("bpref", "bpref", 2), "infAP": ("infAP", "infAP", 1),
+    "Rprec": ("Rprec", "Rprec", 1), "Success@3": ("success.3", "success_3", 1),
+    "IPrec@0.2": ("iprec_at_recall.0.2", "iprec_at_recall_0.20", 1),
+    "SetP": ("set_P", "set_P", 1), "SetR": ("set_recall", "set_recall", 1),
+    "SetF": ("set_F", "set_F", 1), "NumRet": ("num_ret", "num_ret", 1),
+    "NumRel": ("num_rel", "num_rel", 1), "NumRet(rel=1)": ("num_rel_ret", "num_rel_ret", 1),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ir_measures_names_equal_the_trec_eval_measures(seed):
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+    res = R.evaluate(qrels, run, list(IR_NAMES) + ["Judged@10", "RR@3", "map"])
+    # trec_eval names (Rprec and infAP are both) in trec_eval's order, then the others as given
+    assert res.measures[:5] == ("map", "Rprec", "infAP", "nDCG@10", "nDCG")
+    for name, (spec, printed, level) in IR_NAMES.items():
+        ref = R.evaluate(qrels, run, spec, relevance_level=level)
+        np.testing.assert_array_equal(res.values[name], ref.values[printed], err_msg=name)
+    # the two without a trec_eval measure, by brute force on trec_eval's ordering
+    for i, q in enumerate(res.query_ids):
+        ranked = sorted(run[q], key=lambda d: (-np.float32(run[q][d]), [-ord(c) for c in d]))
+        top = ranked[:10]
+        assert res.values["Judged@10"][i] == pytest.approx(
+            sum(d in qrels[q] for d in top) / len(top))
+        first = next((r for r, d in enumerate(ranked[:3], 1) if qrels[q].get(d, 0) >= 1), None)
+        assert res.values["RR@3"][i] == pytest.approx(0 if first is None else 1 / first)
+
+
+def test_ir_measures_names_match_ir_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    from calipers import retrieval as R
+    names = list(IR_NAMES) + ["Judged@10", "RR@3", "R(rel=2)@10"]
+    for seed in range(3):
+        qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+        # distinct scores: ir_measures' Judged provider breaks ties by docno ascending
+        run = {q: {d: s + 1e-3 * i for i, (d, s) in enumerate(sorted(docs.items()))}
+               for q, docs in run.items()}
+        ms = [ir_measures.parse_measure(n) for n in names]
+        ref = {(str(m.measure), m.query_id): m.value
+               for m in ir_measures.iter_calc(ms, qrels, run)}
+        res = R.evaluate(qrels, run, names)
+        for n, m in zip(names, ms):
+            want = [ref[(str(m), q)] for q in res.query_ids]
+            np.testing.assert_allclose(res.values[n], want, rtol=1e-12, atol=1e-12, err_msg=n)
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("P(gains=2)@5", "unsupported parameter 'gains'"), ("R", "needs a cut-off"),
+    ("Bpref@5", "takes no cut-off"), ("P(rel=x)@5", "rel must be an integer"),
+    ("P@0", "positive integer"), ("IPrec@2", "recall level"),
+    ("nDCG(rel=2)@5", "unsupported parameter 'rel'"),
+])
+def test_ir_measures_name_errors(spec, msg):
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, spec)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -376,12 +377,109 @@ def parse_trec_measures(specs=None):
 
 
 def _measure_name(fam, k):
-    kind = _MEASURES[fam][0]
+    kind = _MEASURES[fam][0] if fam in _MEASURES else "icut"
     if k is None:
         return fam
     if kind == "fcut":
         return f"{fam}_{k:.2f}"
     return f"{fam}_{k}"
+
+# --------------------------------------------------------------------------
+# ir_measures-style names: Measure(rel=r)@cutoff
+# --------------------------------------------------------------------------
+
+# ir_measures name -> (trec_eval family without cut-off, with cut-off, takes rel=, cut-off kind)
+_IR_NAMES = {
+    "AP": ("map", "map_cut", True, "int"),
+    "P": (None, "P", True, "int"),
+    "R": (None, "recall", True, "int"),
+    "RR": ("recip_rank", "_rr_cut", True, "int"),
+    "nDCG": ("ndcg", "ndcg_cut", False, "int"),
+    "Rprec": ("Rprec", None, True, None),
+    "Bpref": ("bpref", None, True, None),
+    "infAP": ("infAP", None, True, None),
+    "Success": (None, "success", True, "int"),
+    "Judged": (None, "_judged", False, "int"),
+    "IPrec": (None, "iprec_at_recall", True, "float"),
+    "SetP": ("set_P", None, True, None),
+    "SetR": ("set_recall", None, True, None),
+    "SetF": ("set_F", None, True, None),
+    "NumRet": ("num_ret", None, True, None),    # NumRet(rel=r): relevant retrieved
+    "NumRel": ("num_rel", None, True, None),
+    "NumQ": ("num_q", None, False, None),
+}
+# calipers-only families behind two ir_measures names (trec_eval has no such measure)
+_IR_ONLY = frozenset({"_rr_cut", "_judged"})
+_IR_RE = re.compile(r"^([A-Za-z]+)(?:\(([^()]*)\))?(?:@([0-9.]+))?$")
+
+
+def _parse_ir_measure(spec):
+    """``"P(rel=2)@5"`` -> ``(family, cut-off or None, rel or None)``, or None when ``spec``
+    is not an ir_measures name (then it is read as a trec_eval name)."""
+    text = spec.replace(" ", "")
+    m = _IR_RE.match(text)
+    if m is None or m.group(1) not in _IR_NAMES:
+        return None
+    name, args, cut = m.groups()
+    if name in ("P", "Rprec", "infAP") and args is None and cut is None:
+        return None       # trec_eval's P (all cut-offs), Rprec and infAP: the same measure
+    plain, withcut, takes_rel, cut_kind = _IR_NAMES[name]
+    rel = None
+    for arg in (args.split(",") if args else []):
+        key, _, val = arg.partition("=")
+        if key != "rel" or not takes_rel:
+            raise ValueError(f"{spec}: unsupported parameter {key!r} for {name}"
+                             + ("; only rel=" if takes_rel else ""))
+        try:
+            rel = int(val)
+        except ValueError:
+            raise ValueError(f"{spec}: rel must be an integer") from None
+    if name == "NumRet" and rel is not None:
+        return "num_rel_ret", None, rel
+    if cut is None:
+        if plain is None:
+            raise ValueError(f"{spec}: {name} needs a cut-off, as in {name}@10")
+        return plain, None, rel
+    if withcut is None:
+        raise ValueError(f"{spec}: {name} takes no cut-off")
+    try:
+        k = float(cut) if cut_kind == "float" else int(cut)
+    except ValueError:
+        raise ValueError(f"{spec}: the cut-off must be "
+                         + ("a recall level in [0, 1]" if cut_kind == "float"
+                            else "a positive integer")) from None
+    if (cut_kind == "int" and k <= 0) or (cut_kind == "float" and not 0 <= k <= 1):
+        raise ValueError(f"{spec}: the cut-off must be "
+                         + ("a recall level in [0, 1]" if cut_kind == "float"
+                            else "a positive integer"))
+    return withcut, k, rel
+
+
+def _plan(measures):
+    """Measure specs -> ``[(family, parameter, relevance level or None, printed name)]``.
+
+    trec_eval names first, in trec_eval's order; ir_measures names after them in
+    the order given, each printed as written (spaces removed).
+    """
+    if isinstance(measures, str):
+        measures = [measures]
+    if not measures:
+        measures = ["all_trec"]
+    trec, ir = [], []
+    for one in measures:
+        got = _parse_ir_measure(str(one))
+        if got is None:
+            trec.append(str(one))
+        else:
+            ir.append((got[0], got[1], got[2], str(one).replace(" ", "")))
+    plan = [(f, k, None, _measure_name(f, k)) for f, k in parse_trec_measures(trec)] \
+        if trec else []
+    seen = {p[3] for p in plan}
+    for entry in ir:
+        if entry[3] not in seen:
+            plan.append(entry)
+            seen.add(entry[3])
+    return plan
 
 
 def _as_qrels(qrels):
@@ -614,6 +712,10 @@ def _trec_values(ta, measures, *, relevance_level):
             v = _div(L.first(rel, k), np.minimum(R, k))
         elif fam == "success":
             v = (L.first(rel, k) > 0).astype(np.float64)
+        elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
+            v = L.total((rel & (L.relcum == 1) & (pos < k)) / (pos + 1.0))
+        elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
+            v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
         elif fam in ("bpref", "gm_bpref"):
             nj = (L.code >= 0) & ~rel
             before = L.cum(nj)                    # a relevant row adds nothing to it
@@ -779,11 +881,14 @@ class TrecEvaluation:
     ----------
     values : dict str -> float64 array (Q,)
         Per-query value of each measure, keyed by trec_eval's printed name
-        (``"map"``, ``"P_10"``, ``"ndcg_cut_10"``, ``"num_rel"``), in
-        ``query_ids`` order; 0 for a query without relevant documents (trec_eval).
+        (``"map"``, ``"P_10"``, ``"ndcg_cut_10"``, ``"utility_2,-1,0,0"``) or
+        the ir_measures name as given (``"nDCG@10"``), in ``query_ids`` order;
+        0 for a query without relevant documents (trec_eval). ``relstring``:
+        an object array of strings.
     mean : dict str -> float
-        Mean over the ``Q`` queries (trec_eval's ``all`` line, except for the
-        counts ``num_ret``, ``num_rel``, ``num_rel_ret``, whose ``all`` is the
+        Mean over the ``Q`` queries (trec_eval's ``all`` line; geometric for
+        ``gm_map`` and ``gm_bpref``; none for ``relstring``; for the counts
+        ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``, ``all`` is the
         sum); NaN when there is no query.
     query_ids : str array (Q,)
         The evaluated queries, sorted as strings.
@@ -827,11 +932,22 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         ``{qid: {docid: score}}`` or three flat arrays ``(query id, doc id,
         score)``. Ids are compared as strings (``str(id)``), as in the files.
     measures : str or sequence of str, optional
-        trec_eval names: ``map``, ``Rprec``, ``recip_rank``, ``P[.k,...]``,
-        ``recall[.k,...]``, ``ndcg``, ``ndcg_cut[.k,...]``, ``num_ret``,
-        ``num_rel``, ``num_rel_ret``, ``num_q``, ``runid``, ``all_trec``
-        (default: all of them; default cut-offs 5, 10, 15, 20, 30, 100, 200,
-        500, 1000).
+        trec_eval 9.0.8 names with trec_eval's parameters (every name of
+        :data:`TREC_MEASURES`): ``map``, ``gm_map``, ``Rprec``, ``bpref``,
+        ``recip_rank``, ``iprec_at_recall[.r,...]``, ``P[.k,...]``,
+        ``recall[.k,...]``, ``infAP``, ``Rprec_mult[.x,...]``,
+        ``utility[.a,b,c,d]``, ``11pt_avg[.r,...]``, ``ndcg[.level=gain,...]``,
+        ``ndcg_cut[.k,...]``, ``map_cut``, ``relative_P``, ``success``,
+        ``set_P``, ``set_F[.beta]``, ``G``, ``binG``, ``Rndcg``, ``ndcg_rel``,
+        ``relstring[.n]``, the counts, ``all_trec`` (every measure, the
+        default) and ``official`` (trec_eval's default set); and
+        ir_measures names: ``AP``, ``AP@k``, ``P@k``, ``P(rel=2)@k``, ``R@k``,
+        ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``, ``Rprec``, ``Bpref``,
+        ``infAP``, ``Success@k``, ``Judged@k``, ``IPrec@r``, ``SetP``,
+        ``SetR``, ``SetF``, ``NumRet``, ``NumRet(rel=r)``, ``NumRel``,
+        ``NumQ`` (``rel=`` where ir_measures takes it). trec_eval names come
+        first, in trec_eval's printing order; ir_measures names follow in the
+        order given, keyed as written.
     relevance_level : int
         Minimum relevance counted as relevant by the binary measures
         (trec_eval ``-l``; NDCG uses the relevance itself as gain).
@@ -858,19 +974,32 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     Raises
     ------
     ValueError
-        Unknown measure or bad cut-off; a document judged or retrieved twice
+        Unknown measure or bad cut-off or parameter; a run that shares no query
+        with the qrels (unless ``queries`` is given); a document judged or retrieved twice
         for one query; non-integer relevance; non-finite scores; an unknown
         ``ties``. :class:`TrecFormatError` (a ``ValueError``) for malformed
         files, naming the file and line; ``OSError`` for unreadable files.
 
     Notes
     -----
+    Definitions are trec_eval 9.0.8's (its ``m_*.c`` sources; Buckley &
+    Voorhees 2004 for bpref, Yilmaz & Aslam 2006 for infAP, Järvelin &
+    Kekäläinen 2002 for NDCG). Values are trec_eval's for undefined queries:
+    0 (a query without relevant documents counts 0 in the mean). ``gm_map``
+    and ``gm_bpref`` keep the per-query value; their ``mean`` is
+    ``exp(mean(log(max(v, 1e-5))))``. ``relstring`` values are strings, with
+    no mean. ``ties="average"`` supports map, Rprec, recip_rank, P, recall,
+    ndcg, ndcg_cut and the counts; other measures raise ``ValueError``.
+    ``Judged@k`` is the share of the top ``min(k, retrieved)`` documents that
+    appear in the qrels; ``RR@k`` the reciprocal rank of the first relevant
+    document within the top ``k`` (0 if none).
+
     NumPy only (the TREC join works on strings); for arrays on other backends
     use the per-metric functions of :mod:`calipers.retrieval`. Same values as
     ``calipers trec``, which prints this result; reproduces trec_eval 9.0.8's
     test outputs.
     """
-    parsed = parse_trec_measures(measures)
+    plan = _plan(measures)
     if ties not in ("average", "trec_eval"):
         raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
     qr = _as_qrels(qrels)
@@ -885,22 +1014,30 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
                      queries=queries)
     Q = int(ta.queries.shape[0])
-    if ties == "average":
-        vals = _average_ties_values(ta, parsed, relevance_level=relevance_level)
-    else:
-        vals = _trec_values(ta, parsed, relevance_level=relevance_level)
-        # trec_eval -c: a query without run rows is not evaluated: 0 for every measure,
-        # except its number of relevant documents.
-        for name, v in vals.items():
-            if name != "num_rel":
-                v[~np.asarray(ta.in_run)] = "" if v.dtype == object else 0.0
+    vals = {}
+    # One pass per relevance level (ir_measures' rel=; the ordering is shared).
+    for level in dict.fromkeys(relevance_level if p[2] is None else p[2] for p in plan):
+        group = [p for p in plan if (relevance_level if p[2] is None else p[2]) == level]
+        pairs = [(f, k) for f, k, _, _ in group]
+        if ties == "average":
+            got = _average_ties_values(ta, pairs, relevance_level=level)
+        else:
+            got = _trec_values(ta, pairs, relevance_level=level)
+            # trec_eval -c: a query without run rows is not evaluated: 0 for every
+            # measure, except its number of relevant documents.
+            for f, k in pairs:
+                v = got.get(_measure_name(f, k))
+                if v is not None and f != "num_rel":
+                    v[~np.asarray(ta.in_run)] = "" if v.dtype == object else 0.0
+        for f, k, _, name in group:
+            if _measure_name(f, k) in got:
+                vals[name] = got[_measure_name(f, k)]
     mean = {}
-    for (fam, k) in parsed:
-        name = _measure_name(fam, k)
+    for fam, _, _, name in plan:
         if name not in vals or fam == "relstring":
             continue
         v = vals[name]
         mean[name] = _gm(v) if fam in ("gm_map", "gm_bpref") else \
             (float(v.mean()) if Q else float("nan"))
-    names = tuple(_measure_name(f, k) for f, k in parsed)
+    names = tuple(p[3] for p in plan)
     return TrecEvaluation(vals, mean, ta.queries, np.asarray(ta.in_run), names, rn.tag)
