@@ -30,7 +30,7 @@ import numpy as np
 
 from ._results import result_type
 
-__all__ = ["TREC_MEASURES", "Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
+__all__ = ["Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
            "parse_trec_measures", "read_qrels", "read_run", "trec_arrays"]
 
 

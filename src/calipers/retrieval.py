@@ -41,7 +41,6 @@ from ._trec import (
 )
 
 __all__ = [
-    "TREC_MEASURES",
     "QueryResult",
     "Qrels",
     "Run",
