@@ -441,3 +441,15 @@ def test_ir_measures_name_errors(spec, msg):
     from calipers import retrieval as R
     with pytest.raises(ValueError, match=re.escape(msg)):
         R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, spec)
+
+
+def test_join_keys_cannot_collide_across_queries():
+    # query "1" + doc "23" and query "12" + doc "3" once met in a concatenated string key
+    # (NumPy drops a trailing NUL separator): a false duplicate, and a false judgement.
+    from calipers import retrieval as R
+    qrels = {"1": {"23": 1}, "12": {"9": 1}}
+    run = {"1": {"5": 0.9}, "12": {"3": 0.8, "9": 0.1}}
+    res = R.evaluate(qrels, run, ["num_rel_ret", "map"])
+    assert res.values["num_rel_ret"].tolist() == [0.0, 1.0]   # "1", "12" sorted
+    assert res.values["map"].tolist() == [0.0, 0.5]
+    R.evaluate(({"1": {"23": 1, "3": 0}, "12": {"3": 1}}), {"1": {"23": 0.5}}, "map")

@@ -109,10 +109,25 @@ def _column(rows, j):
     return np.array([r[j] for r in rows], dtype=str)
 
 
+def _codes(*arrays):
+    """Integer codes of string arrays, shared (rank in sorted order): ``(distinct, codes...)``.
+
+    Joins and duplicate checks work on ``query code * n + doc code``: exact, where
+    concatenated strings are not (NumPy drops trailing NULs, so a separator can vanish and
+    query "1" + doc "23" would meet query "12" + doc "3").
+    """
+    sizes = [a.shape[0] for a in arrays]
+    u, inv = np.unique(np.concatenate(arrays), return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return (u, *np.split(inv, np.cumsum(sizes)[:-1]))
+
+
 def _check_duplicates(qid, docno, lines, path, what):
     if qid.shape[0] == 0:
         return
-    key = np.char.add(np.char.add(qid.astype(str), "\x00"), docno.astype(str))
+    _, qc = _codes(qid)
+    ud, dc = _codes(docno)
+    key = qc * max(ud.shape[0], 1) + dc
     order = np.argsort(key, kind="stable")
     ks = key[order]
     dup = np.nonzero(ks[1:] == ks[:-1])[0]
@@ -190,10 +205,11 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     rq, rd, rs = run.qid[keep_run], run.docno[keep_run], run.score[keep_run]
     keep_q = np.isin(qrels.qid, queries)
     jq, jd, jr = qrels.qid[keep_q], qrels.docno[keep_q], qrels.rel[keep_q]
-    # Match run rows to judgements by (qid, docno) through one sorted key array.
-    sep = "\x00"
-    jkey = np.char.add(np.char.add(jq, sep), jd)
-    rkey = np.char.add(np.char.add(rq, sep), rd)
+    # Match run rows to judgements by (qid, docno) through one sorted integer key array.
+    ud, jdc, rdc = _codes(jd, rd)
+    nd = max(ud.shape[0], 1)
+    jkey = np.searchsorted(queries, jq).astype(np.int64) * nd + jdc
+    rkey = np.searchsorted(queries, rq).astype(np.int64) * nd + rdc
     jo = np.argsort(jkey)
     jks = jkey[jo]
     pos = np.searchsorted(jks, rkey)
@@ -205,16 +221,15 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     judged_hit[jo[posc[hit]]] = True
     miss = ~judged_hit                                  # judged, not retrieved
     qid = np.concatenate([rq, jq[miss]])
-    docs = np.concatenate([rd, jd[miss]])
     sdt = np.float32 if float32_scores else np.float64
     score = np.concatenate([rs.astype(sdt), np.zeros(int(miss.sum()), dtype=sdt)])
     y = np.concatenate([rel_run, jr[miss]])
     retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(int(miss.sum()), bool)])
     codes = np.searchsorted(queries, qid).astype(np.int64)
-    _, doc_id = np.unique(docs, return_inverse=True)
+    doc_id = np.concatenate([rdc, jdc[miss]])          # rank in string order
     judged = np.concatenate([hit, np.ones(int(miss.sum()), bool)])
-    return TrecArrays(codes, queries, y, score, doc_id.reshape(-1).astype(np.int64),
-                      retrieved, np.isin(queries, run_queries), judged)
+    return TrecArrays(codes, queries, y, score, doc_id, retrieved,
+                      np.isin(queries, run_queries), judged)
 
 
 # --------------------------------------------------------------------------
