@@ -65,7 +65,7 @@ def _records(path, progress, min_cols, exact):
     bar = None
     if progress and size > 20_000_000:
         try:
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
 
             bar = tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path),
                        disable=None, leave=False)
