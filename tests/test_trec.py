@@ -453,3 +453,29 @@ def test_join_keys_cannot_collide_across_queries():
     assert res.values["num_rel_ret"].tolist() == [0.0, 1.0]   # "1", "12" sorted
     assert res.values["map"].tolist() == [0.0, 0.5]
     R.evaluate(({"1": {"23": 1, "3": 0}, "12": {"3": 1}}), {"1": {"23": 0.5}}, "map")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_integer_ids_equal_their_strings(seed):
+    # Integer ids take a packed-key join; ties must still follow the docno *strings*
+    # ("9" ranks above "10" on a tied score), and queries print in string order.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    n = 400
+    rq, rd = rng.integers(1, 13, n), rng.integers(0, 30, n)
+    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
+    rq, rd = rq[keep], rd[keep]
+    rs = rng.integers(0, 3, rq.shape[0]) / 2          # many ties
+    jq, jd = rng.integers(1, 13, n), rng.integers(0, 40, n)
+    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
+    jq, jd = jq[keep], jd[keep]
+    jr = rng.integers(-1, 4, jq.shape[0])
+    a = R.evaluate((jq, jd, jr), (rq, rd, rs), "all_trec")
+    b = R.evaluate((jq.astype(str), jd.astype(str), jr), (rq.astype(str), rd.astype(str), rs),
+                   "all_trec")
+    assert a.query_ids.tolist() == b.query_ids.tolist() == sorted(b.query_ids.tolist())
+    for name in a.values:
+        np.testing.assert_array_equal(a.values[name], b.values[name], err_msg=name)
+    c = R.evaluate((jq, jd.astype(str), jr), (rq.astype(str), rd, rs), "all_trec")
+    for name in a.values:
+        np.testing.assert_array_equal(c.values[name], b.values[name], err_msg=name)

@@ -125,17 +125,17 @@ def _codes(*arrays):
 def _check_duplicates(qid, docno, lines, path, what):
     if qid.shape[0] == 0:
         return
-    _, qc = _codes(qid)
-    ud, dc = _codes(docno)
-    key = qc * max(ud.shape[0], 1) + dc
+    key, _ = _pair_keys(qid, docno, qid[:1], docno[:1])
+    ks = np.sort(key)
+    if not np.any(ks[1:] == ks[:-1]):
+        return
     order = np.argsort(key, kind="stable")
     ks = key[order]
     dup = np.nonzero(ks[1:] == ks[:-1])[0]
-    if dup.shape[0]:
-        a, b = sorted((int(lines[order[dup[0]]]), int(lines[order[dup[0] + 1]])))
-        raise TrecFormatError(
-            f"{path}, line {b}: duplicate {what} for query {qid[order[dup[0]]]!s} document "
-            f"{docno[order[dup[0]]]!s} (first on line {a})")
+    a, b = sorted((int(lines[order[dup[0]]]), int(lines[order[dup[0] + 1]])))
+    raise TrecFormatError(
+        f"{path}, line {b}: duplicate {what} for query {qid[order[dup[0]]]!s} document "
+        f"{docno[order[dup[0]]]!s} (first on line {a})")
 
 
 def _numbers(strings, lines, path, col, what, parse):
@@ -184,10 +184,20 @@ class TrecArrays:
     queries: np.ndarray    # str (Q,) query names, sorted
     y_true: np.ndarray     # int64 relevance (0 for unjudged)
     y_score: np.ndarray    # float32/float64 score (0 where not retrieved)
-    doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first)
+    doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first), or the
+                           # integer docno (see doc_id_is_string_rank)
     retrieved: np.ndarray  # bool
     in_run: np.ndarray     # bool (Q,): the query appears in the run
     judged: np.ndarray     # bool: the row's document is in the qrels of its query
+    # doc_id is the docno's rank in string order (else: integer docnos themselves, whose
+    # string order is found for tied scores only)
+    doc_id_is_string_rank: bool = True
+
+
+def _unique(a):
+    if a.shape[0] and _is_int(a) and np.all(a[1:] >= a[:-1]):   # grouped run: no sort
+        return a[np.concatenate([[True], a[1:] != a[:-1]])]
+    return np.unique(a)
 
 
 def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
@@ -195,21 +205,40 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     """Join a run with its qrels as trec_eval does (see module docstring).
 
     ``queries`` (sorted str array) overrides the query set (used to compare two
-    runs on the same queries); queries without run rows then score 0.
+    runs on the same queries); queries without run rows then score 0. Integer
+    ids on both sides are joined as integers (the same pairs as their strings).
     """
-    qrel_queries = np.unique(qrels.qid)
-    run_queries = np.unique(run.qid)
+    qq, rqid = qrels.qid, run.qid
+    if queries is not None or not (_is_int(qq) and _is_int(rqid)):
+        qq, rqid = qq.astype(str), rqid.astype(str)
+    jdoc, rdoc = qrels.docno, run.docno
+    str_docs = not (_is_int(jdoc) and _is_int(rdoc))
+    if str_docs:
+        jdoc, rdoc = jdoc.astype(str), rdoc.astype(str)
+    qrel_queries, run_queries = _unique(qq), _unique(rqid)
     if queries is None:
-        queries = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
-    keep_run = np.isin(run.qid, queries)
-    rq, rd, rs = run.qid[keep_run], run.docno[keep_run], run.score[keep_run]
-    keep_q = np.isin(qrels.qid, queries)
-    jq, jd, jr = qrels.qid[keep_q], qrels.docno[keep_q], qrels.rel[keep_q]
-    # Match run rows to judgements by (qid, docno) through one sorted integer key array.
-    ud, jdc, rdc = _codes(jd, rd)
-    nd = max(ud.shape[0], 1)
-    jkey = np.searchsorted(queries, jq).astype(np.int64) * nd + jdc
-    rkey = np.searchsorted(queries, rq).astype(np.int64) * nd + rdc
+        sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
+    else:
+        sel = np.asarray(queries).astype(str)
+
+    def position(a):
+        p = np.searchsorted(sel, a)
+        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
+        return pc, ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
+                    else np.zeros(a.shape[0], bool))
+
+    rpos, keep_run = position(rqid)
+    jpos, keep_q = position(qq)
+    # Output order: query ids sorted as strings (as trec_eval prints them).
+    sel_str = sel.astype(str)
+    so = np.argsort(sel_str, kind="stable")
+    rank = np.empty(sel.shape[0], dtype=np.int64)
+    rank[so] = np.arange(sel.shape[0])
+    out_queries = sel_str[so]
+    rq, rd, rs = rank[rpos[keep_run]], rdoc[keep_run], run.score[keep_run]
+    jq, jd, jr = rank[jpos[keep_q]], jdoc[keep_q], qrels.rel[keep_q]
+    # Match run rows to judgements by (query, doc) through one sorted integer key array.
+    jkey, rkey = _pair_keys(jq, jd, rq, rd)
     jo = np.argsort(jkey)
     jks = jkey[jo]
     pos = np.searchsorted(jks, rkey)
@@ -220,16 +249,22 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     judged_hit = np.zeros(jks.shape[0], dtype=bool)
     judged_hit[jo[posc[hit]]] = True
     miss = ~judged_hit                                  # judged, not retrieved
-    qid = np.concatenate([rq, jq[miss]])
+    nmiss = int(miss.sum())
     sdt = np.float32 if float32_scores else np.float64
-    score = np.concatenate([rs.astype(sdt), np.zeros(int(miss.sum()), dtype=sdt)])
+    score = np.concatenate([rs.astype(sdt), np.zeros(nmiss, dtype=sdt)])
     y = np.concatenate([rel_run, jr[miss]])
-    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(int(miss.sum()), bool)])
-    codes = np.searchsorted(queries, qid).astype(np.int64)
-    doc_id = np.concatenate([rdc, jdc[miss]])          # rank in string order
-    judged = np.concatenate([hit, np.ones(int(miss.sum()), bool)])
-    return TrecArrays(codes, queries, y, score, doc_id, retrieved,
-                      np.isin(queries, run_queries), judged)
+    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(nmiss, bool)])
+    codes = np.concatenate([rq, jq[miss]]).astype(np.int64)
+    if str_docs:
+        _, jdc, rdc = _codes(jd, rd)
+        doc_id = np.concatenate([rdc, jdc[miss]])      # rank in string order
+    else:
+        doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
+    judged = np.concatenate([hit, np.ones(nmiss, bool)])
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rq] = True
+    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
+                      str_docs)
 
 
 # --------------------------------------------------------------------------
@@ -558,7 +593,37 @@ def _triple(obj, what, form):
     if not (q.ndim == d.ndim == v.ndim == 1) or not (q.shape == d.shape == v.shape):
         raise ValueError(f"{what}: the three arrays {form} must be 1-D of one length, got "
                          f"shapes {q.shape}, {d.shape}, {v.shape}")
-    return q.astype(str), d.astype(str), v
+    return _ids(q), _ids(d), v
+
+
+def _ids(a):
+    """Integer ids stay integers (a faster join; compared as their decimal strings would
+    be); anything else becomes strings."""
+    return a.astype(np.int64) if a.dtype.kind in "iu" else a.astype(str)
+
+
+def _is_int(a):
+    return a.dtype.kind in "iu"
+
+
+def _pair_keys(qa, da, qb, db):
+    """Exact int64 keys of (query, doc) pairs of two tables, equal iff the pairs are equal."""
+    if _is_int(qa) and _is_int(da) and _is_int(qb) and _is_int(db) and qa.shape[0] and \
+            qb.shape[0]:
+        lo_q = min(int(qa.min()), int(qb.min()))
+        lo_d = min(int(da.min()), int(db.min()))
+        span_q = max(int(qa.max()), int(qb.max())) - lo_q + 1
+        span_d = max(int(da.max()), int(db.max())) - lo_d + 1
+        if span_q * span_d < 2 ** 62:    # packed directly, no sort of the ids
+            return ((qa - lo_q) * span_d + (da - lo_d), (qb - lo_q) * span_d + (db - lo_d))
+    if _is_int(qa) != _is_int(qb):
+        qa, qb = qa.astype(str), qb.astype(str)
+    if _is_int(da) != _is_int(db):
+        da, db = da.astype(str), db.astype(str)
+    _, qca, qcb = _codes(qa, qb)
+    ud, dca, dcb = _codes(da, db)
+    nd = max(ud.shape[0], 1)
+    return qca * nd + dca, qcb * nd + dcb
 
 
 _MIN_GEO_MEAN = 1e-5    # trec_eval floors a value at this before the log of gm_map, gm_bpref
@@ -571,6 +636,40 @@ def _div(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+
+def _ranked_rows(ta):
+    """Retrieved rows in trec_eval's order: query, score descending, docno descending.
+
+    One sort of a packed (query, float32 score) key; docnos (string order) only order
+    the rows whose query and score tie.
+    """
+    r = np.nonzero(ta.retrieved)[0]
+    q, s = ta.query_id[r], ta.y_score[r]
+    if s.dtype != np.float32 or (r.shape[0] and int(q.max()) >= 2 ** 31):
+        return r[np.lexsort((-_doc_rank(ta, r), -s, q))]
+    bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
+    asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
+    key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
+    o = np.argsort(key, kind="stable")
+    k = key[o]
+    tie = k[1:] == k[:-1]
+    if tie.any():
+        in_tie = np.zeros(o.shape[0], bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        idx = np.nonzero(in_tie)[0]
+        sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
+        o[idx] = o[idx][sub]
+    return r[o]
+
+
+def _doc_rank(ta, rows):
+    """Rank of the rows' docnos in string order (trec_eval compares docnos with strcmp)."""
+    d = ta.doc_id[rows]
+    if ta.doc_id_is_string_rank:
+        return d
+    return np.unique(d.astype(str), return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 class _Lists:
@@ -586,8 +685,7 @@ class _Lists:
 
     def __init__(self, ta, level):
         Q = int(ta.queries.shape[0])
-        r = np.nonzero(ta.retrieved)[0]
-        r = r[np.lexsort((-ta.doc_id[r], -ta.y_score[r], ta.query_id[r]))]
+        r = _ranked_rows(ta)
         self.Q, self.level = Q, level
         self.q = q = ta.query_id[r]
         y = ta.y_true[r]
@@ -612,6 +710,13 @@ class _Lists:
         """Inclusive running sum of ``x`` within each query."""
         c = np.concatenate([[0], np.cumsum(x)])
         return c[1:] - c[self.start[self.q]]
+
+    def first_rel(self, m):
+        """Relevant retrieved documents in the top ``m`` of each query (from ``relcum``)."""
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        idx = np.maximum(self.start + m - 1, 0)
+        return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
+            .astype(np.float64)
 
     def first(self, x, m):
         c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
@@ -716,17 +821,17 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "map_cut":
             v = _div(L.total(rel * (pos < k) * L.prec), R)
         elif fam == "Rprec":
-            v = _div(L.first(rel, L.R), R)
+            v = _div(L.first_rel(L.R), R)
         elif fam == "recip_rank":
             v = L.total((rel & (L.relcum == 1)) / (pos + 1.0))
         elif fam == "P":
-            v = L.first(rel, k) / k
+            v = L.first_rel(k) / k
         elif fam == "recall":
-            v = _div(L.first(rel, k), R)
+            v = _div(L.first_rel(k), R)
         elif fam == "relative_P":
-            v = _div(L.first(rel, k), np.minimum(R, k))
+            v = _div(L.first_rel(k), np.minimum(R, k))
         elif fam == "success":
-            v = (L.first(rel, k) > 0).astype(np.float64)
+            v = (L.first_rel(k) > 0).astype(np.float64)
         elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
             v = L.total((rel & (L.relcum == 1) & (pos < k)) / (pos + 1.0))
         elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
@@ -757,7 +862,7 @@ def _trec_values(ta, measures, *, relevance_level):
             v = sum(L.iprec(p, _iprec_round) for p in pts) / len(pts)
         elif fam == "Rprec_mult":
             c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
-            v = _div(L.first(rel, c), c)
+            v = _div(L.first_rel(c), c)
         elif fam == "utility":
             p = [1.0, -1.0, 0.0, 0.0] if k is None else [float(x) for x in k.split(",")]
             # no collection size (trec_eval -N, default 0) for the last term
@@ -792,11 +897,16 @@ def _gain_measure(L, fam, k):
     params = k if fam != "ndcg_cut" else None
     g, ig, ipos, iq, icnt, ist = L.gains(params)
     pos = L.pos
-    disc = np.log2(pos + 2.0)
     Q = L.Q
-    P = np.bincount(iq[ig > 0], minlength=Q)            # positions with a positive ideal gain
-    iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
-    ic = np.concatenate([[0.0], np.cumsum(iv)])
+    key = ("dcg", params)
+    if key not in L._cache:
+        gd = g / np.log2(pos + 2.0)
+        iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+        L._cache[key] = (L.cum(gd),                     # DCG through each retrieved row
+                         L.total(gd),                   # DCG of the whole ranking
+                         np.concatenate([[0.0], np.cumsum(iv)]),   # ideal DCG prefix
+                         np.bincount(iq[ig > 0], minlength=Q))     # positive ideal gains
+    dc, full, ic, P = L._cache[key]
 
     def ideal(qq, m):   # ideal DCG over the first m ideal ranks of queries qq
         m = np.clip(m, 0, icnt[qq])
@@ -804,11 +914,11 @@ def _gain_measure(L, fam, k):
 
     qs = np.arange(Q)
     if fam == "ndcg":
-        return _div(L.total(g / disc), ideal(qs, icnt))
+        return _div(full, ideal(qs, icnt))
     if fam == "ndcg_cut":
-        return _div(L.first(g / disc, k), ideal(qs, np.full(Q, k)))
-    dc = L.cum(g / disc)                           # DCG through each retrieved row
-    full = L.total(g / disc)
+        m = np.minimum(k, L.nret)
+        top = np.where(m > 0, dc[np.maximum(L.start + m - 1, 0)] if dc.shape[0] else 0, 0.0)
+        return _div(top, ideal(qs, np.full(Q, k)))
     if fam == "ndcg_rel":
         through = ideal(L.q, pos + 1)
         s = L.total((g > 0) * _div(dc, through))
@@ -831,9 +941,9 @@ def _gain_measure(L, fam, k):
     nxt = np.where(last, 0.0, nxt)
     change = (ig > 0) & (nxt != ig)                # ideal gain changes after this rank
     cq, cm = iq[change], ipos[change] + 1          # change point: first m ideal ranks
-    cpos = np.concatenate([[0.0], np.cumsum(g / disc)])
     mm = np.minimum(cm, L.nret[cq])
-    dcg_at = cpos[L.start[cq] + mm] - cpos[L.start[cq]]
+    dcg_at = np.where(mm > 0, dc[np.maximum(L.start[cq] + mm - 1, 0)] if dc.shape[0] else 0,
+                      0.0)
     s = np.bincount(cq, weights=_div(dcg_at, ideal(cq, cm)), minlength=Q)
     n = np.bincount(cq, minlength=Q).astype(np.float64)
     extra = (P + 1 < L.nret) & (P > 0)
