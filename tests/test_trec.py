@@ -291,6 +291,10 @@ def test_evaluate_inputs_agree_and_result_is_a_pytree(tmp_path):
     (dict(ties="first"), "ties must be"),
     (dict(qrels=({"1": {"a": 0.5}})), "relevance must be integers"),
     (dict(run=(["1", "1"], ["a", "a"], [0.2, 0.1])), "duplicate document"),
+    (dict(run=([1, 1], [7, 7], [0.2, 0.1])), "run, line 2: duplicate document for query 1 "
+                                            "document 7 (first on line 1)"),
+    (dict(qrels=(["1", "2", "1"], ["a", "a", "a"], [1, 0, 0])),
+     "qrels, line 3: duplicate judgement for query 1 document a (first on line 1)"),
     (dict(run=(["1"], ["a"], [np.nan])), "scores must be finite"),
     (dict(run=(["1"], ["a"])), "three flat arrays"),
 ])
@@ -479,3 +483,13 @@ def test_integer_ids_equal_their_strings(seed):
     c = R.evaluate((jq, jd.astype(str), jr), (rq.astype(str), rd, rs), "all_trec")
     for name in a.values:
         np.testing.assert_array_equal(c.values[name], b.values[name], err_msg=name)
+
+
+def test_queries_option_names_queries_of_neither_file():
+    from calipers import retrieval as R
+    res = R.evaluate({"1": {"a": 1}, "2": {"b": 1}}, {"1": {"a": 0.5}}, ["map", "num_rel"],
+                     queries=["2", "1", "zz"])
+    assert res.query_ids.tolist() == ["1", "2", "zz"]
+    assert res.values["map"].tolist() == [1.0, 0.0, 0.0]
+    assert res.values["num_rel"].tolist() == [1.0, 1.0, 0.0]
+    assert res.in_run.tolist() == [True, False, False]

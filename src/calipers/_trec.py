@@ -194,6 +194,15 @@ class TrecArrays:
     doc_id_is_string_rank: bool = True
 
 
+def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what):
+    """Raise naming both rows (1-based) when two rows share a (query, doc) key."""
+    dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
+    if dup.shape[0]:
+        i, j = sorted((int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])))
+        raise TrecFormatError(f"{where}, line {j + 1}: duplicate {what} for query {qid[j]!s} "
+                              f"document {docno[j]!s} (first on line {i + 1})")
+
+
 def _unique(a):
     if a.shape[0] and _is_int(a) and np.all(a[1:] >= a[:-1]):   # grouped run: no sort
         return a[np.concatenate([[True], a[1:] != a[:-1]])]
@@ -209,17 +218,29 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     ids on both sides are joined as integers (the same pairs as their strings).
     """
     qq, rqid = qrels.qid, run.qid
+    names = None
     if queries is not None or not (_is_int(qq) and _is_int(rqid)):
-        qq, rqid = qq.astype(str), rqid.astype(str)
+        # One sort of the distinct strings; codes are ranks in string order from here on.
+        names, qq, rqid = _codes(qq.astype(str), rqid.astype(str))
     jdoc, rdoc = qrels.docno, run.docno
     str_docs = not (_is_int(jdoc) and _is_int(rdoc))
     if str_docs:
-        jdoc, rdoc = jdoc.astype(str), rdoc.astype(str)
+        _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
     qrel_queries, run_queries = _unique(qq), _unique(rqid)
     if queries is None:
         sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
     else:
-        sel = np.asarray(queries).astype(str)
+        want = np.unique(np.asarray(queries).astype(str))
+        # queries of neither file get codes past the known names (no rows, score 0)
+        p = np.searchsorted(names, want)
+        if names.shape[0]:
+            known = (p < names.shape[0]) & (names[np.minimum(p, names.shape[0] - 1)] == want)
+        else:
+            known = np.zeros(want.shape[0], bool)
+        names = np.concatenate([names, want[~known]])
+        codes_w = np.where(known, p, names.shape[0] - (~known).sum() +
+                           np.cumsum(~known) - 1)
+        sel = np.sort(codes_w)
 
     def position(a):
         p = np.searchsorted(sel, a)
@@ -230,7 +251,7 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     rpos, keep_run = position(rqid)
     jpos, keep_q = position(qq)
     # Output order: query ids sorted as strings (as trec_eval prints them).
-    sel_str = sel.astype(str)
+    sel_str = sel.astype(str) if names is None else names[sel]
     so = np.argsort(sel_str, kind="stable")
     rank = np.empty(sel.shape[0], dtype=np.int64)
     rank[so] = np.arange(sel.shape[0])
@@ -239,8 +260,13 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     jq, jd, jr = rank[jpos[keep_q]], jdoc[keep_q], qrels.rel[keep_q]
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
     jkey, rkey = _pair_keys(jq, jd, rq, rd)
-    jo = np.argsort(jkey)
+    jo = np.argsort(jkey, kind="stable")
     jks = jkey[jo]
+    _no_duplicates(jks, jo, np.nonzero(keep_q)[0], qrels.qid, qrels.docno, qrels.path or "qrels",
+                   "judgement")
+    ro = np.argsort(rkey, kind="stable")
+    _no_duplicates(rkey[ro], ro, np.nonzero(keep_run)[0], run.qid, run.docno,
+                   run.path or "run", "document")
     pos = np.searchsorted(jks, rkey)
     posc = np.minimum(pos, max(jks.shape[0] - 1, 0))
     hit = (pos < jks.shape[0]) & (jks[posc] == rkey) if jks.shape[0] else \
@@ -255,11 +281,8 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     y = np.concatenate([rel_run, jr[miss]])
     retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(nmiss, bool)])
     codes = np.concatenate([rq, jq[miss]]).astype(np.int64)
-    if str_docs:
-        _, jdc, rdc = _codes(jd, rd)
-        doc_id = np.concatenate([rdc, jdc[miss]])      # rank in string order
-    else:
-        doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
+    # string docnos: their rank in string order; integer docnos: themselves
+    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
     in_run = np.zeros(sel.shape[0], bool)
     in_run[rq] = True
@@ -545,8 +568,7 @@ def _as_qrels(qrels):
     if r.dtype.kind == "b" or r.dtype.kind not in "iuf" or \
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
         raise ValueError("qrels: relevance must be integers (trec_eval reads integers)")
-    lines = np.arange(1, q.shape[0] + 1)
-    _check_duplicates(q, d, lines, "qrels", "judgement")
+    # duplicates: checked by trec_arrays on its integer keys (no extra sort of strings)
     return Qrels(q, d, r.astype(np.int64), "")
 
 
@@ -565,7 +587,6 @@ def _as_run(run, run_id):
     s = s.astype(np.float64)
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
-    _check_duplicates(q, d, np.arange(1, q.shape[0] + 1), "run", "document")
     return Run(q, d, s, run_id, "")
 
 
