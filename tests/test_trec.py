@@ -493,3 +493,15 @@ def test_queries_option_names_queries_of_neither_file():
     assert res.values["map"].tolist() == [1.0, 0.0, 0.0]
     assert res.values["num_rel"].tolist() == [1.0, 1.0, 0.0]
     assert res.in_run.tolist() == [True, False, False]
+
+
+def test_cli_takes_ir_measures_names(capsys):
+    _need_peers()
+    base = ["trec", str(PEERS / "qrels.test"), str(PEERS / "results.test"), "--no-progress"]
+    rc, out, _ = _run_cli(capsys, base + ["-m", "nDCG@10", "-m", "ndcg_cut.10", "-m", "AP"])
+    assert rc == 0
+    assert out.splitlines() == ["ndcg_cut_10           \tall\t0.3016",
+                                "nDCG@10               \tall\t0.3016",
+                                "AP                    \tall\t0.1785"]
+    rc, _, err = _run_cli(capsys, base + ["-m", "P(rel=x)@5"])
+    assert rc == 2 and "-m P(rel=x)@5: rel must be an integer" in err

@@ -427,7 +427,8 @@ def parse_trec_measures(specs=None):
             continue
         if name not in _MEASURES:
             raise ValueError(f"{one}: unknown measure {name!r}; supported: "
-                             f"{', '.join(_ORDER)}, all_trec, official")
+                             f"{', '.join(_ORDER)}, all_trec, official, and the ir_measures "
+                             f"names {', '.join(_IR_NAMES)} (as in nDCG@10, P(rel=2)@5)")
         kind, default = _MEASURES[name]
         if params:
             got = _check_params(one, name, kind, params)

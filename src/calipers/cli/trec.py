@@ -45,8 +45,9 @@ def add_parser(subparsers):
     p.add_argument("-m", dest="measures", action="append", default=None, metavar="MEASURE",
                    help="trec_eval measure, repeatable, with trec_eval's parameters "
                         "(P.5,10, ndcg.1=3,2=9, iprec_at_recall..1,.5, utility.2,-1,0,0, "
-                        "relstring.20, ...), all_trec (every measure) or official "
-                        "(trec_eval's default set, the default here too)")
+                        "relstring.20, ...), all_trec (every measure), official "
+                        "(trec_eval's default set, the default here too), or an ir_measures "
+                        "name (nDCG@10, P(rel=2)@5, AP, RR, Judged@10, ...)")
     p.add_argument("-q", dest="per_query", action="store_true",
                    help="also print each query's value")
     p.add_argument("-c", dest="complete", action="store_true",
@@ -75,6 +76,15 @@ def parse_measures(specs):
     """``["P.5,10", "map"]`` -> ordered (family, cut-off or None) pairs, trec_eval order."""
     try:
         return retrieval.parse_trec_measures(specs)
+    except ValueError as exc:
+        raise InputError(f"-m {exc}") from None
+
+
+def check_measures(specs):
+    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')."""
+    try:
+        # evaluate() parses the names first; a one-document input makes it cost nothing
+        retrieval.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, specs)
     except ValueError as exc:
         raise InputError(f"-m {exc}") from None
 
@@ -151,7 +161,7 @@ def run(args) -> int:
     if not 0 < args.confidence < 1:
         raise InputError("--confidence-level must be in (0, 1)")
     specs = args.measures or ["official"]   # trec_eval's default set
-    parse_measures(specs)
+    check_measures(specs)
     progress = not args.no_progress
     qrels = _load(args.qrels, retrieval.read_qrels, progress)
     run_a = _load(args.run, retrieval.read_run, progress)
