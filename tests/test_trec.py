@@ -505,3 +505,18 @@ def test_cli_takes_ir_measures_names(capsys):
                                 "AP                    \tall\t0.1785"]
     rc, _, err = _run_cli(capsys, base + ["-m", "P(rel=x)@5"])
     assert rc == 2 and "-m P(rel=x)@5: rel must be an integer" in err
+
+
+def test_string_codes_equal_numpy_unique():
+    rng = np.random.default_rng(0)
+    alph = np.array(list("ab0-Z~ "))
+    for n in (1, 7, 500):
+        for width in (1, 3, 9, 17):
+            a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
+                          for _ in range(n)])
+            u, inv = T._string_codes(a)
+            u2, inv2 = np.unique(a, return_inverse=True)
+            assert u.tolist() == u2.tolist() and u.dtype == a.dtype
+            np.testing.assert_array_equal(np.reshape(inv, -1), np.reshape(inv2, -1))
+    u, inv = T._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
+    assert u.tolist() == ["e", "f", "é"] and np.reshape(inv, -1).tolist() == [2, 0, 1]

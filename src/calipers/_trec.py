@@ -110,16 +110,31 @@ def _column(rows, j):
 
 
 def _codes(*arrays):
-    """Integer codes of string arrays, shared (rank in sorted order): ``(distinct, codes...)``.
+    """Integer codes of id arrays, shared (rank in sorted order): ``(distinct, codes...)``.
 
     Joins and duplicate checks work on ``query code * n + doc code``: exact, where
     concatenated strings are not (NumPy drops trailing NULs, so a separator can vanish and
     query "1" + doc "23" would meet query "12" + doc "3").
     """
     sizes = [a.shape[0] for a in arrays]
-    u, inv = np.unique(np.concatenate(arrays), return_inverse=True)
+    allv = np.concatenate(arrays)
+    if allv.dtype.kind == "U":
+        u, inv = _string_codes(allv)
+    else:
+        u, inv = np.unique(allv, return_inverse=True)
     inv = inv.reshape(-1).astype(np.int64)
     return (u, *np.split(inv, np.cumsum(sizes)[:-1]))
+
+
+def _string_codes(a):
+    """``np.unique(a, return_inverse=True)`` for strings, about twice as fast for ASCII ids
+    (sorted as bytes: the same order, and C's strcmp order that trec_eval uses)."""
+    try:
+        b = a.astype("S")
+    except UnicodeEncodeError:
+        return np.unique(a, return_inverse=True)
+    u, inv = np.unique(b, return_inverse=True)
+    return u.astype(a.dtype), inv
 
 
 def _check_duplicates(qid, docno, lines, path, what):
