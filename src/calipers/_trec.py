@@ -25,6 +25,7 @@ import gc
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -233,7 +234,7 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     ids on both sides are joined as integers (the same pairs as their strings).
     """
     qq, rqid = qrels.qid, run.qid
-    names = None
+    names: Any = None
     if queries is not None or not (_is_int(qq) and _is_int(rqid)):
         # One sort of the distinct strings; codes are ranks in string order from here on.
         names, qq, rqid = _codes(qq.astype(str), rqid.astype(str))
