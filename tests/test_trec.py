@@ -134,7 +134,16 @@ def test_parse_measures_order_and_defaults():
     assert parse_measures(["ndcg_cut.10", "map", "P.20,5"]) == [
         ("map", None), ("P", 5), ("P", 20), ("ndcg_cut", 10)]
     allm = parse_measures(None)
-    assert ("P", 1000) in allm and ("runid", None) in allm and len(allm) == 9 + 3 * 9
+    # all_trec: trec_eval 9.0.8's 95 printed names (out.test.aq)
+    assert ("P", 1000) in allm and ("runid", None) in allm and len(allm) == 95
+    assert parse_measures(["relstring.20", "ndcg.1=3,2=9", "iprec_at_recall..5,.1"]) == [
+        ("iprec_at_recall", 0.1), ("iprec_at_recall", 0.5), ("relstring", "20"),
+        ("ndcg", "1=3,2=9")]
+    assert parse_measures(["ndcg_cut.10,20,23.4"]) == [
+        ("ndcg_cut", 10), ("ndcg_cut", 20), ("ndcg_cut", 23)]
+    assert [f for f, _ in parse_measures(["official"])] == [
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+        "bpref", "recip_rank"] + ["iprec_at_recall"] * 11 + ["P"] * 9
 
 
 def test_average_ties_option(tmp_path, capsys):
@@ -282,6 +291,10 @@ def test_evaluate_inputs_agree_and_result_is_a_pytree(tmp_path):
     (dict(ties="first"), "ties must be"),
     (dict(qrels=({"1": {"a": 0.5}})), "relevance must be integers"),
     (dict(run=(["1", "1"], ["a", "a"], [0.2, 0.1])), "duplicate document"),
+    (dict(run=([1, 1], [7, 7], [0.2, 0.1])), "run, line 2: duplicate document for query 1 "
+                                            "document 7 (first on line 1)"),
+    (dict(qrels=(["1", "2", "1"], ["a", "a", "a"], [1, 0, 0])),
+     "qrels, line 3: duplicate judgement for query 1 document a (first on line 1)"),
     (dict(run=(["1"], ["a"], [np.nan])), "scores must be finite"),
     (dict(run=(["1"], ["a"])), "three flat arrays"),
 ])
@@ -305,3 +318,205 @@ def test_H06_evaluate_on_pytrec_eval_dicts():
     assert r.mean["map"] == pytest.approx(7 / 12, abs=1e-15)
     avg = R.evaluate(qrels, run, "ndcg", ties="average")
     assert avg.values["ndcg"][0] == pytest.approx(0.809953, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed,level", [(0, 1), (1, 2), (2, 1), (3, 2)])
+def test_all_trec_matches_pytrec_eval(seed, level):
+    # Every all_trec measure per query against trec_eval 9.0.8 (pytrec_eval) on random
+    # qrels with levels -1..3 (negative: judged "unjudged in the pool") and tied scores.
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures,
+                                         relevance_level=level).evaluate(run)
+    res = R.evaluate(qrels, run, "all_trec", relevance_level=level)
+    qs = list(res.query_ids)
+    assert sorted(ref) == qs
+    checked = 0
+    for name, v in res.values.items():
+        if name == "relstring":
+            continue
+        want = np.array([ref[q][name] for q in qs])
+        if name.startswith("gm_"):
+            # pytrec_eval keeps log(max(v, 1e-5)) per query; the summary is exp(mean)
+            np.testing.assert_allclose(np.log(np.maximum(v, 1e-5)), want, rtol=1e-12)
+            assert res.mean[name] == pytest.approx(
+                pytrec_eval.compute_aggregated_measure(name, list(want)), rel=1e-12)
+        else:
+            np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=name)
+        checked += 1
+    assert checked == 95 - 3   # all but runid, num_q and relstring
+
+
+def test_relstring_and_defaults_of_the_cli(capsys):
+    from calipers import retrieval as R
+    qrels = {"1": {"a": 1, "b": 0, "c": -1, "d": 12}}
+    run = {"1": {"a": 0.9, "b": 0.8, "c": 0.7, "x": 0.6, "d": 0.5}}
+    res = R.evaluate(qrels, run, ["relstring", "relstring.3"])
+    assert res.measures == ("relstring_3",) and res.values["relstring_3"][0] == "10."
+    assert R.evaluate(qrels, run, "relstring").values["relstring"][0] == "10.->"
+    assert "relstring" not in R.evaluate(qrels, run, "relstring").mean
+    # trec_eval's default set when no -m is given
+    _need_peers()
+    rc, out, _ = _run_cli(capsys, ["trec", str(PEERS / "qrels.test"),
+                                   str(PEERS / "results.test"), "--no-progress"])
+    assert rc == 0 and out == (PEERS / "out.test").read_text()
+
+
+def test_run_sharing_no_query_with_the_qrels_is_an_error(tmp_path, capsys):
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match="no query of the run appears in the qrels"):
+        R.evaluate({"1": {"a": 1}}, {"2": {"a": 0.5}}, "map")
+    with pytest.raises(ValueError, match="no query of the run appears in the qrels"):
+        R.evaluate({"1": {"a": 1}}, {"2": {"a": 0.5}}, "map", complete_qrels=True)
+    q = _write(tmp_path, "q", "1 0 a 1\n")
+    r = _write(tmp_path, "r", "7 Q0 a 1 0.5 t\n")
+    rc, out, err = _run_cli(capsys, ["trec", q, r, "--no-progress"])
+    assert rc == 2 and out == "" and "no query of the run appears in the qrels" in err
+    assert err.strip().count("\n") == 0
+
+
+def test_average_ties_refuses_order_only_measures():
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match="not for bpref"):
+        R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, "bpref", ties="average")
+
+
+IR_NAMES = {   # ir_measures name -> (trec_eval spec, printed trec_eval name, relevance level)
+    "nDCG@10": ("ndcg_cut.10", "ndcg_cut_10", 1), "nDCG": ("ndcg", "ndcg", 1),
+    "P(rel=2)@5": ("P.5", "P_5", 2), "P@5": ("P.5", "P_5", 1),
+    "R@100": ("recall.100", "recall_100", 1), "RR": ("recip_rank", "recip_rank", 1),
+    "AP": ("map", "map", 1), "AP@5": ("map_cut.5", "map_cut_5", 1),
+    "AP(rel=2)": ("map", "map", 2), "Bpref": ("bpref", "bpref", 1),
+    "Bpref(rel=2)": ("bpref", "bpref", 2), "infAP": ("infAP", "infAP", 1),
+    "Rprec": ("Rprec", "Rprec", 1), "Success@3": ("success.3", "success_3", 1),
+    "IPrec@0.2": ("iprec_at_recall.0.2", "iprec_at_recall_0.20", 1),
+    "SetP": ("set_P", "set_P", 1), "SetR": ("set_recall", "set_recall", 1),
+    "SetF": ("set_F", "set_F", 1), "NumRet": ("num_ret", "num_ret", 1),
+    "NumRel": ("num_rel", "num_rel", 1), "NumRet(rel=1)": ("num_rel_ret", "num_rel_ret", 1),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ir_measures_names_equal_the_trec_eval_measures(seed):
+    from calipers import retrieval as R
+    qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+    res = R.evaluate(qrels, run, list(IR_NAMES) + ["Judged@10", "RR@3", "map"])
+    # trec_eval names (Rprec and infAP are both) in trec_eval's order, then the others as given
+    assert res.measures[:5] == ("map", "Rprec", "infAP", "nDCG@10", "nDCG")
+    for name, (spec, printed, level) in IR_NAMES.items():
+        ref = R.evaluate(qrels, run, spec, relevance_level=level)
+        np.testing.assert_array_equal(res.values[name], ref.values[printed], err_msg=name)
+    # the two without a trec_eval measure, by brute force on trec_eval's ordering
+    for i, q in enumerate(res.query_ids):
+        ranked = sorted(run[q], key=lambda d: (-np.float32(run[q][d]), [-ord(c) for c in d]))
+        top = ranked[:10]
+        assert res.values["Judged@10"][i] == pytest.approx(
+            sum(d in qrels[q] for d in top) / len(top))
+        first = next((r for r, d in enumerate(ranked[:3], 1) if qrels[q].get(d, 0) >= 1), None)
+        assert res.values["RR@3"][i] == pytest.approx(0 if first is None else 1 / first)
+
+
+def test_ir_measures_names_match_ir_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    from calipers import retrieval as R
+    names = list(IR_NAMES) + ["Judged@10", "RR@3", "R(rel=2)@10"]
+    for seed in range(3):
+        qrels, run = _random_trec(seed, n_q=8, n_docs=15)
+        # distinct scores: ir_measures' Judged provider breaks ties by docno ascending
+        run = {q: {d: s + 1e-3 * i for i, (d, s) in enumerate(sorted(docs.items()))}
+               for q, docs in run.items()}
+        ms = [ir_measures.parse_measure(n) for n in names]
+        ref = {(str(m.measure), m.query_id): m.value
+               for m in ir_measures.iter_calc(ms, qrels, run)}
+        res = R.evaluate(qrels, run, names)
+        for n, m in zip(names, ms):
+            want = [ref[(str(m), q)] for q in res.query_ids]
+            np.testing.assert_allclose(res.values[n], want, rtol=1e-12, atol=1e-12, err_msg=n)
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("P(gains=2)@5", "unsupported parameter 'gains'"), ("R", "needs a cut-off"),
+    ("Bpref@5", "takes no cut-off"), ("P(rel=x)@5", "rel must be an integer"),
+    ("P@0", "positive integer"), ("IPrec@2", "recall level"),
+    ("nDCG(rel=2)@5", "unsupported parameter 'rel'"),
+])
+def test_ir_measures_name_errors(spec, msg):
+    from calipers import retrieval as R
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, spec)
+
+
+def test_join_keys_cannot_collide_across_queries():
+    # query "1" + doc "23" and query "12" + doc "3" once met in a concatenated string key
+    # (NumPy drops a trailing NUL separator): a false duplicate, and a false judgement.
+    from calipers import retrieval as R
+    qrels = {"1": {"23": 1}, "12": {"9": 1}}
+    run = {"1": {"5": 0.9}, "12": {"3": 0.8, "9": 0.1}}
+    res = R.evaluate(qrels, run, ["num_rel_ret", "map"])
+    assert res.values["num_rel_ret"].tolist() == [0.0, 1.0]   # "1", "12" sorted
+    assert res.values["map"].tolist() == [0.0, 0.5]
+    R.evaluate(({"1": {"23": 1, "3": 0}, "12": {"3": 1}}), {"1": {"23": 0.5}}, "map")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_integer_ids_equal_their_strings(seed):
+    # Integer ids take a packed-key join; ties must still follow the docno *strings*
+    # ("9" ranks above "10" on a tied score), and queries print in string order.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    n = 400
+    rq, rd = rng.integers(1, 13, n), rng.integers(0, 30, n)
+    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
+    rq, rd = rq[keep], rd[keep]
+    rs = rng.integers(0, 3, rq.shape[0]) / 2          # many ties
+    jq, jd = rng.integers(1, 13, n), rng.integers(0, 40, n)
+    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
+    jq, jd = jq[keep], jd[keep]
+    jr = rng.integers(-1, 4, jq.shape[0])
+    a = R.evaluate((jq, jd, jr), (rq, rd, rs), "all_trec")
+    b = R.evaluate((jq.astype(str), jd.astype(str), jr), (rq.astype(str), rd.astype(str), rs),
+                   "all_trec")
+    assert a.query_ids.tolist() == b.query_ids.tolist() == sorted(b.query_ids.tolist())
+    for name in a.values:
+        np.testing.assert_array_equal(a.values[name], b.values[name], err_msg=name)
+    c = R.evaluate((jq, jd.astype(str), jr), (rq.astype(str), rd, rs), "all_trec")
+    for name in a.values:
+        np.testing.assert_array_equal(c.values[name], b.values[name], err_msg=name)
+
+
+def test_queries_option_names_queries_of_neither_file():
+    from calipers import retrieval as R
+    res = R.evaluate({"1": {"a": 1}, "2": {"b": 1}}, {"1": {"a": 0.5}}, ["map", "num_rel"],
+                     queries=["2", "1", "zz"])
+    assert res.query_ids.tolist() == ["1", "2", "zz"]
+    assert res.values["map"].tolist() == [1.0, 0.0, 0.0]
+    assert res.values["num_rel"].tolist() == [1.0, 1.0, 0.0]
+    assert res.in_run.tolist() == [True, False, False]
+
+
+def test_cli_takes_ir_measures_names(capsys):
+    _need_peers()
+    base = ["trec", str(PEERS / "qrels.test"), str(PEERS / "results.test"), "--no-progress"]
+    rc, out, _ = _run_cli(capsys, base + ["-m", "nDCG@10", "-m", "ndcg_cut.10", "-m", "AP"])
+    assert rc == 0
+    assert out.splitlines() == ["ndcg_cut_10           \tall\t0.3016",
+                                "nDCG@10               \tall\t0.3016",
+                                "AP                    \tall\t0.1785"]
+    rc, _, err = _run_cli(capsys, base + ["-m", "P(rel=x)@5"])
+    assert rc == 2 and "-m P(rel=x)@5: rel must be an integer" in err
+
+
+def test_string_codes_equal_numpy_unique():
+    rng = np.random.default_rng(0)
+    alph = np.array(list("ab0-Z~ "))
+    for n in (1, 7, 500):
+        for width in (1, 3, 9, 17):
+            a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
+                          for _ in range(n)])
+            u, inv = T._string_codes(a)
+            u2, inv2 = np.unique(a, return_inverse=True)
+            assert u.tolist() == u2.tolist() and u.dtype == a.dtype
+            np.testing.assert_array_equal(np.reshape(inv, -1), np.reshape(inv2, -1))
+    u, inv = T._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
+    assert u.tolist() == ["e", "f", "é"] and np.reshape(inv, -1).tolist() == [2, 0, 1]

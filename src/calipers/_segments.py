@@ -36,7 +36,7 @@ per segment) is built in one place, :func:`pad_segments`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -48,16 +48,16 @@ __all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "pad_segments", "s
 
 
 class SegmentSort(NamedTuple):
-    order: object       # (n,) int: sorted position -> input row
-    seg: object         # (n,) int: segment of each sorted row
-    rank: object        # (n,) int: 0-based rank within the segment
-    seg_start: object   # (Q,) int: first sorted index of each segment
-    seg_size: object    # (Q,) int: rows per segment
-    tie_lo: object      # (n,) int: first rank of the row's tie group (within segment)
-    tie_hi: object      # (n,) int: last rank of the row's tie group
+    order: Any          # (n,) int: sorted position -> input row
+    seg: Any            # (n,) int: segment of each sorted row
+    rank: Any           # (n,) int: 0-based rank within the segment
+    seg_start: Any      # (Q,) int: first sorted index of each segment
+    seg_size: Any       # (Q,) int: rows per segment
+    tie_lo: Any         # (n,) int: first rank of the row's tie group (within segment)
+    tie_hi: Any         # (n,) int: last rank of the row's tie group
     num_segments: int
-    query_ids: object   # (Q,) the id of each segment
-    invalid: object     # scalar bool: ids out of range (jit only; eager raises)
+    query_ids: Any      # (Q,) the id of each segment
+    invalid: Any        # scalar bool: ids out of range (jit only; eager raises)
     grouped: bool       # eager NumPy: input was already grouped by segment
 
 
@@ -318,7 +318,7 @@ def segment_sort(query_id, y_score, xp, *, num_segments=None, tie_key=None,
     document id descending); tie groups are then single rows. Without it, rows
     of a segment with equal scores form one tie group (``tie_lo``/``tie_hi``).
     """
-    perm = []
+    perm: list[Any] = []
     codes, qids, Q, invalid, grouped = factorize(query_id, xp, num_segments=num_segments,
                                                  name=name, _perm_out=perm)
     n = y_score.shape[0]

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +66,7 @@ def _records(path, progress, min_cols, exact):
     bar = None
     if progress and size > 20_000_000:
         try:
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
 
             bar = tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path),
                        disable=None, leave=False)
@@ -108,18 +110,48 @@ def _column(rows, j):
     return np.array([r[j] for r in rows], dtype=str)
 
 
+def _codes(*arrays):
+    """Integer codes of id arrays, shared (rank in sorted order): ``(distinct, codes...)``.
+
+    Joins and duplicate checks work on ``query code * n + doc code``: exact, where
+    concatenated strings are not (NumPy drops trailing NULs, so a separator can vanish and
+    query "1" + doc "23" would meet query "12" + doc "3").
+    """
+    sizes = [a.shape[0] for a in arrays]
+    allv = np.concatenate(arrays)
+    if allv.dtype.kind == "U":
+        u, inv = _string_codes(allv)
+    else:
+        u, inv = np.unique(allv, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return (u, *np.split(inv, np.cumsum(sizes)[:-1]))
+
+
+def _string_codes(a):
+    """``np.unique(a, return_inverse=True)`` for strings, about twice as fast for ASCII ids
+    (sorted as bytes: the same order, and C's strcmp order that trec_eval uses)."""
+    try:
+        b = a.astype("S")
+    except UnicodeEncodeError:
+        return np.unique(a, return_inverse=True)
+    u, inv = np.unique(b, return_inverse=True)
+    return u.astype(a.dtype), inv
+
+
 def _check_duplicates(qid, docno, lines, path, what):
     if qid.shape[0] == 0:
         return
-    key = np.char.add(np.char.add(qid.astype(str), "\x00"), docno.astype(str))
+    key, _ = _pair_keys(qid, docno, qid[:1], docno[:1])
+    ks = np.sort(key)
+    if not np.any(ks[1:] == ks[:-1]):
+        return
     order = np.argsort(key, kind="stable")
     ks = key[order]
     dup = np.nonzero(ks[1:] == ks[:-1])[0]
-    if dup.shape[0]:
-        a, b = sorted((int(lines[order[dup[0]]]), int(lines[order[dup[0] + 1]])))
-        raise TrecFormatError(
-            f"{path}, line {b}: duplicate {what} for query {qid[order[dup[0]]]!s} document "
-            f"{docno[order[dup[0]]]!s} (first on line {a})")
+    a, b = sorted((int(lines[order[dup[0]]]), int(lines[order[dup[0] + 1]])))
+    raise TrecFormatError(
+        f"{path}, line {b}: duplicate {what} for query {qid[order[dup[0]]]!s} document "
+        f"{docno[order[dup[0]]]!s} (first on line {a})")
 
 
 def _numbers(strings, lines, path, col, what, parse):
@@ -168,9 +200,29 @@ class TrecArrays:
     queries: np.ndarray    # str (Q,) query names, sorted
     y_true: np.ndarray     # int64 relevance (0 for unjudged)
     y_score: np.ndarray    # float32/float64 score (0 where not retrieved)
-    doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first)
+    doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first), or the
+                           # integer docno (see doc_id_is_string_rank)
     retrieved: np.ndarray  # bool
     in_run: np.ndarray     # bool (Q,): the query appears in the run
+    judged: np.ndarray     # bool: the row's document is in the qrels of its query
+    # doc_id is the docno's rank in string order (else: integer docnos themselves, whose
+    # string order is found for tied scores only)
+    doc_id_is_string_rank: bool = True
+
+
+def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what):
+    """Raise naming both rows (1-based) when two rows share a (query, doc) key."""
+    dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
+    if dup.shape[0]:
+        i, j = sorted((int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])))
+        raise TrecFormatError(f"{where}, line {j + 1}: duplicate {what} for query {qid[j]!s} "
+                              f"document {docno[j]!s} (first on line {i + 1})")
+
+
+def _unique(a):
+    if a.shape[0] and _is_int(a) and np.all(a[1:] >= a[:-1]):   # grouped run: no sort
+        return a[np.concatenate([[True], a[1:] != a[:-1]])]
+    return np.unique(a)
 
 
 def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
@@ -178,22 +230,59 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     """Join a run with its qrels as trec_eval does (see module docstring).
 
     ``queries`` (sorted str array) overrides the query set (used to compare two
-    runs on the same queries); queries without run rows then score 0.
+    runs on the same queries); queries without run rows then score 0. Integer
+    ids on both sides are joined as integers (the same pairs as their strings).
     """
-    qrel_queries = np.unique(qrels.qid)
-    run_queries = np.unique(run.qid)
+    qq, rqid = qrels.qid, run.qid
+    names: Any = None
+    if queries is not None or not (_is_int(qq) and _is_int(rqid)):
+        # One sort of the distinct strings; codes are ranks in string order from here on.
+        names, qq, rqid = _codes(qq.astype(str), rqid.astype(str))
+    jdoc, rdoc = qrels.docno, run.docno
+    str_docs = not (_is_int(jdoc) and _is_int(rdoc))
+    if str_docs:
+        _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
+    qrel_queries, run_queries = _unique(qq), _unique(rqid)
     if queries is None:
-        queries = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
-    keep_run = np.isin(run.qid, queries)
-    rq, rd, rs = run.qid[keep_run], run.docno[keep_run], run.score[keep_run]
-    keep_q = np.isin(qrels.qid, queries)
-    jq, jd, jr = qrels.qid[keep_q], qrels.docno[keep_q], qrels.rel[keep_q]
-    # Match run rows to judgements by (qid, docno) through one sorted key array.
-    sep = "\x00"
-    jkey = np.char.add(np.char.add(jq, sep), jd)
-    rkey = np.char.add(np.char.add(rq, sep), rd)
-    jo = np.argsort(jkey)
+        sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
+    else:
+        want = np.unique(np.asarray(queries).astype(str))
+        # queries of neither file get codes past the known names (no rows, score 0)
+        p = np.searchsorted(names, want)
+        if names.shape[0]:
+            known = (p < names.shape[0]) & (names[np.minimum(p, names.shape[0] - 1)] == want)
+        else:
+            known = np.zeros(want.shape[0], bool)
+        names = np.concatenate([names, want[~known]])
+        codes_w = np.where(known, p, names.shape[0] - (~known).sum() +
+                           np.cumsum(~known) - 1)
+        sel = np.sort(codes_w)
+
+    def position(a):
+        p = np.searchsorted(sel, a)
+        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
+        return pc, ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
+                    else np.zeros(a.shape[0], bool))
+
+    rpos, keep_run = position(rqid)
+    jpos, keep_q = position(qq)
+    # Output order: query ids sorted as strings (as trec_eval prints them).
+    sel_str = sel.astype(str) if names is None else names[sel]
+    so = np.argsort(sel_str, kind="stable")
+    rank = np.empty(sel.shape[0], dtype=np.int64)
+    rank[so] = np.arange(sel.shape[0])
+    out_queries = sel_str[so]
+    rq, rd, rs = rank[rpos[keep_run]], rdoc[keep_run], run.score[keep_run]
+    jq, jd, jr = rank[jpos[keep_q]], jdoc[keep_q], qrels.rel[keep_q]
+    # Match run rows to judgements by (query, doc) through one sorted integer key array.
+    jkey, rkey = _pair_keys(jq, jd, rq, rd)
+    jo = np.argsort(jkey, kind="stable")
     jks = jkey[jo]
+    _no_duplicates(jks, jo, np.nonzero(keep_q)[0], qrels.qid, qrels.docno, qrels.path or "qrels",
+                   "judgement")
+    ro = np.argsort(rkey, kind="stable")
+    _no_duplicates(rkey[ro], ro, np.nonzero(keep_run)[0], run.qid, run.docno,
+                   run.path or "run", "document")
     pos = np.searchsorted(jks, rkey)
     posc = np.minimum(pos, max(jks.shape[0] - 1, 0))
     hit = (pos < jks.shape[0]) & (jks[posc] == rkey) if jks.shape[0] else \
@@ -202,16 +291,19 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     judged_hit = np.zeros(jks.shape[0], dtype=bool)
     judged_hit[jo[posc[hit]]] = True
     miss = ~judged_hit                                  # judged, not retrieved
-    qid = np.concatenate([rq, jq[miss]])
-    docs = np.concatenate([rd, jd[miss]])
+    nmiss = int(miss.sum())
     sdt = np.float32 if float32_scores else np.float64
-    score = np.concatenate([rs.astype(sdt), np.zeros(int(miss.sum()), dtype=sdt)])
+    score = np.concatenate([rs.astype(sdt), np.zeros(nmiss, dtype=sdt)])
     y = np.concatenate([rel_run, jr[miss]])
-    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(int(miss.sum()), bool)])
-    codes = np.searchsorted(queries, qid).astype(np.int64)
-    _, doc_id = np.unique(docs, return_inverse=True)
-    return TrecArrays(codes, queries, y, score, doc_id.reshape(-1).astype(np.int64),
-                      retrieved, np.isin(queries, run_queries))
+    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(nmiss, bool)])
+    codes = np.concatenate([rq, jq[miss]]).astype(np.int64)
+    # string docnos: their rank in string order; integer docnos: themselves
+    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
+    judged = np.concatenate([hit, np.ones(nmiss, bool)])
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rq] = True
+    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
+                      str_docs)
 
 
 # --------------------------------------------------------------------------
@@ -219,61 +311,265 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
 # --------------------------------------------------------------------------
 
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# trec_eval's printing order; parameterised measures take cut-offs.
-_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec",
-          "recip_rank", "P", "recall", "ndcg", "ndcg_cut")
-_PARAM = frozenset({"P", "recall", "ndcg_cut"})
-COUNT_MEASURES = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+_RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+
+# trec_eval 9.0.8's measures in its printing order: name -> (kind, default parameters).
+# kinds: "meta" (runid, num_q: one summary line), "count" (integers; the summary is the
+# sum), "single" (one value per query), "gm" (one value per query, geometric-mean summary,
+# no per-query line), "icut" (integer cut-offs), "fcut" (real cut-offs, printed "%.2f"),
+# "gains" (optional "level=gain,..." pairs), "floats" (a fixed list of real parameters;
+# printed name is "name_<parameters as written>"), "relstring" (per-query string only).
+_MEASURES = {
+    "runid": ("meta", None), "num_q": ("meta", None),
+    "num_ret": ("count", None), "num_rel": ("count", None), "num_rel_ret": ("count", None),
+    "map": ("single", None), "gm_map": ("gm", None), "Rprec": ("single", None),
+    "bpref": ("single", None), "recip_rank": ("single", None),
+    "iprec_at_recall": ("fcut", _RECALL_POINTS), "P": ("icut", TREC_CUTOFFS),
+    "relstring": ("relstring", None), "recall": ("icut", TREC_CUTOFFS),
+    "infAP": ("single", None), "gm_bpref": ("gm", None),
+    "Rprec_mult": ("fcut", _RPREC_MULTS), "utility": ("floats", None),
+    "11pt_avg": ("floats", None), "binG": ("single", None), "G": ("gains", None),
+    "ndcg": ("gains", None), "ndcg_rel": ("gains", None), "Rndcg": ("gains", None),
+    "ndcg_cut": ("icut", TREC_CUTOFFS), "map_cut": ("icut", TREC_CUTOFFS),
+    "relative_P": ("icut", TREC_CUTOFFS), "success": ("icut", (1, 5, 10)),
+    "set_P": ("single", None), "set_relative_P": ("single", None),
+    "set_recall": ("single", None), "set_map": ("single", None), "set_F": ("floats", None),
+    "num_nonrel_judged_ret": ("count", None),
+}
+_ORDER = tuple(_MEASURES)
+TREC_MEASURES = _ORDER   # public: every trec_eval measure name calipers computes
+# trec_eval's default set (no -m): its "official" measures.
+_OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+             "bpref", "recip_rank", "iprec_at_recall", "P")
+COUNT_MEASURES = frozenset(m for m, (kind, _) in _MEASURES.items() if kind == "count")
+# Measures defined on trec_eval's ordering only (no expectation over tied scores).
+_AVERAGE_TIES = frozenset({"runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map",
+                           "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut"})
+
+
+def _floats(one, params, what):
+    try:
+        vals = [float(v) for v in params.split(",")]
+    except ValueError:
+        raise ValueError(f"{one}: parameters must be {what}") from None
+    if not vals or not all(np.isfinite(v) for v in vals):
+        raise ValueError(f"{one}: parameters must be {what}")
+    return vals
+
+
+def _check_params(one, name, kind, params):
+    """Validate a parameter string; returns the cut-offs for cut kinds, else the string."""
+    if kind in ("meta", "count", "single", "gm"):
+        raise ValueError(f"{one}: measure {name} takes no parameters")
+    if kind == "icut":
+        try:
+            # trec_eval reads cut-offs as integers: "23.4" is 23.
+            ks = {int(float(v)) for v in params.split(",") if v != ""}
+        except (ValueError, OverflowError):
+            raise ValueError(f"{one}: cut-offs must be positive integers") from None
+        if not ks or min(ks) <= 0:
+            raise ValueError(f"{one}: cut-offs must be positive integers")
+        return ks
+    if kind == "fcut":
+        vals = _floats(one, params, "non-negative numbers")
+        if min(vals) < 0 or (name == "iprec_at_recall" and max(vals) > 1):
+            raise ValueError(f"{one}: parameters must be non-negative numbers"
+                             + (" at most 1" if name == "iprec_at_recall" else ""))
+        return set(vals)
+    if kind == "gains":
+        for pair in params.split(","):
+            lev, eq, g = pair.partition("=")
+            try:
+                int(lev), float(g)
+            except ValueError:
+                raise ValueError(f"{one}: parameters must be 'level=gain' pairs, as in "
+                                 f"{name}.1=3,2=9") from None
+            if not eq:
+                raise ValueError(f"{one}: parameters must be 'level=gain' pairs, as in "
+                                 f"{name}.1=3,2=9")
+        return params
+    if name == "utility":
+        if len(_floats(one, params, "four numbers")) != 4:
+            raise ValueError(f"{one}: parameters must be four numbers (coefficients of "
+                             f"relevant retrieved, non-relevant retrieved, relevant missed, "
+                             f"non-relevant missed)")
+    elif name == "11pt_avg":
+        vals = _floats(one, params, "recall levels in [0, 1]")
+        if min(vals) < 0 or max(vals) > 1:
+            raise ValueError(f"{one}: parameters must be recall levels in [0, 1]")
+    elif name == "set_F":
+        vals = _floats(one, params, "one positive number (beta)")
+        if len(vals) != 1 or vals[0] <= 0:
+            raise ValueError(f"{one}: parameters must be one positive number (beta)")
+    else:  # relstring
+        vals = _floats(one, params, "one non-negative integer (length)")
+        if len(vals) != 1 or vals[0] < 0:
+            raise ValueError(f"{one}: parameters must be one non-negative integer (length)")
+    return params
 
 
 def parse_trec_measures(specs=None):
-    """trec_eval measure specs -> ``[(family, cut-off or None), ...]`` in trec_eval's order.
+    """trec_eval measure specs -> ``[(family, parameter or None), ...]`` in trec_eval's order.
 
     ``specs``: names as ``trec_eval -m`` takes them: ``"map"``, ``"P.5,10"``,
     ``"ndcg_cut"`` (default cut-offs 5, 10, 15, 20, 30, 100, 200, 500, 1000),
-    ``"all_trec"`` (every supported measure; also the default for ``None``).
-    Raises ``ValueError`` naming the spec for an unknown measure, bad cut-offs,
-    or parameters on a measure that takes none.
+    ``"iprec_at_recall..1,.5"``, ``"ndcg.1=3,2=9"`` (gain per relevance level),
+    ``"utility.2,-1,0,0"``, ``"relstring.20"``, ``"all_trec"`` (every measure; also
+    the default for ``None``) or ``"official"`` (trec_eval's default set). Cut-off
+    families give one pair per cut-off (an ``int``, or a ``float`` for
+    ``iprec_at_recall`` and ``Rprec_mult``); other parameterised measures carry
+    their parameter string (``None`` for the defaults). Raises ``ValueError``
+    naming the spec for an unknown measure, bad parameters, or parameters on a
+    measure that takes none.
     """
     if isinstance(specs, str):
         specs = [specs]
     if not specs:
         specs = ["all_trec"]
-    want = {}
+    want: dict = {}
     for one in specs:
-        name, _, params = str(one).partition(".")
-        if name == "all_trec":
-            for fam in _ORDER:
-                want.setdefault(fam, set()).update(TREC_CUTOFFS if fam in _PARAM else {None})
+        one = str(one)
+        name, _, params = one.partition(".")
+        if name in ("all_trec", "official"):
+            if params:
+                raise ValueError(f"{one}: {name} takes no parameters")
+            for fam in (_ORDER if name == "all_trec" else _OFFICIAL):
+                kind, default = _MEASURES[fam]
+                if kind in ("icut", "fcut"):
+                    want.setdefault(fam, set()).update(default)
+                else:
+                    want.setdefault(fam, None)
             continue
-        if name not in _ORDER:
+        if name not in _MEASURES:
             raise ValueError(f"{one}: unknown measure {name!r}; supported: "
-                             f"{', '.join(_ORDER)}, all_trec")
-        if name in _PARAM:
-            if params:
-                try:
-                    ks = {int(v) for v in params.split(",") if v != ""}
-                except ValueError:
-                    raise ValueError(f"{one}: cut-offs must be positive integers") from None
-                if not ks or min(ks) <= 0:
-                    raise ValueError(f"{one}: cut-offs must be positive integers")
+                             f"{', '.join(_ORDER)}, all_trec, official, and the ir_measures "
+                             f"names {', '.join(_IR_NAMES)} (as in nDCG@10, P(rel=2)@5)")
+        kind, default = _MEASURES[name]
+        if params:
+            got = _check_params(one, name, kind, params)
+            if kind in ("icut", "fcut"):
+                want.setdefault(name, set()).update(got)
             else:
-                ks = set(TREC_CUTOFFS)
-            want.setdefault(name, set()).update(ks)
+                want[name] = got   # the last parameters given win, as in trec_eval
+        elif kind in ("icut", "fcut"):
+            want.setdefault(name, set()).update(default)
         else:
-            if params:
-                raise ValueError(f"{one}: measure {name} takes no parameters")
-            want.setdefault(name, set()).add(None)
+            want.setdefault(name, None)
     out = []
     for fam in _ORDER:
         if fam in want:
-            for k in sorted(want[fam], key=lambda v: -1 if v is None else v):
-                out.append((fam, k))
+            if _MEASURES[fam][0] in ("icut", "fcut"):
+                out.extend((fam, k) for k in sorted(want[fam]))
+            else:
+                out.append((fam, want[fam]))
     return out
 
 
 def _measure_name(fam, k):
-    return fam if k is None else f"{fam}_{k}"
+    kind = _MEASURES[fam][0] if fam in _MEASURES else "icut"
+    if k is None:
+        return fam
+    if kind == "fcut":
+        return f"{fam}_{k:.2f}"
+    return f"{fam}_{k}"
+
+# --------------------------------------------------------------------------
+# ir_measures-style names: Measure(rel=r)@cutoff
+# --------------------------------------------------------------------------
+
+# ir_measures name -> (trec_eval family without cut-off, with cut-off, takes rel=, cut-off kind)
+_IR_NAMES = {
+    "AP": ("map", "map_cut", True, "int"),
+    "P": (None, "P", True, "int"),
+    "R": (None, "recall", True, "int"),
+    "RR": ("recip_rank", "_rr_cut", True, "int"),
+    "nDCG": ("ndcg", "ndcg_cut", False, "int"),
+    "Rprec": ("Rprec", None, True, None),
+    "Bpref": ("bpref", None, True, None),
+    "infAP": ("infAP", None, True, None),
+    "Success": (None, "success", True, "int"),
+    "Judged": (None, "_judged", False, "int"),
+    "IPrec": (None, "iprec_at_recall", True, "float"),
+    "SetP": ("set_P", None, True, None),
+    "SetR": ("set_recall", None, True, None),
+    "SetF": ("set_F", None, True, None),
+    "NumRet": ("num_ret", None, True, None),    # NumRet(rel=r): relevant retrieved
+    "NumRel": ("num_rel", None, True, None),
+    "NumQ": ("num_q", None, False, None),
+}
+# calipers-only families behind two ir_measures names (trec_eval has no such measure)
+_IR_ONLY = frozenset({"_rr_cut", "_judged"})
+_IR_RE = re.compile(r"^([A-Za-z]+)(?:\(([^()]*)\))?(?:@([0-9.]+))?$")
+
+
+def _parse_ir_measure(spec):
+    """``"P(rel=2)@5"`` -> ``(family, cut-off or None, rel or None)``, or None when ``spec``
+    is not an ir_measures name (then it is read as a trec_eval name)."""
+    text = spec.replace(" ", "")
+    m = _IR_RE.match(text)
+    if m is None or m.group(1) not in _IR_NAMES:
+        return None
+    name, args, cut = m.groups()
+    if name in ("P", "Rprec", "infAP") and args is None and cut is None:
+        return None       # trec_eval's P (all cut-offs), Rprec and infAP: the same measure
+    plain, withcut, takes_rel, cut_kind = _IR_NAMES[name]
+    rel = None
+    for arg in (args.split(",") if args else []):
+        key, _, val = arg.partition("=")
+        if key != "rel" or not takes_rel:
+            raise ValueError(f"{spec}: unsupported parameter {key!r} for {name}"
+                             + ("; only rel=" if takes_rel else ""))
+        try:
+            rel = int(val)
+        except ValueError:
+            raise ValueError(f"{spec}: rel must be an integer") from None
+    if name == "NumRet" and rel is not None:
+        return "num_rel_ret", None, rel
+    if cut is None:
+        if plain is None:
+            raise ValueError(f"{spec}: {name} needs a cut-off, as in {name}@10")
+        return plain, None, rel
+    if withcut is None:
+        raise ValueError(f"{spec}: {name} takes no cut-off")
+    try:
+        k = float(cut) if cut_kind == "float" else int(cut)
+    except ValueError:
+        raise ValueError(f"{spec}: the cut-off must be "
+                         + ("a recall level in [0, 1]" if cut_kind == "float"
+                            else "a positive integer")) from None
+    if (cut_kind == "int" and k <= 0) or (cut_kind == "float" and not 0 <= k <= 1):
+        raise ValueError(f"{spec}: the cut-off must be "
+                         + ("a recall level in [0, 1]" if cut_kind == "float"
+                            else "a positive integer"))
+    return withcut, k, rel
+
+
+def _plan(measures):
+    """Measure specs -> ``[(family, parameter, relevance level or None, printed name)]``.
+
+    trec_eval names first, in trec_eval's order; ir_measures names after them in
+    the order given, each printed as written (spaces removed).
+    """
+    if isinstance(measures, str):
+        measures = [measures]
+    if not measures:
+        measures = ["all_trec"]
+    trec, ir = [], []
+    for one in measures:
+        got = _parse_ir_measure(str(one))
+        if got is None:
+            trec.append(str(one))
+        else:
+            ir.append((got[0], got[1], got[2], str(one).replace(" ", "")))
+    plan = [(f, k, None, _measure_name(f, k)) for f, k in parse_trec_measures(trec)] \
+        if trec else []
+    seen = {p[3] for p in plan}
+    for entry in ir:
+        if entry[3] not in seen:
+            plan.append(entry)
+            seen.add(entry[3])
+    return plan
 
 
 def _as_qrels(qrels):
@@ -289,8 +585,7 @@ def _as_qrels(qrels):
     if r.dtype.kind == "b" or r.dtype.kind not in "iuf" or \
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
         raise ValueError("qrels: relevance must be integers (trec_eval reads integers)")
-    lines = np.arange(1, q.shape[0] + 1)
-    _check_duplicates(q, d, lines, "qrels", "judgement")
+    # duplicates: checked by trec_arrays on its integer keys (no extra sort of strings)
     return Qrels(q, d, r.astype(np.int64), "")
 
 
@@ -309,7 +604,6 @@ def _as_run(run, run_id):
     s = s.astype(np.float64)
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
-    _check_duplicates(q, d, np.arange(1, q.shape[0] + 1), "run", "document")
     return Run(q, d, s, run_id, "")
 
 
@@ -337,15 +631,375 @@ def _triple(obj, what, form):
     if not (q.ndim == d.ndim == v.ndim == 1) or not (q.shape == d.shape == v.shape):
         raise ValueError(f"{what}: the three arrays {form} must be 1-D of one length, got "
                          f"shapes {q.shape}, {d.shape}, {v.shape}")
-    return q.astype(str), d.astype(str), v
+    return _ids(q), _ids(d), v
 
 
-def _per_query_measures(ta, measures, *, relevance_level, ties):
-    """Per-query values (NumPy float64, trec_eval's: 0 where undefined) from one sort."""
+def _ids(a):
+    """Integer ids stay integers (a faster join; compared as their decimal strings would
+    be); anything else becomes strings."""
+    return a.astype(np.int64) if a.dtype.kind in "iu" else a.astype(str)
+
+
+def _is_int(a):
+    return a.dtype.kind in "iu"
+
+
+def _pair_keys(qa, da, qb, db):
+    """Exact int64 keys of (query, doc) pairs of two tables, equal iff the pairs are equal."""
+    if _is_int(qa) and _is_int(da) and _is_int(qb) and _is_int(db) and qa.shape[0] and \
+            qb.shape[0]:
+        lo_q = min(int(qa.min()), int(qb.min()))
+        lo_d = min(int(da.min()), int(db.min()))
+        span_q = max(int(qa.max()), int(qb.max())) - lo_q + 1
+        span_d = max(int(da.max()), int(db.max())) - lo_d + 1
+        if span_q * span_d < 2 ** 62:    # packed directly, no sort of the ids
+            return ((qa - lo_q) * span_d + (da - lo_d), (qb - lo_q) * span_d + (db - lo_d))
+    if _is_int(qa) != _is_int(qb):
+        qa, qb = qa.astype(str), qb.astype(str)
+    if _is_int(da) != _is_int(db):
+        da, db = da.astype(str), db.astype(str)
+    _, qca, qcb = _codes(qa, qb)
+    ud, dca, dcb = _codes(da, db)
+    nd = max(ud.shape[0], 1)
+    return qca * nd + dca, qcb * nd + dcb
+
+
+_MIN_GEO_MEAN = 1e-5    # trec_eval floors a value at this before the log of gm_map, gm_bpref
+_INFAP_EPSILON = 1e-5   # trec_eval's smoothing of infAP's precision among judged documents
+_NONPOOL, _UNJUDGED = -1, -2   # trec_eval's codes: not in the qrels; judged with rel < 0
+
+
+def _div(a, b):
+    """a / b where b > 0, else 0 (trec_eval's value for an undefined query)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+
+
+def _ranked_rows(ta):
+    """Retrieved rows in trec_eval's order: query, score descending, docno descending.
+
+    One sort of a packed (query, float32 score) key; docnos (string order) only order
+    the rows whose query and score tie.
+    """
+    r = np.nonzero(ta.retrieved)[0]
+    q, s = ta.query_id[r], ta.y_score[r]
+    if s.dtype != np.float32 or (r.shape[0] and int(q.max()) >= 2 ** 31):
+        return r[np.lexsort((-_doc_rank(ta, r), -s, q))]
+    bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
+    asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
+    key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
+    o = np.argsort(key, kind="stable")
+    k = key[o]
+    tie = k[1:] == k[:-1]
+    if tie.any():
+        in_tie = np.zeros(o.shape[0], bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        idx = np.nonzero(in_tie)[0]
+        sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
+        o[idx] = o[idx][sub]
+    return r[o]
+
+
+def _doc_rank(ta, rows):
+    """Rank of the rows' docnos in string order (trec_eval compares docnos with strcmp)."""
+    d = ta.doc_id[rows]
+    if ta.doc_id_is_string_rank:
+        return d
+    return np.unique(d.astype(str), return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+class _Lists:
+    """trec_eval's ranked relevance lists of every query, from one sort (NumPy).
+
+    Retrieved rows are ordered by (query, score descending, docno descending);
+    ``code`` is the row's judged relevance (>= 0), ``-1`` for a document not in
+    the qrels and ``-2`` for one judged with a negative relevance (trec_eval's
+    "in the pool but unjudged", used by bpref and infAP). Per-query vectors are
+    ``(Q,)``; per-row vectors follow the sorted rows. ``first(x, m)`` sums a
+    per-row ``x`` over the first ``m`` ranks of each query.
+    """
+
+    def __init__(self, ta, level):
+        Q = int(ta.queries.shape[0])
+        r = _ranked_rows(ta)
+        self.Q, self.level = Q, level
+        self.q = q = ta.query_id[r]
+        y = ta.y_true[r]
+        self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
+        self.nret = np.bincount(q, minlength=Q)
+        self.start = np.cumsum(self.nret) - self.nret
+        self.pos = np.arange(q.shape[0]) - self.start[q]
+        self.rel = self.code >= level
+        jm = ta.judged & (ta.y_true >= 0)
+        self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
+        self.N = np.bincount(self.jq[self.jy < level], minlength=Q)   # judged non-relevant
+        self.relcum = self.cum(self.rel)
+        self.relret = self.total(self.rel)
+        self.prec = self.relcum / (self.pos + 1.0)
+        self._cache: dict = {}
+
+    def total(self, x):
+        return np.bincount(self.q, weights=np.asarray(x, dtype=np.float64), minlength=self.Q)
+
+    def cum(self, x):
+        """Inclusive running sum of ``x`` within each query."""
+        c = np.concatenate([[0], np.cumsum(x)])
+        return c[1:] - c[self.start[self.q]]
+
+    def first_rel(self, m):
+        """Relevant retrieved documents in the top ``m`` of each query (from ``relcum``)."""
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        idx = np.maximum(self.start + m - 1, 0)
+        return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
+            .astype(np.float64)
+
+    def first(self, x, m):
+        c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        return c[self.start + m] - c[self.start]
+
+    # -- interpolated precision ------------------------------------------
+    def _suffix_max_prec(self):
+        """max precision at ranks >= this row's, within its query (exact: integer keys)."""
+        if "smax" not in self._cache:
+            u, inv = np.unique(self.prec, return_inverse=True)
+            off = self.q.astype(np.int64) * (u.shape[0] + 1)
+            key = inv.reshape(-1).astype(np.int64) - off
+            sm = np.maximum.accumulate(key[::-1])[::-1]
+            self._cache["smax"] = u[sm + off] if u.shape[0] else np.zeros(0)
+            relrows = np.nonzero(self.rel)[0]
+            self._cache["relrows"] = relrows
+            self._cache["relstart"] = np.cumsum(self.relret.astype(np.int64)) - \
+                self.relret.astype(np.int64)
+        return self._cache["smax"]
+
+    def iprec(self, p, rounding):
+        """Interpolated precision at recall ``p`` (trec_eval's iprec_at_recall)."""
+        smax = self._suffix_max_prec()
+        relrows, relstart = self._cache["relrows"], self._cache["relstart"]
+        c = rounding(p * self.R)                    # recall level -> number of relevant
+        relret = self.relret.astype(np.int64)
+        out = np.zeros(self.Q)
+        # c == 0: the best precision anywhere; 1 <= c <= relret: from the c-th relevant on
+        z = (c == 0) & (self.nret > 0)
+        out[z] = smax[self.start[z]]
+        ok = (c >= 1) & (c <= relret)
+        out[ok] = smax[relrows[relstart[ok] + c[ok] - 1]]
+        return out
+
+    # -- gains ---------------------------------------------------------------
+    def gains(self, params):
+        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
+        key = ("gains", params)
+        if key not in self._cache:
+            top = int(max(self.jy.max(initial=0), self.code.max(initial=0)))
+            table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
+            for pair in (params.split(",") if params else []):
+                lev, _, g = pair.partition("=")
+                if 0 <= int(lev) <= top:
+                    table[int(lev)] = float(g)
+            g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+            gj = table[self.jy]
+            o = np.lexsort((-gj, self.jq))
+            iq, ig = self.jq[o], gj[o]
+            cnt = np.bincount(iq, minlength=self.Q)
+            ist = np.cumsum(cnt) - cnt
+            ipos = np.arange(iq.shape[0]) - ist[iq]
+            self._cache[key] = (g, ig, ipos, iq, cnt, ist)
+        return self._cache[key]
+
+
+def _gm(v):
+    v = np.asarray(v, dtype=np.float64)
+    return float(np.exp(np.mean(np.log(np.maximum(v, _MIN_GEO_MEAN))))) if v.shape[0] \
+        else float("nan")
+
+
+def _relstring(L, n):
+    chars = np.array(list("0123456789"))
+    out = np.empty(L.Q, dtype=object)
+    code = L.code
+    for i in range(L.Q):
+        c = code[L.start[i]:L.start[i] + min(n, L.nret[i])]
+        s = np.where(c > 9, ">", np.where(c >= 0, chars[np.clip(c, 0, 9)],
+                                          np.where(c == _NONPOOL, "-",
+                                                   np.where(c == _UNJUDGED, ".", "<"))))
+        out[i] = "".join(s.tolist())
+    return out
+
+
+def _iprec_round(x):
+    # trec_eval 9.0.8: recall level x relevant count, plus 0.9, truncated (later
+    # versions round to the nearest integer)
+    return np.floor(x + 0.9).astype(np.int64)
+
+
+def _trec_values(ta, measures, *, relevance_level):
+    """Per-query values of trec_eval's measures (trec_eval's ordering) from one sort."""
+    L = _Lists(ta, relevance_level)
+    R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
+    rel, pos = L.rel, L.pos
+    res = {}
+    for fam, k in measures:
+        if fam in ("runid", "num_q"):
+            continue
+        if fam == "num_ret":
+            v = nret
+        elif fam == "num_rel":
+            v = R
+        elif fam == "num_rel_ret":
+            v = relret
+        elif fam == "num_nonrel_judged_ret":
+            v = L.total((L.code >= 0) & ~rel)
+        elif fam in ("map", "gm_map"):
+            v = _div(L.total(rel * L.prec), R)
+        elif fam == "map_cut":
+            v = _div(L.total(rel * (pos < k) * L.prec), R)
+        elif fam == "Rprec":
+            v = _div(L.first_rel(L.R), R)
+        elif fam == "recip_rank":
+            v = L.total((rel & (L.relcum == 1)) / (pos + 1.0))
+        elif fam == "P":
+            v = L.first_rel(k) / k
+        elif fam == "recall":
+            v = _div(L.first_rel(k), R)
+        elif fam == "relative_P":
+            v = _div(L.first_rel(k), np.minimum(R, k))
+        elif fam == "success":
+            v = (L.first_rel(k) > 0).astype(np.float64)
+        elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
+            v = L.total((rel & (L.relcum == 1) & (pos < k)) / (pos + 1.0))
+        elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
+            v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
+        elif fam in ("bpref", "gm_bpref"):
+            nj = (L.code >= 0) & ~rel
+            before = L.cum(nj)                    # a relevant row adds nothing to it
+            N = L.N[L.q].astype(np.float64)
+            Rq = L.R[L.q].astype(np.float64)
+            frac = np.minimum(before, Rq) / np.maximum(np.minimum(N, Rq), 1.0)
+            v = _div(L.total(rel * np.where(before > 0, 1.0 - frac, 1.0)), R)
+        elif fam == "infAP":
+            nj = L.cum((L.code >= 0) & ~rel)
+            pu = L.cum(L.code == _UNJUDGED)
+            j = pos.astype(np.float64)
+            rs1 = L.relcum - 1.0
+            js = np.where(j > 0, j, 1.0)
+            eps = _INFAP_EPSILON
+            term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs1 + nj + pu) / js) * \
+                ((rs1 + eps) / (rs1 + nj + 2 * eps))
+            v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
+        elif fam == "binG":
+            v = _div(L.total(rel / np.log2(2.0 + pos + 1.0 - L.relcum)), R)
+        elif fam == "iprec_at_recall":
+            v = L.iprec(k, _iprec_round)
+        elif fam == "11pt_avg":
+            pts = _RECALL_POINTS if k is None else [float(x) for x in k.split(",")]
+            v = sum(L.iprec(p, _iprec_round) for p in pts) / len(pts)
+        elif fam == "Rprec_mult":
+            c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
+            v = _div(L.first_rel(c), c)
+        elif fam == "utility":
+            p = [1.0, -1.0, 0.0, 0.0] if k is None else [float(x) for x in k.split(",")]
+            # no collection size (trec_eval -N, default 0) for the last term
+            v = p[0] * relret + p[1] * (nret - relret) + p[2] * (R - relret) + \
+                p[3] * (relret - nret - R)
+        elif fam in ("set_P", "set_recall", "set_relative_P", "set_map", "set_F"):
+            sp, sr = _div(relret, nret), _div(relret, R)
+            if fam == "set_P":
+                v = sp
+            elif fam == "set_recall":
+                v = sr
+            elif fam == "set_relative_P":
+                v = _div(relret, np.minimum(nret, R))
+            elif fam == "set_map":
+                v = sp * sr
+            else:
+                x = 1.0 if k is None else float(k)
+                v = _div((x + 1.0) * sp * sr, x * sp + sr)
+        elif fam in ("ndcg", "ndcg_cut", "G", "Rndcg", "ndcg_rel"):
+            v = _gain_measure(L, fam, k)
+        elif fam == "relstring":
+            res[_measure_name(fam, k)] = _relstring(L, 10 if k is None else int(float(k)))
+            continue
+        else:  # pragma: no cover - parse_trec_measures admits no other
+            raise AssertionError(fam)
+        res[_measure_name(fam, k)] = np.asarray(v, dtype=np.float64)
+    return res
+
+
+def _gain_measure(L, fam, k):
+    """ndcg, ndcg_cut, G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped)."""
+    params = k if fam != "ndcg_cut" else None
+    g, ig, ipos, iq, icnt, ist = L.gains(params)
+    pos = L.pos
+    Q = L.Q
+    key = ("dcg", params)
+    if key not in L._cache:
+        gd = g / np.log2(pos + 2.0)
+        iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+        L._cache[key] = (L.cum(gd),                     # DCG through each retrieved row
+                         L.total(gd),                   # DCG of the whole ranking
+                         np.concatenate([[0.0], np.cumsum(iv)]),   # ideal DCG prefix
+                         np.bincount(iq[ig > 0], minlength=Q))     # positive ideal gains
+    dc, full, ic, P = L._cache[key]
+
+    def ideal(qq, m):   # ideal DCG over the first m ideal ranks of queries qq
+        m = np.clip(m, 0, icnt[qq])
+        return ic[ist[qq] + m] - ic[ist[qq]]
+
+    qs = np.arange(Q)
+    if fam == "ndcg":
+        return _div(full, ideal(qs, icnt))
+    if fam == "ndcg_cut":
+        m = np.minimum(k, L.nret)
+        top = np.where(m > 0, dc[np.maximum(L.start + m - 1, 0)] if dc.shape[0] else 0, 0.0)
+        return _div(top, ideal(qs, np.full(Q, k)))
+    if fam == "ndcg_rel":
+        through = ideal(L.q, pos + 1)
+        s = L.total((g > 0) * _div(dc, through))
+        npos = L.total(g > 0)
+        s = s + (P - npos) * _div(full, ideal(qs, icnt))
+        return np.where(s > 0, _div(s, P), 0.0)
+    if fam == "G":
+        # cost of rank i: sum over ranks <= i of max(ideal gain, 1) (1 past the ideal list)
+        cc = np.concatenate([[0.0], np.cumsum(np.maximum(ig, 1.0))])
+        m = np.minimum(pos + 1, icnt[L.q])
+        cost = cc[ist[L.q] + m] - cc[ist[L.q]] + (pos + 1 - m)
+        gsum = L.cum(g)
+        term = np.where(g != 0, g / np.log2(np.where(g != 0, 2.0 + cost - gsum, 2.0)), 0.0)
+        sum_ideal = np.bincount(iq, weights=np.where(ig > 0, ig, 0.0), minlength=Q)
+        return _div(L.total(term), sum_ideal)
+    # Rndcg: nDCG averaged at the ranks where the ideal gain changes (1..P), plus at the
+    # end of the ranking when more than one document follows the last positive ideal gain.
+    nxt = np.concatenate([ig[1:], [0.0]])
+    last = ipos == icnt[iq] - 1
+    nxt = np.where(last, 0.0, nxt)
+    change = (ig > 0) & (nxt != ig)                # ideal gain changes after this rank
+    cq, cm = iq[change], ipos[change] + 1          # change point: first m ideal ranks
+    mm = np.minimum(cm, L.nret[cq])
+    dcg_at = np.where(mm > 0, dc[np.maximum(L.start[cq] + mm - 1, 0)] if dc.shape[0] else 0,
+                      0.0)
+    s = np.bincount(cq, weights=_div(dcg_at, ideal(cq, cm)), minlength=Q)
+    n = np.bincount(cq, minlength=Q).astype(np.float64)
+    extra = (P + 1 < L.nret) & (P > 0)
+    s = s + extra * _div(full, ideal(qs, icnt))
+    n = n + extra
+    return np.where(L.R > 0, _div(s, n), 0.0)
+
+
+def _average_ties_values(ta, measures, *, relevance_level):
+    """The measures with an expectation over orderings of tied scores (ties="average")."""
     from ._retrieval import _Ranking
 
+    bad = sorted({f for f, _ in measures} - _AVERAGE_TIES)
+    if bad:
+        raise ValueError(f"ties='average' is defined for {', '.join(sorted(_AVERAGE_TIES))}; "
+                         f"not for {', '.join(bad)} (use ties='trec_eval')")
     ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
-                   retrieved=ta.retrieved, ties=ties, gain="linear",
+                   retrieved=ta.retrieved, ties="average", gain="linear",
                    relevance_level=relevance_level, num_segments=int(ta.queries.shape[0]))
     R = np.asarray(ctx.n_rel())
     den = np.where(R > 0, R, 1.0)
@@ -369,9 +1023,13 @@ def _per_query_measures(ta, measures, *, relevance_level, ties):
             v = np.asarray(ctx.hits(k)) / k
         elif fam == "recall":
             v = np.asarray(ctx.hits(k)) / den
-        else:  # ndcg, ndcg_cut (parse_trec_measures admits no other)
-            ideal = np.asarray(ctx.idcg(k))
-            v = np.asarray(ctx.dcg(k)) / np.where(ideal > 0, ideal, 1.0)
+        else:  # ndcg, ndcg_cut
+            if fam == "ndcg" and k is not None:
+                raise ValueError("ties='average' uses the relevance as gain: no ndcg gain "
+                                 "parameters (use ties='trec_eval')")
+            kk = None if fam == "ndcg" else k
+            ideal = np.asarray(ctx.idcg(kk))
+            v = np.asarray(ctx.dcg(kk)) / np.where(ideal > 0, ideal, 1.0)
         v = np.asarray(v, dtype=np.float64)
         # trec_eval scores queries without relevant documents 0 and averages them in.
         res[_measure_name(fam, k)] = np.where(np.isfinite(v), v, 0.0)
@@ -386,11 +1044,14 @@ class TrecEvaluation:
     ----------
     values : dict str -> float64 array (Q,)
         Per-query value of each measure, keyed by trec_eval's printed name
-        (``"map"``, ``"P_10"``, ``"ndcg_cut_10"``, ``"num_rel"``), in
-        ``query_ids`` order; 0 for a query without relevant documents (trec_eval).
+        (``"map"``, ``"P_10"``, ``"ndcg_cut_10"``, ``"utility_2,-1,0,0"``) or
+        the ir_measures name as given (``"nDCG@10"``), in ``query_ids`` order;
+        0 for a query without relevant documents (trec_eval). ``relstring``:
+        an object array of strings.
     mean : dict str -> float
-        Mean over the ``Q`` queries (trec_eval's ``all`` line, except for the
-        counts ``num_ret``, ``num_rel``, ``num_rel_ret``, whose ``all`` is the
+        Mean over the ``Q`` queries (trec_eval's ``all`` line; geometric for
+        ``gm_map`` and ``gm_bpref``; none for ``relstring``; for the counts
+        ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``, ``all`` is the
         sum); NaN when there is no query.
     query_ids : str array (Q,)
         The evaluated queries, sorted as strings.
@@ -434,11 +1095,22 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         ``{qid: {docid: score}}`` or three flat arrays ``(query id, doc id,
         score)``. Ids are compared as strings (``str(id)``), as in the files.
     measures : str or sequence of str, optional
-        trec_eval names: ``map``, ``Rprec``, ``recip_rank``, ``P[.k,...]``,
-        ``recall[.k,...]``, ``ndcg``, ``ndcg_cut[.k,...]``, ``num_ret``,
-        ``num_rel``, ``num_rel_ret``, ``num_q``, ``runid``, ``all_trec``
-        (default: all of them; default cut-offs 5, 10, 15, 20, 30, 100, 200,
-        500, 1000).
+        trec_eval 9.0.8 names with trec_eval's parameters (every name of
+        :data:`TREC_MEASURES`): ``map``, ``gm_map``, ``Rprec``, ``bpref``,
+        ``recip_rank``, ``iprec_at_recall[.r,...]``, ``P[.k,...]``,
+        ``recall[.k,...]``, ``infAP``, ``Rprec_mult[.x,...]``,
+        ``utility[.a,b,c,d]``, ``11pt_avg[.r,...]``, ``ndcg[.level=gain,...]``,
+        ``ndcg_cut[.k,...]``, ``map_cut``, ``relative_P``, ``success``,
+        ``set_P``, ``set_F[.beta]``, ``G``, ``binG``, ``Rndcg``, ``ndcg_rel``,
+        ``relstring[.n]``, the counts, ``all_trec`` (every measure, the
+        default) and ``official`` (trec_eval's default set); and
+        ir_measures names: ``AP``, ``AP@k``, ``P@k``, ``P(rel=2)@k``, ``R@k``,
+        ``RR``, ``RR@k``, ``nDCG``, ``nDCG@k``, ``Rprec``, ``Bpref``,
+        ``infAP``, ``Success@k``, ``Judged@k``, ``IPrec@r``, ``SetP``,
+        ``SetR``, ``SetF``, ``NumRet``, ``NumRet(rel=r)``, ``NumRel``,
+        ``NumQ`` (``rel=`` where ir_measures takes it). trec_eval names come
+        first, in trec_eval's printing order; ir_measures names follow in the
+        order given, keyed as written.
     relevance_level : int
         Minimum relevance counted as relevant by the binary measures
         (trec_eval ``-l``; NDCG uses the relevance itself as gain).
@@ -465,30 +1137,70 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     Raises
     ------
     ValueError
-        Unknown measure or bad cut-off; a document judged or retrieved twice
+        Unknown measure or bad cut-off or parameter; a run that shares no query
+        with the qrels (unless ``queries`` is given); a document judged or retrieved twice
         for one query; non-integer relevance; non-finite scores; an unknown
         ``ties``. :class:`TrecFormatError` (a ``ValueError``) for malformed
         files, naming the file and line; ``OSError`` for unreadable files.
 
     Notes
     -----
+    Definitions are trec_eval 9.0.8's (its ``m_*.c`` sources; Buckley &
+    Voorhees 2004 for bpref, Yilmaz & Aslam 2006 for infAP, Järvelin &
+    Kekäläinen 2002 for NDCG). Values are trec_eval's for undefined queries:
+    0 (a query without relevant documents counts 0 in the mean). ``gm_map``
+    and ``gm_bpref`` keep the per-query value; their ``mean`` is
+    ``exp(mean(log(max(v, 1e-5))))``. ``relstring`` values are strings, with
+    no mean. ``ties="average"`` supports map, Rprec, recip_rank, P, recall,
+    ndcg, ndcg_cut and the counts; other measures raise ``ValueError``.
+    ``Judged@k`` is the share of the top ``min(k, retrieved)`` documents that
+    appear in the qrels; ``RR@k`` the reciprocal rank of the first relevant
+    document within the top ``k`` (0 if none).
+
     NumPy only (the TREC join works on strings); for arrays on other backends
     use the per-metric functions of :mod:`calipers.retrieval`. Same values as
     ``calipers trec``, which prints this result; reproduces trec_eval 9.0.8's
     test outputs.
     """
-    parsed = parse_trec_measures(measures)
+    plan = _plan(measures)
     if ties not in ("average", "trec_eval"):
         raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
     qr = _as_qrels(qrels)
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
+    elif rn.qid.shape[0] and not np.intersect1d(qr.qid, rn.qid).shape[0]:
+        # Almost always the wrong qrels (or query ids written differently): trec_eval
+        # would print zeros over no query.
+        raise ValueError("run: no query of the run appears in the qrels (a run must share "
+                         "at least one query id with the qrels; ids compare as strings)")
     ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
                      queries=queries)
     Q = int(ta.queries.shape[0])
-    vals = _per_query_measures(ta, parsed, relevance_level=relevance_level, ties=ties) if Q \
-        else {_measure_name(f, k): np.zeros(0) for f, k in parsed if f not in ("runid", "num_q")}
-    mean = {name: (float(v.mean()) if Q else float("nan")) for name, v in vals.items()}
-    names = tuple(_measure_name(f, k) for f, k in parsed)
+    vals = {}
+    # One pass per relevance level (ir_measures' rel=; the ordering is shared).
+    for level in dict.fromkeys(relevance_level if p[2] is None else p[2] for p in plan):
+        group = [p for p in plan if (relevance_level if p[2] is None else p[2]) == level]
+        pairs = [(f, k) for f, k, _, _ in group]
+        if ties == "average":
+            got = _average_ties_values(ta, pairs, relevance_level=level)
+        else:
+            got = _trec_values(ta, pairs, relevance_level=level)
+            # trec_eval -c: a query without run rows is not evaluated: 0 for every
+            # measure, except its number of relevant documents.
+            for f, k in pairs:
+                v = got.get(_measure_name(f, k))
+                if v is not None and f != "num_rel":
+                    v[~np.asarray(ta.in_run)] = "" if v.dtype == object else 0.0
+        for f, k, _, name in group:
+            if _measure_name(f, k) in got:
+                vals[name] = got[_measure_name(f, k)]
+    mean = {}
+    for fam, _, _, name in plan:
+        if name not in vals or fam == "relstring":
+            continue
+        v = vals[name]
+        mean[name] = _gm(v) if fam in ("gm_map", "gm_bpref") else \
+            (float(v.mean()) if Q else float("nan"))
+    names = tuple(p[3] for p in plan)
     return TrecEvaluation(vals, mean, ta.queries, np.asarray(ta.in_run), names, rn.tag)

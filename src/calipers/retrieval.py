@@ -28,6 +28,7 @@ from ._retrieval import (
     reciprocal_rank,
 )
 from ._trec import (
+    TREC_MEASURES,
     Qrels,
     Run,
     TrecEvaluation,

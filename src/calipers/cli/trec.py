@@ -27,7 +27,9 @@ from calipers import retrieval
 from ._errors import InputError
 
 # Counts: printed as integers, and trec_eval's "all" line is their sum.
-_COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+_COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
+# trec_eval prints these only in the summary (geometric means over queries).
+_NO_PER_QUERY = frozenset({"gm_map", "gm_bpref"})
 
 
 def add_parser(subparsers):
@@ -41,9 +43,11 @@ def add_parser(subparsers):
     p.add_argument("run_b", nargs="?", default=None,
                    help="second run: compare RUN (A) with RUN_B (B)")
     p.add_argument("-m", dest="measures", action="append", default=None, metavar="MEASURE",
-                   help="measure, repeatable: map, ndcg, ndcg_cut[.K,...], recip_rank, "
-                        "P[.K,...], recall[.K,...], Rprec, num_rel, num_rel_ret, num_ret, "
-                        "num_q, runid, all_trec (default: all of them)")
+                   help="trec_eval measure, repeatable, with trec_eval's parameters "
+                        "(P.5,10, ndcg.1=3,2=9, iprec_at_recall..1,.5, utility.2,-1,0,0, "
+                        "relstring.20, ...), all_trec (every measure), official "
+                        "(trec_eval's default set, the default here too), or an ir_measures "
+                        "name (nDCG@10, P(rel=2)@5, AP, RR, Judged@10, ...)")
     p.add_argument("-q", dest="per_query", action="store_true",
                    help="also print each query's value")
     p.add_argument("-c", dest="complete", action="store_true",
@@ -76,9 +80,21 @@ def parse_measures(specs):
         raise InputError(f"-m {exc}") from None
 
 
+def check_measures(specs):
+    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')."""
+    try:
+        # evaluate() parses the names first; a one-document input makes it cost nothing
+        retrieval.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, specs)
+    except ValueError as exc:
+        raise InputError(f"-m {exc}") from None
+
+
 def _family(name):
-    """``"P_10"`` -> ``"P"``; counts are printed as integers."""
-    return name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``."""
+    for fam in sorted(retrieval.TREC_MEASURES, key=len, reverse=True):
+        if name == fam or name.startswith(fam + "_"):
+            return fam
+    return name
 
 
 def _load(path, reader, progress):
@@ -91,6 +107,8 @@ def _load(path, reader, progress):
 
 
 def _fmt_value(fam, v):
+    if fam == "relstring":
+        return f"'{v}'"
     if fam in _COUNTS:
         return str(int(round(v)))
     return f"{v:.4f}"
@@ -142,7 +160,8 @@ def run(args) -> int:
         raise InputError("--n-resamples must be a positive integer")
     if not 0 < args.confidence < 1:
         raise InputError("--confidence-level must be in (0, 1)")
-    specs = [f"{f}.{k}" if k is not None else f for f, k in parse_measures(args.measures)]
+    specs = args.measures or ["official"]   # trec_eval's default set
+    check_measures(specs)
     progress = not args.no_progress
     qrels = _load(args.qrels, retrieval.read_qrels, progress)
     run_a = _load(args.run, retrieval.read_run, progress)
@@ -150,7 +169,7 @@ def run(args) -> int:
         raise InputError(f"{args.run}: the run holds no document")
     opts = dict(relevance_level=args.level, ties=args.ties)
     if args.run_b is None:
-        res = retrieval.evaluate(qrels, run_a, specs, complete_qrels=args.complete, **opts)
+        res = _evaluate(args.run, qrels, run_a, specs, complete_qrels=args.complete, **opts)
         return _print_single(args, res)
     run_b = _load(args.run_b, retrieval.read_run, progress)
     if run_b.qid.shape[0] == 0:
@@ -160,9 +179,16 @@ def run(args) -> int:
         qq, np.union1d(np.unique(run_a.qid), np.unique(run_b.qid)))
     if queries.shape[0] == 0:
         raise InputError(f"{args.qrels}: no query of the qrels appears in either run")
-    ra = retrieval.evaluate(qrels, run_a, specs, queries=queries, **opts)
-    rb = retrieval.evaluate(qrels, run_b, specs, queries=queries, **opts)
+    ra = _evaluate(args.run, qrels, run_a, specs, queries=queries, **opts)
+    rb = _evaluate(args.run_b, qrels, run_b, specs, queries=queries, **opts)
     return _print_compare(args, ra, rb)
+
+
+def _evaluate(path, qrels, run, specs, **kw):
+    try:
+        return retrieval.evaluate(qrels, run, specs, **kw)
+    except ValueError as exc:   # e.g. a run that shares no query with the qrels
+        raise InputError(f"{path}: {exc}") from None
 
 
 def _print_single(args, res):
@@ -177,11 +203,15 @@ def _print_single(args, res):
             if name not in vals:
                 continue
             v = vals[name]
-            cnt = _family(name) in _COUNTS
-            agg = float(v.sum()) if cnt else res.mean[name]
-            entry = {"all": int(round(agg)) if cnt else agg}
-            if args.per_query:
-                entry["per_query"] = {q: (int(round(x)) if cnt else float(x))
+            fam = _family(name)
+            cnt = fam in _COUNTS
+            entry = {}
+            if name in res.mean:
+                agg = float(v.sum()) if cnt else res.mean[name]
+                entry["all"] = int(round(agg)) if cnt else agg
+            if args.per_query and fam not in _NO_PER_QUERY:
+                entry["per_query"] = {q: (x if fam == "relstring" else
+                                          int(round(x)) if cnt else float(x))
                                       for q, x, s in zip(qids, v, shown) if s}
             doc["measures"][name] = entry
         json.dump(doc, out, indent=1)
@@ -192,17 +222,16 @@ def _print_single(args, res):
             if not shown[i]:
                 continue
             for name in res.measures:
-                if name in vals:
+                if name in vals and _family(name) not in _NO_PER_QUERY:
                     out.write(_line(name, q, _fmt_value(_family(name), vals[name][i])) + "\n")
     for name in res.measures:
         if name == "runid":
             out.write(_line("runid", "all", res.run_id) + "\n")
         elif name == "num_q":
             out.write(_line("num_q", "all", str(num_q)) + "\n")
-        elif name in vals:
+        elif name in vals and name in res.mean:
             fam = _family(name)
-            agg = vals[name].sum() if fam in _COUNTS else (vals[name].mean() if num_q
-                                                           else math.nan)
+            agg = vals[name].sum() if fam in _COUNTS else res.mean[name]
             out.write(_line(name, "all", _fmt_value(fam, agg)) + "\n")
     return 0
 
@@ -214,7 +243,7 @@ def _print_compare(args, ra, rb):
     tag_a, tag_b = ra.run_id, rb.run_id
     rows = []
     for name in ra.measures:
-        if name not in va or _family(name) in _COUNTS:
+        if name not in va or _family(name) in _COUNTS or _family(name) == "relstring":
             continue
         st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
                                 confidence=args.confidence, seed=args.seed)
