@@ -294,7 +294,7 @@ class ReliabilityDiagram(NamedTuple):
     confidence: Any  #: mean confidence in the bin (NaN when empty)
     accuracy: Any    #: mean outcome in the bin: share correct (top-label) or of y = k
     #: rows (weight sum with sample_weight) in the bin
-    count: Any  # type: ignore[assignment]  # shadows tuple.count; the documented field name
+    count: Any  # shadows tuple.count (a method) on purpose: the documented field name
     lower: Any       #: bin lower edge (quantile: smallest confidence in it; NaN if empty)
     upper: Any       #: bin upper edge (quantile: largest confidence in it; NaN if empty)
 
