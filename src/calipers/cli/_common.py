@@ -110,15 +110,7 @@ def bootstrap_by_rows(metrics: list[RowMetric], n: int, scores: dict[str, np.nda
                 out["models"][name].setdefault(key, {
                     "estimate": _num(est), "ci_low": _num(ci.low), "ci_high": _num(ci.high)})
             if other != base:
-                _comparison_entry(out, other, base)["metrics"][key] = {
-                    "difference": _num(res.difference),
-                    "ci_low": _num(res.confidence_interval.low),
-                    "ci_high": _num(res.confidence_interval.high),
-                    "higher_is_better": higher,
-                    "share_a_better": _share_better(res, higher),
-                    "n_undefined": res.n_undefined,
-                    "pvalue": _num(res.pvalue),
-                }
+                _comparison_entry(out, other, base)["metrics"][key] = difference_entry(res, higher)
     _adjust(out)
     out["warnings"] = list(_DESIGN_WARNINGS)
     _DESIGN_WARNINGS.clear()
@@ -181,6 +173,19 @@ def _share_better(res, higher):
         return None
     better = da[ok] > db[ok] if higher else da[ok] < db[ok]
     return float(np.mean(better))
+
+
+def difference_entry(res, higher: bool) -> dict:
+    """The report's record of one paired difference (a :class:`calipers.BootstrapResult`)."""
+    return {
+        "difference": _num(res.difference),
+        "ci_low": _num(res.confidence_interval.low),
+        "ci_high": _num(res.confidence_interval.high),
+        "higher_is_better": higher,
+        "share_a_better": _share_better(res, higher),
+        "n_undefined": res.n_undefined,
+        "pvalue": _num(res.pvalue),
+    }
 
 
 def _comparison_entry(out, a, b):

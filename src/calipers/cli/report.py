@@ -31,7 +31,7 @@ import numpy as np
 
 import calipers
 from ._common import (_DESIGN_WARNINGS, _adjust, _comparison_entry, _fmt, _num, _p, _p_is,
-                      _quiet, _run, _share_better, progress_bar, render_comparisons,
+                      _quiet, _run, difference_entry, progress_bar, render_comparisons,
                       warning_line)
 from . import _beyond
 from ._errors import InputError
@@ -174,15 +174,7 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     "estimate": _num(est), "ci_low": _num(ci.low), "ci_high": _num(ci.high)})
             if other != base and base == names[0]:
                 cmp = _comparison_entry(out, other, base)
-                entry = {
-                    "difference": _num(res.difference),
-                    "ci_low": _num(res.confidence_interval.low),
-                    "ci_high": _num(res.confidence_interval.high),
-                    "higher_is_better": higher,
-                    "share_a_better": _share_better(res, higher),
-                    "n_undefined": res.n_undefined,
-                    "pvalue": _num(res.pvalue),
-                }
+                entry = difference_entry(res, higher)
                 if key == "roc_auc":
                     # With clusters, Obuchowski's clustered variance: the ordinary one
                     # assumes independent rows and would disagree with the intervals.
