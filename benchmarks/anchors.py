@@ -377,6 +377,7 @@ def main():
                     help="interpreter with scikit-survival and lifelines")
     ap.add_argument("--conf-python", default=DEFAULT_PY["conf"],
                     help="interpreter with mapie, crepes and obp")
+    ap.add_argument("--only", choices=["surv", "conf"], help="run one worker only")
     ap.add_argument("--out", help="folder for anchors.json (optional)")
     args = ap.parse_args()
     if args.worker == "surv":
@@ -390,8 +391,11 @@ def main():
                          text=True).stdout.split(":")[-1].strip()
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPU {cpu}, "
           f"load {os.getloadavg()[0]:.1f}, {'quick' if args.quick else 'full'} sizes")
-    rows = run_worker("surv", args.surv_python, args.quick)
-    rows += run_worker("conf", args.conf_python, args.quick)
+    rows = []
+    if args.only in (None, "surv"):
+        rows += run_worker("surv", args.surv_python, args.quick)
+    if args.only in (None, "conf"):
+        rows += run_worker("conf", args.conf_python, args.quick)
     print(table(rows))
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
