@@ -736,6 +736,11 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     case_any = d.e == 1
     G, bad = _censoring_weights(d, train_event, train_time, case_any & (d.t <= tf[m - 1]))
     tdt = xp.astype(d.t, f)
+    if r2 is None:
+        # one sort of the risk shared by every time (roc_auc's weighted path sorts per call);
+        # the same argsort, so the same sums as calling it per time
+        order = xp.argsort(d.r, stable=False)
+        g_lo, g_hi = B.group_bounds(xp.take(d.r, order), xp)
     aucs = []
     undefined = []
     with warnings.catch_warnings():
@@ -749,7 +754,12 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
             wk = xp.where(case, 1.0 / xp.where(G > 0, G, 1.0), xp.astype(control, f))
             wk = xp.where(case & (G <= 0), 0.0, wk)
             sk = d.r if r2 is None else r2[:, k]
-            a, _ = R.roc_auc(xp.astype(case, B.acc_int(xp)), sk, wk, xp)
+            case_i = xp.astype(case, B.acc_int(xp))
+            if r2 is None:
+                tg = R.presorted_groups(xp.take(case_i, order), g_lo, g_hi)
+                a, _ = R.binary_auc(tg, R.class_weights(tg, xp.take(wk, order), xp), xp)
+            else:
+                a, _ = R.roc_auc(case_i, sk, wk, xp)
             und = g0 | ~xp.any(case) | ~xp.any(control)
             aucs.append(B.nan_if(und, xp.astype(a, f), xp))
             undefined.append(und)
