@@ -321,13 +321,15 @@ def _pair_counts_numpy(t, e, r, a_list, b):
 
     The generic kernel pays about 20 array-API calls per level (argsort of a
     combined key, group bounds, prefix sums), which dominates at the few
-    hundred rows of a bootstrap replicate. Here, at level ``h`` the
-    right-half rows of all blocks, each block sorted by risk rank, form one
-    globally sorted key array ``block * n + rank``; a left-half row's counts
-    of lower and equal risk in its block's right half are two
-    ``searchsorted`` calls (prefix sums of ``b`` when it is not all ones),
-    and the next level's sorted blocks are one stable sort of sorted runs (a
-    merge). Same pairs, same counts; float sums may differ in the last bit.
+    hundred rows of a bootstrap replicate. Here pairs inside aligned blocks
+    of ``_BASE`` rows are compared directly (:func:`_dense_base`); above, at
+    level ``h``, the right-half rows of all blocks, each block sorted by risk
+    rank, form one globally sorted key array ``block * n + rank``, and so do
+    the left-half rows; a left-half row's counts of lower and equal risk in
+    its block's right half are two ``searchsorted`` calls with sorted queries
+    (prefix sums of ``b`` when it is not all ones), and the next level's
+    order is one stable argsort of sorted runs (a merge). Same pairs, same
+    counts; float sums may differ in the last bit.
     """
     n = t.shape[0]
     rk = np.searchsorted(np.sort(r), r, side="left").astype(np.int64)  # risk ranks, ties shared
