@@ -34,8 +34,14 @@ Uno's C and AUC(t) weight rows by the inverse of the Kaplan-Meier estimate of
 the censoring distribution ``G`` (censoring treated as the event; at a tied
 time, events leave the risk set before censorings), evaluated at the row's
 time, as scikit-survival's ``CensoringDistributionEstimator`` does. AUC(t) is
-then a weighted Mann-Whitney statistic computed by
-:func:`calipers.roc_auc_score`.
+then a weighted Mann-Whitney statistic computed by the AUC kernel of
+:mod:`calipers._rankstats` (the one behind :func:`calipers.roc_auc_score`).
+
+On NumPy the pair counting runs :func:`_pair_counts_numpy`: pairs inside
+aligned blocks of 32 rows are compared directly, and each merge level above
+is two binary searches into the sorted right halves plus one stable sort of
+sorted runs, instead of the generic kernel's dozen array-API calls per level
+(the per-call cost that dominated bootstrap replicates of a few hundred rows).
 """
 
 from __future__ import annotations
@@ -43,7 +49,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from . import _backend as B
+from . import _rankstats as R
 from . import _validation as V
 from ._compile import compiled
 from ._exceptions import UndefinedMetricWarning
@@ -179,6 +188,8 @@ def _pair_counts(t, e, r, a_list, b, xp):
     and (event, censoring) pairs at a tied time).
     """
     n = t.shape[0]
+    if B.is_numpy(xp):
+        return _pair_counts_numpy(t, e, r, a_list, b)
     idt = B.acc_int(xp)
     if xp.iinfo(idt).max < n * n + 2 * n:
         raise ValueError(f"{n} rows are too many for 32-bit integer keys (at most 46340); "
@@ -248,6 +259,135 @@ def _pair_counts(t, e, r, a_list, b, xp):
         out.append(_Pairs(less[k] - (corr_all - corr_tie), equal[k] - corr_tie,
                           xp.sum(a * xp.astype(later, a.dtype)),
                           xp.sum(a * xp.astype(cens_tied, a.dtype))))
+    return out
+
+
+def _group_bounds_np(new):
+    """First and last sorted index of each row's group, from a 'group starts here' mask."""
+    starts = np.flatnonzero(new)
+    gid = np.cumsum(new) - 1
+    ends = np.append(starts[1:], new.shape[0]) - 1
+    return starts[gid], ends[gid]
+
+
+def _cum0(x):
+    """Prefix sums with a leading zero, in ``x``'s dtype (exact for integers)."""
+    out = np.zeros(x.shape[0] + 1, dtype=x.dtype)
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+_BASE = 32         # block size below which pairs are counted densely
+_BASE_CHUNK = 2048  # blocks per dense chunk: about 2M pairs, bounded memory
+_AFTER = np.triu(np.ones((_BASE, _BASE), dtype=bool), 1)   # [i, j]: j after i in a block
+
+
+def _dense_base(rks, as_, bs, unit):
+    """Pair counts inside aligned blocks of ``_BASE`` positions, by direct comparison.
+
+    Replaces the first five merge levels (each a dozen NumPy calls) by one
+    broadcast comparison per chunk; ``O(n * _BASE)`` work. Returns the
+    ``(less, equal)`` lists of :func:`_pair_counts_numpy`.
+    """
+    n = rks.shape[0]
+    nb = -(-n // _BASE)
+    pad = nb * _BASE - n
+    # padding rows: rank n (above every real rank, so never lower or equal), weight 0
+    rkp = np.concatenate([rks, np.full(pad, n, dtype=rks.dtype)])
+    bp = np.concatenate([bs, np.zeros(pad, dtype=bs.dtype)])
+    ap = [np.concatenate([a, np.zeros(pad, dtype=a.dtype)]) for a in as_]
+    after = _AFTER
+    less = [np.zeros((), dtype=a.dtype) for a in as_]
+    equal = [np.zeros((), dtype=a.dtype) for a in as_]
+    for c0 in range(0, nb * _BASE, _BASE_CHUNK * _BASE):
+        sl = slice(c0, c0 + _BASE_CHUNK * _BASE)
+        R = rkp[sl].reshape(-1, _BASE)
+        lt = (R[:, None, :] < R[:, :, None]) & after   # [block, i, j]: risk_j < risk_i
+        eq = (R[:, None, :] == R[:, :, None]) & after
+        if unit:
+            n_lt, n_eq = lt.sum(axis=2), eq.sum(axis=2)
+        else:
+            bb = bp[sl].reshape(-1, 1, _BASE)
+            n_lt, n_eq = (lt * bb).sum(axis=2), (eq * bb).sum(axis=2)
+        for k, a in enumerate(ap):
+            ab = a[sl].reshape(-1, _BASE)
+            less[k] = less[k] + np.sum(ab * n_lt.astype(a.dtype))
+            equal[k] = equal[k] + np.sum(ab * n_eq.astype(a.dtype))
+    return less, equal
+
+
+def _pair_counts_numpy(t, e, r, a_list, b):
+    """:func:`_pair_counts` on NumPy: the same merge counting, by binary search.
+
+    The generic kernel pays about 20 array-API calls per level (argsort of a
+    combined key, group bounds, prefix sums), which dominates at the few
+    hundred rows of a bootstrap replicate. Here pairs inside aligned blocks
+    of ``_BASE`` rows are compared directly (:func:`_dense_base`); above, at
+    level ``h``, the right-half rows of all blocks, each block sorted by risk
+    rank, form one globally sorted key array ``block * n + rank``, and so do
+    the left-half rows; a left-half row's counts of lower and equal risk in
+    its block's right half are two ``searchsorted`` calls with sorted queries
+    (prefix sums of ``b`` when it is not all ones), and the next level's
+    order is one stable argsort of sorted runs (a merge). Same pairs, same
+    counts; float sums may differ in the last bit.
+    """
+    n = t.shape[0]
+    rk = np.searchsorted(np.sort(r), r, side="left").astype(np.int64)  # risk ranks, ties shared
+    # time ascending; events first at a tied time; risk descending inside a block
+    o = np.lexsort((-rk, -np.asarray(e, dtype=np.int64), t))
+    ts, es, rks, bs = t[o], e[o], rk[o], b[o]
+    as_ = [a[o] for a in a_list]
+    unit = bool(np.all(bs == 1))
+    pos = np.arange(n, dtype=np.int64)
+    less, equal = _dense_base(rks, as_, bs, unit)
+    h = min(_BASE, n)
+    # the permutation that sorts the rows by risk rank within each block of h positions
+    perm = np.argsort((pos // h) * n + rks, kind="stable")
+    while h < n:
+        blk = pos // (2 * h)
+        right = (pos // h) % 2 == 1      # perm stays inside each h-block, so by position
+        left = ~right
+        keys = blk * n + rks[perm]
+        # both halves' keys are sorted (blocks ascending, each by rank): sorted queries keep
+        # the binary searches cache-friendly at 10^6 rows
+        R, Q = keys[right], keys[left]
+        lo = np.searchsorted(R, Q, side="left")
+        hi = np.searchsorted(R, Q, side="right")
+        start = blk[left] * h            # right rows of the earlier (full) blocks
+        if unit:
+            n_less, n_eq = lo - start, hi - lo
+        else:
+            CbR = _cum0(bs[perm][right])
+            n_less, n_eq = CbR[lo] - CbR[start], CbR[hi] - CbR[lo]
+        pl = perm[left]
+        for k, a in enumerate(as_):
+            al = a[pl]
+            less[k] = less[k] + np.dot(al, n_less.astype(al.dtype))
+            equal[k] = equal[k] + np.dot(al, n_eq.astype(al.dtype))
+        perm = perm[np.argsort(keys, kind="stable")]   # a merge of sorted runs
+        h *= 2
+
+    one = np.ones(1, dtype=bool)
+    t_new = np.concatenate([one, ts[1:] != ts[:-1]])
+    te_new = t_new | np.concatenate([one, es[1:] != es[:-1]])
+    ter_new = te_new | np.concatenate([one, rks[1:] != rks[:-1]])
+    _, hi_t = _group_bounds_np(t_new)
+    lo_te, hi_te = _group_bounds_np(te_new)
+    lo_ter, _ = _group_bounds_np(ter_new)
+    Cb_time = _cum0(bs)
+    later = Cb_time[n] - Cb_time[hi_te + 1]                       # rows after i's block
+    cens_tied = Cb_time[hi_t + 1] - Cb_time[hi_te + 1]           # censored at T_i
+    out = []
+    for k, a in enumerate(as_):
+        Ca = _cum0(a)
+        bsk = bs.astype(a.dtype)
+        # a-weight before j inside j's block of tied events (a is 0 on censored rows)
+        corr_all = np.dot(bsk, Ca[pos] - Ca[lo_te])
+        corr_tie = np.dot(bsk, Ca[pos] - Ca[lo_ter])
+        out.append(_Pairs(np.asarray(less[k] - (corr_all - corr_tie)),
+                          np.asarray(equal[k] - corr_tie),
+                          np.asarray(np.dot(a, later.astype(a.dtype))),
+                          np.asarray(np.dot(a, cens_tied.astype(a.dtype)))))
     return out
 
 
@@ -526,9 +666,10 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     controls, case ``i`` weighted by ``1 / G(T_i)`` (inverse probability of
     censoring, ``G`` as in :func:`concordance_index_ipcw`), controls by 1,
     tied scores 1/2 (Uno et al. 2007; Hung & Chiang 2010; Lambert & Chevret
-    2016). It is computed by :func:`calipers.roc_auc_score` on the case
-    indicator with those weights (zero for rows that are neither), so the
-    tie and weight conventions are the library's one AUC kernel. Higher
+    2016). It is computed by the Mann-Whitney kernel behind
+    :func:`calipers.roc_auc_score` on the case indicator with those weights
+    (zero for rows that are neither), so the tie and weight conventions are
+    the library's one AUC kernel. Higher
     risk = earlier event.
 
     Parameters
@@ -572,8 +713,6 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     >>> [round(v, 6) for v in res.auc.tolist()]
     [1.0, 0.818182]
     """
-    from ._ranking import roc_auc_score
-
     d = _prepare(event, time, risk, risk_2d=True)
     xp = d.xp
     f = B.acc_float(xp)
@@ -599,6 +738,11 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     case_any = d.e == 1
     G, bad = _censoring_weights(d, train_event, train_time, case_any & (d.t <= tf[m - 1]))
     tdt = xp.astype(d.t, f)
+    if r2 is None:
+        # one sort of the risk shared by every time (roc_auc's weighted path sorts per call);
+        # the same argsort, so the same sums as calling it per time
+        order = xp.argsort(d.r, stable=False)
+        g_lo, g_hi = B.group_bounds(xp.take(d.r, order), xp)
     aucs = []
     undefined = []
     with warnings.catch_warnings():
@@ -612,7 +756,12 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
             wk = xp.where(case, 1.0 / xp.where(G > 0, G, 1.0), xp.astype(control, f))
             wk = xp.where(case & (G <= 0), 0.0, wk)
             sk = d.r if r2 is None else r2[:, k]
-            a = xp.asarray(roc_auc_score(xp.astype(case, B.acc_int(xp)), sk, sample_weight=wk))
+            case_i = xp.astype(case, B.acc_int(xp))
+            if r2 is None:
+                tg = R.presorted_groups(xp.take(case_i, order), g_lo, g_hi)
+                a, _ = R.binary_auc(tg, R.class_weights(tg, xp.take(wk, order), xp), xp)
+            else:
+                a, _ = R.roc_auc(case_i, sk, wk, xp)
             und = g0 | ~xp.any(case) | ~xp.any(control)
             aucs.append(B.nan_if(und, xp.astype(a, f), xp))
             undefined.append(und)
