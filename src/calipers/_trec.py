@@ -282,7 +282,8 @@ def _pair_hash(q, dhash):
     return _mix64(h).view(np.int64)
 
 
-def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=None):
+def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=None,
+                   keys=None):
     """Raise naming both rows (1-based) when two rows share a (query, doc) key.
 
     ``strings``: ``(query codes, docno strings)`` when the keys are hashes: a shared key
@@ -294,6 +295,10 @@ def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=No
         if not (np.array_equal(strings[0][a], strings[0][b]) and
                 np.array_equal(strings[1][a], strings[1][b])):
             raise _HashCollision
+    if dup.shape[0] and keys is not None:     # name the first duplicate in row order
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
     if dup.shape[0]:
         i, j = sorted((int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])))
         raise TrecFormatError(f"{where}, line {j + 1}: duplicate {what} for query {qid[j]!s} "
@@ -415,14 +420,17 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     else:
         jkey, rkey = _pair_keys(jq, jd, rq, rd)
         jstr = rstr = None
-    jo = np.argsort(jkey, kind="stable")
+    # (the unstable sort is the fast one; duplicates are reported from a stable one)
+    jo = np.argsort(jkey)
     jks = jkey[jo]
     _no_duplicates(jks, jo, np.nonzero(keep_q)[0], qrels.qid, qrels.docno, qrels.path or "qrels",
-                   "judgement", jstr)
-    ro = np.argsort(rkey, kind="stable")
-    _no_duplicates(rkey[ro], ro, np.nonzero(keep_run)[0], run.qid, run.docno,
-                   run.path or "run", "document", rstr)
-    pos = np.searchsorted(jks, rkey)
+                   "judgement", jstr, jkey)
+    ro = np.argsort(rkey)
+    rks = rkey[ro]
+    _no_duplicates(rks, ro, np.nonzero(keep_run)[0], run.qid, run.docno,
+                   run.path or "run", "document", rstr, rkey)
+    pos = np.empty(rkey.shape[0], dtype=np.int64)
+    pos[ro] = np.searchsorted(jks, rks)        # sorted needles: a near-linear merge
     posc = np.minimum(pos, max(jks.shape[0] - 1, 0))
     hit = (pos < jks.shape[0]) & (jks[posc] == rkey) if jks.shape[0] else \
         np.zeros(rkey.shape[0], dtype=bool)
@@ -838,7 +846,7 @@ def _ranked_rows(ta):
     bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
     asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
     key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
-    o = np.argsort(key, kind="stable")
+    o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
     k = key[o]
     tie = k[1:] == k[:-1]
     if tie.any():
@@ -911,6 +919,15 @@ class _Lists:
         return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
             .astype(np.float64)
 
+    def first_prefix(self, name, x, m):
+        """``first(x(), m)`` with the prefix sum of ``x`` kept under ``name``."""
+        if ("prefix", name) not in self._cache:
+            self._cache[("prefix", name)] = np.concatenate(
+                [[0.0], np.cumsum(np.asarray(x(), dtype=np.float64))])
+        c = self._cache[("prefix", name)]
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        return c[self.start + m] - c[self.start]
+
     def first(self, x, m):
         c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
@@ -957,9 +974,20 @@ class _Lists:
                 if 0 <= int(lev) <= top:
                     table[int(lev)] = float(g)
             g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
-            gj = table[self.jy]
-            o = np.lexsort((-gj, self.jq))
-            iq, ig = self.jq[o], gj[o]
+            nlev = top + 1
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                # Ideal ranking without a sort: per query, the judged count of each level,
+                # levels in gain order (descending; equal gains are interchangeable).
+                by_gain = np.argsort(-table, kind="stable")
+                counts = np.bincount(self.jq.astype(np.int64) * nlev + self.jy,
+                                     minlength=self.Q * nlev).reshape(self.Q, nlev)
+                counts = counts[:, by_gain].ravel()
+                ig = np.repeat(np.tile(table[by_gain], self.Q), counts)
+                iq = np.repeat(np.repeat(np.arange(self.Q), nlev), counts)
+            else:
+                gj = table[self.jy]
+                o = np.lexsort((-gj, self.jq))
+                iq, ig = self.jq[o], gj[o]
             cnt = np.bincount(iq, minlength=self.Q)
             ist = np.cumsum(cnt) - cnt
             ipos = np.arange(iq.shape[0]) - ist[iq]
@@ -1011,8 +1039,8 @@ def _trec_values(ta, measures, *, relevance_level):
             v = L.total((L.code >= 0) & ~rel)
         elif fam in ("map", "gm_map"):
             v = _div(L.total(rel * L.prec), R)
-        elif fam == "map_cut":
-            v = _div(L.total(rel * (pos < k) * L.prec), R)
+        elif fam == "map_cut":     # one prefix sum serves every cut-off
+            v = _div(L.first_prefix("ap", lambda: rel * L.prec, k), R)
         elif fam == "Rprec":
             v = _div(L.first_rel(L.R), R)
         elif fam == "recip_rank":
