@@ -166,8 +166,8 @@ def _str_hash(a):
         K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
-        for j in range(p):
-            h += words[:, j] * K[j]
+        if p:
+            h += words @ K[:p]      # row by row (integer matmul wraps modulo 2**64)
         if w % 2:
             h += a.view(np.uint32).reshape(n, w)[:, w - 1] * K[p]
     return _mix64(h)
