@@ -69,7 +69,7 @@ def _records(path, progress, min_cols, exact):
     bar = None
     if progress and size > 20_000_000:
         try:
-            from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
+            from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]  # no stubs
 
             bar = tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path),
                        disable=None, leave=False)
@@ -286,6 +286,8 @@ def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=No
                    keys=None):
     """Raise naming both rows (1-based) when two rows share a (query, doc) key.
 
+    ``rows``: mask of the input rows the keys come from.
+
     ``strings``: ``(query codes, docno strings)`` when the keys are hashes: a shared key
     of different pairs is a collision, not a duplicate.
     """
@@ -300,6 +302,7 @@ def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=No
         sorted_keys = keys[order]
         dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
     if dup.shape[0]:
+        rows = np.nonzero(rows)[0]     # kept-row mask -> row numbers (only on this path)
         i, j = sorted((int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])))
         raise TrecFormatError(f"{where}, line {j + 1}: duplicate {what} for query {qid[j]!s} "
                               f"document {docno[j]!s} (first on line {i + 1})")
@@ -410,8 +413,8 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rank = np.empty(sel.shape[0], dtype=np.int64)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
-    rq, rd, rs = rank[rpos[keep_run]], _keep(rdoc, keep_run), _keep(run.score, keep_run)
-    jq, jd, jr = rank[jpos[keep_q]], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
+    rq, rd, rs = rank[_keep(rpos, keep_run)], _keep(rdoc, keep_run), _keep(run.score, keep_run)
+    jq, jd, jr = rank[_keep(jpos, keep_q)], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
     if jd_s is not None:
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
@@ -423,11 +426,11 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     # (the unstable sort is the fast one; duplicates are reported from a stable one)
     jo = np.argsort(jkey)
     jks = jkey[jo]
-    _no_duplicates(jks, jo, np.nonzero(keep_q)[0], qrels.qid, qrels.docno, qrels.path or "qrels",
+    _no_duplicates(jks, jo, keep_q, qrels.qid, qrels.docno, qrels.path or "qrels",
                    "judgement", jstr, jkey)
     ro = np.argsort(rkey)
     rks = rkey[ro]
-    _no_duplicates(rks, ro, np.nonzero(keep_run)[0], run.qid, run.docno,
+    _no_duplicates(rks, ro, keep_run, run.qid, run.docno,
                    run.path or "run", "document", rstr, rkey)
     pos = np.empty(rkey.shape[0], dtype=np.int64)
     pos[ro] = np.searchsorted(jks, rks)        # sorted needles: a near-linear merge
