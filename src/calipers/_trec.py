@@ -741,7 +741,7 @@ def _as_qrels(qrels):
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
         raise ValueError("qrels: relevance must be integers (trec_eval reads integers)")
     # duplicates: checked by trec_arrays on its integer keys (no extra sort of strings)
-    return Qrels(q, d, r.astype(np.int64), "", _id_codes(q, d))
+    return Qrels(q, d, r.astype(np.int64, copy=False), "", _id_codes(q, d))
 
 
 def _as_run(run, run_id):
@@ -756,7 +756,7 @@ def _as_run(run, run_id):
     s = np.asarray(s)
     if s.dtype.kind not in "iuf" or s.dtype.kind == "b":
         raise ValueError(f"run: scores must be numbers, got dtype {s.dtype}")
-    s = s.astype(np.float64)
+    s = s.astype(np.float64, copy=False)
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
     return Run(q, d, s, run_id, "", _id_codes(q, d))
@@ -1124,8 +1124,11 @@ def _gain_measure(L, fam, k):
     Q = L.Q
     key = ("dcg", params)
     if key not in L._cache:
-        gd = g / np.log2(pos + 2.0)
-        iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+        # log2(rank + 1) from one table of the ranks that occur (the same values)
+        lg = np.log2(np.arange(max(int(pos.max(initial=0)), int(ipos.max(initial=0))) + 1)
+                     + 2.0)
+        gd = g / lg[pos]
+        iv = np.where(ig > 0, ig, 0.0) / lg[ipos]
         L._cache[key] = (L.cum(gd),                     # DCG through each retrieved row
                          L.total(gd),                   # DCG of the whole ranking
                          np.concatenate([[0.0], np.cumsum(iv)]),   # ideal DCG prefix
