@@ -520,3 +520,61 @@ def test_string_codes_equal_numpy_unique():
             np.testing.assert_array_equal(np.reshape(inv, -1), np.reshape(inv2, -1))
     u, inv = T._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
     assert u.tolist() == ["e", "f", "é"] and np.reshape(inv, -1).tolist() == [2, 0, 1]
+
+
+def test_string_hash_ignores_width_and_separates_distinct_ids():
+    rng = np.random.default_rng(1)
+    alph = np.array(list("ab0-Z~ é中"))
+    for width in range(0, 9):
+        a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
+                      for _ in range(2000)])
+        h = T._str_hash(a)
+        # NUL padding of a wider array gives the same hashes (qrels and run widths differ)
+        np.testing.assert_array_equal(T._str_hash(a.astype(f"U{width + 3}")), h)
+        u, inv = np.unique(a, return_inverse=True)
+        assert np.unique(T._str_hash(u)).shape[0] == u.shape[0]
+        np.testing.assert_array_equal(T._str_hash(u)[np.reshape(inv, -1)], h)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
+    # evaluate joins string docnos on 64-bit hashes; a constant hash makes every pair
+    # collide, which must be detected and redone on exact string codes: same values.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    n = 600
+    names = np.array([f"doc-{i}" if i % 3 else f"d{i}é" for i in range(60)])
+    rq, rd = rng.integers(1, 13, n), rng.integers(0, 45, n)
+    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
+    rq, rd = rq[keep], names[rd[keep]]
+    rs = rng.integers(0, 3, rq.shape[0]) / 2          # many ties: docno string order decides
+    jq, jd = rng.integers(1, 13, n), rng.integers(0, 60, n)
+    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
+    jq, jd = jq[keep], names[jd[keep]].astype("U12")   # another width than the run's
+    jr = rng.integers(-1, 4, jq.shape[0])
+    qrels, run = (jq.astype(str), jd, jr), (rq.astype(str), rd, rs)
+    a = R.evaluate(qrels, run, "all_trec")
+    assert a.values["num_rel_ret"].sum() > 0
+    calls = []
+    real = T._trec_arrays
+
+    def spy(*args):
+        calls.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(T, "_trec_arrays", spy)
+    monkeypatch.setattr(T, "_str_hash", lambda s: np.zeros(s.shape[0], dtype=np.uint64))
+    b = R.evaluate(qrels, run, "all_trec")
+    assert calls == [True, False]            # collision found, exact join used
+    assert a.query_ids.tolist() == b.query_ids.tolist()
+    for name in a.values:
+        np.testing.assert_array_equal(a.values[name], b.values[name], err_msg=name)
+
+
+def test_hashed_join_still_reports_duplicates():
+    from calipers import retrieval as R
+    run = (np.array(["1", "1", "2", "1"]), np.array(["a", "bb", "a", "bb"]),
+           np.array([0.3, 0.2, 0.1, 0.0]))
+    with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document bb "
+                                         r"\(first on line 2\)"):
+        R.evaluate({"1": {"a": 1}}, run, "map")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,8 @@ class Qrels:
     docno: np.ndarray    # str (m,)
     rel: np.ndarray      # int64 (m,)
     path: str = ""
+    # string ids factorized once (see _id_codes); filled by the readers and evaluate
+    ids: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Run:
     score: np.ndarray    # float64 as written (n,)
     tag: str = ""
     path: str = ""
+    ids: Any = field(default=None, repr=False, compare=False)
 
 
 def _records(path, progress, min_cols, exact):
@@ -66,7 +69,7 @@ def _records(path, progress, min_cols, exact):
     bar = None
     if progress and size > 20_000_000:
         try:
-            from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
+            from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]  # no stubs
 
             bar = tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path),
                        disable=None, leave=False)
@@ -138,6 +141,60 @@ def _string_codes(a):
     return u.astype(a.dtype), inv
 
 
+def _mix64(h):
+    """splitmix64's finaliser: spreads every input bit over the 64-bit word."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def _str_hash(a):
+    """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
+    words (two code points each), then mixed.
+
+    NUL padding adds nothing, so arrays of different widths agree. Equal strings get equal
+    hashes; the join checks that the pairs it matched are equal strings (and falls back to
+    exact string codes on a collision).
+    """
+    a = np.ascontiguousarray(a)
+    n, w = a.shape[0], a.dtype.itemsize // 4
+    h = np.zeros(n, dtype=np.uint64)
+    if n and w:
+        p = w // 2
+        K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
+        # the rows' code points read two at a time as (possibly unaligned) 64-bit words
+        words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
+        if p:
+            h += words @ K[:p]      # row by row (integer matmul wraps modulo 2**64)
+        if w % 2:
+            h += a.view(np.uint32).reshape(n, w)[:, w - 1] * K[p]
+    return _mix64(h)
+
+
+def _heads(a):
+    """Runs of equal consecutive ids: ``(first id of each run, run index of each row)``.
+
+    Query ids come grouped in files and dicts, so this leaves a few distinct-ish strings
+    to sort instead of every row's.
+    """
+    if a.shape[0] == 0:
+        return a, np.zeros(0, dtype=np.int64)
+    ch = np.empty(a.shape[0], dtype=bool)
+    ch[0] = True
+    np.not_equal(a[1:], a[:-1], out=ch[1:])
+    return a[ch], np.cumsum(ch) - 1
+
+
+def _id_codes(qid, docno):
+    """String ids factorized once, when qrels or a run is built: ``(query-id run heads,
+    row -> head, docno hashes)`` (None entries for integer ids)."""
+    qh = None if _is_int(qid) else _heads(qid)
+    dh = None if _is_int(docno) else _str_hash(docno)
+    return qh, dh
+
+
 def _check_duplicates(qid, docno, lines, path, what):
     if qid.shape[0] == 0:
         return
@@ -175,7 +232,7 @@ def read_qrels(path, *, progress=False) -> Qrels:
     rel = _numbers([r[3] for r in rows], lines, path, 4, "relevance must be an integer", int)
     qid, docno = _column(rows, 0), _column(rows, 2)
     _check_duplicates(qid, docno, lines, path, "judgement")
-    return Qrels(qid, docno, rel.astype(np.int64), path)
+    return Qrels(qid, docno, rel.astype(np.int64), path, _id_codes(qid, docno))
 
 
 def read_run(path, *, progress=False) -> Run:
@@ -189,7 +246,8 @@ def read_run(path, *, progress=False) -> Run:
                               f"got {rows[i][4]!r}")
     qid, docno = _column(rows, 0), _column(rows, 2)
     _check_duplicates(qid, docno, lines, path, "document")
-    return Run(qid, docno, score.astype(np.float64), rows[0][5] if rows else "", path)
+    return Run(qid, docno, score.astype(np.float64), rows[0][5] if rows else "", path,
+               _id_codes(qid, docno))
 
 
 @dataclass(frozen=True)
@@ -208,39 +266,114 @@ class TrecArrays:
     # doc_id is the docno's rank in string order (else: integer docnos themselves, whose
     # string order is found for tied scores only)
     doc_id_is_string_rank: bool = True
+    # hashed string docnos: (docnos of the retrieved rows, of the judged rows not
+    # retrieved), in row order; their string order is found for tied scores only
+    doc_str: Any = None
 
 
-def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what):
-    """Raise naming both rows (1-based) when two rows share a (query, doc) key."""
+def _keep(a, mask):
+    return a if mask.all() else a[mask]
+
+
+def _pair_hash(q, dhash):
+    """64-bit key of (query code, docno hash) pairs (equal pairs, equal keys)."""
+    h = dhash.view(np.uint64) ^ ((q.astype(np.uint64) + np.uint64(1)) *
+                                 np.uint64(0x9E3779B97F4A7C15))
+    return _mix64(h).view(np.int64)
+
+
+def _no_duplicates(sorted_keys, order, rows, qid, docno, where, what, strings=None,
+                   keys=None):
+    """Raise naming both rows (1-based) when two rows share a (query, doc) key.
+
+    ``rows``: mask of the input rows the keys come from.
+
+    ``strings``: ``(query codes, docno strings)`` when the keys are hashes: a shared key
+    of different pairs is a collision, not a duplicate.
+    """
     dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
+    if dup.shape[0] and strings is not None:
+        a, b = order[dup], order[dup + 1]
+        if not (np.array_equal(strings[0][a], strings[0][b]) and
+                np.array_equal(strings[1][a], strings[1][b])):
+            raise _HashCollision
+    if dup.shape[0] and keys is not None:     # name the first duplicate in row order
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        dup = np.nonzero(sorted_keys[1:] == sorted_keys[:-1])[0]
     if dup.shape[0]:
+        rows = np.nonzero(rows)[0]     # kept-row mask -> row numbers (only on this path)
         i, j = sorted((int(rows[order[dup[0]]]), int(rows[order[dup[0] + 1]])))
         raise TrecFormatError(f"{where}, line {j + 1}: duplicate {what} for query {qid[j]!s} "
                               f"document {docno[j]!s} (first on line {i + 1})")
 
 
+def _dense_span(a):
+    """``(lowest, span)`` of integer ids when a table of ``span`` entries is cheap, else None."""
+    if not (a.shape[0] and _is_int(a)):
+        return None
+    lo, hi = int(a.min()), int(a.max())
+    return (lo, hi - lo + 1) if hi - lo < 4 * a.shape[0] + 1_000_000 else None
+
+
 def _unique(a):
+    d = _dense_span(a)
+    if d is not None:     # query codes: a count per code, no sort
+        return np.nonzero(np.bincount(a - d[0], minlength=d[1]))[0] + d[0]
     if a.shape[0] and _is_int(a) and np.all(a[1:] >= a[:-1]):   # grouped run: no sort
         return a[np.concatenate([[True], a[1:] != a[:-1]])]
     return np.unique(a)
 
 
+class _HashCollision(Exception):
+    """Two different (query, docno) pairs share a 64-bit key: redo the join exactly."""
+
+
+def _cached(obj, a, which):
+    """``obj.ids[which]`` (computed when ``obj`` was built) when it is for ``a``, else computed."""
+    got = obj.ids[which] if obj.ids is not None and a.dtype.kind == "U" else None
+    if got is not None:
+        return got
+    return _heads(a) if which == 0 else _str_hash(a)
+
+
 def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
-                queries=None) -> TrecArrays:
+                queries=None, hash_docs=False) -> TrecArrays:
     """Join a run with its qrels as trec_eval does (see module docstring).
 
     ``queries`` (sorted str array) overrides the query set (used to compare two
     runs on the same queries); queries without run rows then score 0. Integer
     ids on both sides are joined as integers (the same pairs as their strings).
+    ``hash_docs``: join string docnos on 64-bit hashes (checked: matched and duplicate
+    pairs are compared as strings; a collision redoes the join on exact codes); the
+    docnos' string order is then found only for rows with tied scores.
     """
+    if hash_docs:
+        try:
+            return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True)
+        except _HashCollision:   # pragma: no cover - about 1e-7 at 10^6 rows
+            pass
+    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False)
+
+
+def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs):
     qq, rqid = qrels.qid, run.qid
     names: Any = None
     if queries is not None or not (_is_int(qq) and _is_int(rqid)):
-        # One sort of the distinct strings; codes are ranks in string order from here on.
-        names, qq, rqid = _codes(qq.astype(str), rqid.astype(str))
+        # Codes are ranks in string order from here on; only the first id of each run of
+        # equal consecutive ids is sorted (query ids come grouped).
+        hj, ij = _cached(qrels, _as_str(qq), 0)
+        hr, ir = _cached(run, _as_str(rqid), 0)
+        names, cj, cr = _codes(hj, hr)
+        qq, rqid = cj[ij], cr[ir]
     jdoc, rdoc = qrels.docno, run.docno
     str_docs = not (_is_int(jdoc) and _is_int(rdoc))
-    if str_docs:
+    jd_s = rd_s = None
+    if str_docs and hash_docs:
+        jd_s, rd_s = _as_str(jdoc), _as_str(rdoc)
+        jdoc = _cached(qrels, jd_s, 1).view(np.int64)
+        rdoc = _cached(run, rd_s, 1).view(np.int64)
+    elif str_docs:
         _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
     qrel_queries, run_queries = _unique(qq), _unique(rqid)
     if queries is None:
@@ -259,6 +392,14 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
         sel = np.sort(codes_w)
 
     def position(a):
+        d = _dense_span(np.concatenate([a[:1], sel, a[-1:]])) if a.shape[0] else None
+        if d is not None and sel.shape[0] and d[0] <= int(a.min()) and \
+                int(a.max()) < d[0] + d[1]:
+            # a lookup table instead of a binary search per row
+            table = np.full(d[1], -1, dtype=np.int64)
+            table[sel - d[0]] = np.arange(sel.shape[0])
+            t = table[a - d[0]]
+            return np.maximum(t, 0), t >= 0
         p = np.searchsorted(sel, a)
         pc = np.minimum(p, max(sel.shape[0] - 1, 0))
         return pc, ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
@@ -272,21 +413,34 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     rank = np.empty(sel.shape[0], dtype=np.int64)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
-    rq, rd, rs = rank[rpos[keep_run]], rdoc[keep_run], run.score[keep_run]
-    jq, jd, jr = rank[jpos[keep_q]], jdoc[keep_q], qrels.rel[keep_q]
+    rq, rd, rs = rank[_keep(rpos, keep_run)], _keep(rdoc, keep_run), _keep(run.score, keep_run)
+    jq, jd, jr = rank[_keep(jpos, keep_q)], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
-    jkey, rkey = _pair_keys(jq, jd, rq, rd)
-    jo = np.argsort(jkey, kind="stable")
+    if jd_s is not None:
+        jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
+        jkey, rkey = _pair_hash(jq, jd), _pair_hash(rq, rd)
+        jstr, rstr = (jq, jd_s), (rq, rd_s)
+    else:
+        jkey, rkey = _pair_keys(jq, jd, rq, rd)
+        jstr = rstr = None
+    # (the unstable sort is the fast one; duplicates are reported from a stable one)
+    jo = np.argsort(jkey)
     jks = jkey[jo]
-    _no_duplicates(jks, jo, np.nonzero(keep_q)[0], qrels.qid, qrels.docno, qrels.path or "qrels",
-                   "judgement")
-    ro = np.argsort(rkey, kind="stable")
-    _no_duplicates(rkey[ro], ro, np.nonzero(keep_run)[0], run.qid, run.docno,
-                   run.path or "run", "document")
-    pos = np.searchsorted(jks, rkey)
+    _no_duplicates(jks, jo, keep_q, qrels.qid, qrels.docno, qrels.path or "qrels",
+                   "judgement", jstr, jkey)
+    ro = np.argsort(rkey)
+    rks = rkey[ro]
+    _no_duplicates(rks, ro, keep_run, run.qid, run.docno,
+                   run.path or "run", "document", rstr, rkey)
+    pos = np.empty(rkey.shape[0], dtype=np.int64)
+    pos[ro] = np.searchsorted(jks, rks)        # sorted needles: a near-linear merge
     posc = np.minimum(pos, max(jks.shape[0] - 1, 0))
     hit = (pos < jks.shape[0]) & (jks[posc] == rkey) if jks.shape[0] else \
         np.zeros(rkey.shape[0], dtype=bool)
+    if jd_s is not None:       # hashed keys: the matched pairs must be equal strings
+        mj = jo[posc[hit]]
+        if not (np.array_equal(rq[hit], jq[mj]) and np.array_equal(rd_s[hit], jd_s[mj])):
+            raise _HashCollision
     rel_run = np.where(hit, jr[jo][posc] if jks.shape[0] else 0, 0).astype(np.int64)
     judged_hit = np.zeros(jks.shape[0], dtype=bool)
     judged_hit[jo[posc[hit]]] = True
@@ -303,7 +457,8 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     in_run = np.zeros(sel.shape[0], bool)
     in_run[rq] = True
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
-                      str_docs)
+                      str_docs and jd_s is None,
+                      None if jd_s is None else (rd_s, jd_s[miss]))
 
 
 # --------------------------------------------------------------------------
@@ -586,7 +741,7 @@ def _as_qrels(qrels):
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
         raise ValueError("qrels: relevance must be integers (trec_eval reads integers)")
     # duplicates: checked by trec_arrays on its integer keys (no extra sort of strings)
-    return Qrels(q, d, r.astype(np.int64), "")
+    return Qrels(q, d, r.astype(np.int64, copy=False), "", _id_codes(q, d))
 
 
 def _as_run(run, run_id):
@@ -601,10 +756,10 @@ def _as_run(run, run_id):
     s = np.asarray(s)
     if s.dtype.kind not in "iuf" or s.dtype.kind == "b":
         raise ValueError(f"run: scores must be numbers, got dtype {s.dtype}")
-    s = s.astype(np.float64)
+    s = s.astype(np.float64, copy=False)
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
-    return Run(q, d, s, run_id, "")
+    return Run(q, d, s, run_id, "", _id_codes(q, d))
 
 
 def _from_nested(obj, what):
@@ -637,7 +792,12 @@ def _triple(obj, what, form):
 def _ids(a):
     """Integer ids stay integers (a faster join; compared as their decimal strings would
     be); anything else becomes strings."""
-    return a.astype(np.int64) if a.dtype.kind in "iu" else a.astype(str)
+    return a.astype(np.int64) if a.dtype.kind in "iu" else _as_str(a)
+
+
+def _as_str(a):
+    """``a.astype(str)`` without the copy when it already holds strings."""
+    return a if a.dtype.kind == "U" else a.astype(str)
 
 
 def _is_int(a):
@@ -689,7 +849,7 @@ def _ranked_rows(ta):
     bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
     asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
     key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
-    o = np.argsort(key, kind="stable")
+    o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
     k = key[o]
     tie = k[1:] == k[:-1]
     if tie.any():
@@ -704,6 +864,12 @@ def _ranked_rows(ta):
 
 def _doc_rank(ta, rows):
     """Rank of the rows' docnos in string order (trec_eval compares docnos with strcmp)."""
+    if ta.doc_str is not None:
+        a, b = ta.doc_str
+        n = a.shape[0]
+        strs = np.where(rows < n, a[np.minimum(rows, max(n - 1, 0))] if n else "",
+                        b[np.maximum(rows - n, 0)] if b.shape[0] else "")
+        return np.unique(strs, return_inverse=True)[1].reshape(-1).astype(np.int64)
     d = ta.doc_id[rows]
     if ta.doc_id_is_string_rank:
         return d
@@ -756,6 +922,15 @@ class _Lists:
         return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
             .astype(np.float64)
 
+    def first_prefix(self, name, x, m):
+        """``first(x(), m)`` with the prefix sum of ``x`` kept under ``name``."""
+        if ("prefix", name) not in self._cache:
+            self._cache[("prefix", name)] = np.concatenate(
+                [[0.0], np.cumsum(np.asarray(x(), dtype=np.float64))])
+        c = self._cache[("prefix", name)]
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
+        return c[self.start + m] - c[self.start]
+
     def first(self, x, m):
         c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
@@ -802,9 +977,20 @@ class _Lists:
                 if 0 <= int(lev) <= top:
                     table[int(lev)] = float(g)
             g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
-            gj = table[self.jy]
-            o = np.lexsort((-gj, self.jq))
-            iq, ig = self.jq[o], gj[o]
+            nlev = top + 1
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                # Ideal ranking without a sort: per query, the judged count of each level,
+                # levels in gain order (descending; equal gains are interchangeable).
+                by_gain = np.argsort(-table, kind="stable")
+                counts = np.bincount(self.jq.astype(np.int64) * nlev + self.jy,
+                                     minlength=self.Q * nlev).reshape(self.Q, nlev)
+                counts = counts[:, by_gain].ravel()
+                ig = np.repeat(np.tile(table[by_gain], self.Q), counts)
+                iq = np.repeat(np.repeat(np.arange(self.Q), nlev), counts)
+            else:
+                gj = table[self.jy]
+                o = np.lexsort((-gj, self.jq))
+                iq, ig = self.jq[o], gj[o]
             cnt = np.bincount(iq, minlength=self.Q)
             ist = np.cumsum(cnt) - cnt
             ipos = np.arange(iq.shape[0]) - ist[iq]
@@ -856,8 +1042,8 @@ def _trec_values(ta, measures, *, relevance_level):
             v = L.total((L.code >= 0) & ~rel)
         elif fam in ("map", "gm_map"):
             v = _div(L.total(rel * L.prec), R)
-        elif fam == "map_cut":
-            v = _div(L.total(rel * (pos < k) * L.prec), R)
+        elif fam == "map_cut":     # one prefix sum serves every cut-off
+            v = _div(L.first_prefix("ap", lambda: rel * L.prec, k), R)
         elif fam == "Rprec":
             v = _div(L.first_rel(L.R), R)
         elif fam == "recip_rank":
@@ -938,8 +1124,11 @@ def _gain_measure(L, fam, k):
     Q = L.Q
     key = ("dcg", params)
     if key not in L._cache:
-        gd = g / np.log2(pos + 2.0)
-        iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+        # log2(rank + 1) from one table of the ranks that occur (the same values)
+        lg = np.log2(np.arange(max(int(pos.max(initial=0)), int(ipos.max(initial=0))) + 1)
+                     + 2.0)
+        gd = g / lg[pos]
+        iv = np.where(ig > 0, ig, 0.0) / lg[ipos]
         L._cache[key] = (L.cum(gd),                     # DCG through each retrieved row
                          L.total(gd),                   # DCG of the whole ranking
                          np.concatenate([[0.0], np.cumsum(iv)]),   # ideal DCG prefix
@@ -1169,13 +1358,13 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
-    elif rn.qid.shape[0] and not np.intersect1d(qr.qid, rn.qid).shape[0]:
+    ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
+                     queries=queries, hash_docs=ties == "trec_eval")
+    if queries is None and rn.qid.shape[0] and not np.any(ta.in_run):
         # Almost always the wrong qrels (or query ids written differently): trec_eval
         # would print zeros over no query.
         raise ValueError("run: no query of the run appears in the qrels (a run must share "
                          "at least one query id with the qrels; ids compare as strings)")
-    ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
-                     queries=queries)
     Q = int(ta.queries.shape[0])
     vals = {}
     # One pass per relevance level (ir_measures' rel=; the ordering is shared).
