@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# the anchor-data generators of the tests hold the adapters the anchors need (imported in workers)
+sys.path.insert(0, str(ROOT / "tests" / "data"))
 DEFAULT_PY = {"surv": "/work/venvs/surv/bin/python", "conf": "/work/venvs/conf/bin/python"}
 
 
@@ -183,34 +185,12 @@ def worker_conf(quick):
     lo, hi = np.asarray(reg.lower), np.asarray(reg.upper)
 
     if _have("mapie"):
-        from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+        # the adapters that hand MAPIE precomputed predictions: one definition, the
+        # anchor-data generator's
+        from gen_conformal_anchors import ColumnRegressor, ProbaClassifier
         from mapie.classification import SplitConformalClassifier
         from mapie.conformity_scores import APSConformityScore
         from mapie.regression import SplitConformalRegressor
-
-        class ColumnRegressor(RegressorMixin, BaseEstimator):
-            """A prefit model whose prediction is its single feature."""
-
-            def fit(self, X, y):
-                self.fitted_ = True
-                return self
-
-            def predict(self, X):
-                return np.asarray(X)[:, 0]
-
-        class ProbaClassifier(ClassifierMixin, BaseEstimator):
-            """A prefit classifier whose probabilities are its features."""
-
-            def fit(self, X, y):
-                self.classes_ = np.arange(np.asarray(X).shape[1])
-                self.fitted_ = True
-                return self
-
-            def predict_proba(self, X):
-                return np.asarray(X)
-
-            def predict(self, X):
-                return np.argmax(np.asarray(X), axis=1)
 
         class NonRandomAPS(APSConformityScore):
             """MAPIE's APS without the random U at calibration (calipers' APS)."""
@@ -279,22 +259,6 @@ def bandit_data(n, K, seed=0):
     return reward, action, pscore, pe, q_hat
 
 
-def _stub_torch():
-    """obp imports torch at module level for estimators not used here."""
-    from unittest import mock
-
-    t = mock.MagicMock()
-    t.Tensor = type("Tensor", (), {})
-    nn = mock.MagicMock()
-    nn.Module = type("Module", (), {})
-    data = mock.MagicMock()
-    data.Dataset = type("Dataset", (), {})
-    sys.modules.update({"torch": t, "torch.nn": nn, "torch.utils.data": data})
-    t.nn, t.utils.data = nn, data
-    for name in ["torch.optim", "torch.nn.functional", "torch.utils", "torch.distributions"]:
-        sys.modules[name] = mock.MagicMock()
-
-
 def worker_offpolicy(quick):
     import calipers
 
@@ -311,6 +275,8 @@ def worker_offpolicy(quick):
         try:
             __import__("torch")
         except ImportError:
+            from gen_offpolicy_anchors import _stub_torch  # obp imports torch at module level
+
             _stub_torch()
     if not _have("obp"):
         return
