@@ -85,13 +85,6 @@ def designs(clustered: bool):
     return out
 
 
-def _percentile_basic(d, est, level=0.95):
-    """The library's percentile and basic intervals, from its replicates (same quantile rule)."""
-    d = d[np.isfinite(d)]
-    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
-    return {"percentile": (lo, hi), "basic": (2 * est - hi, 2 * est - lo)}
-
-
 def run(ns, trials, B, clustered):
     rows = []
     for n in ns:
@@ -114,9 +107,10 @@ def run(ns, trials, B, clustered):
                                                     n_resamples=B, seed=t, method="bca", **kw)
                 ci = res.confidence_interval
                 cis[f"bca, {unit}"] = (ci.low, ci.high)
-                for method, lohi in _percentile_basic(np.asarray(res.bootstrap_distribution),
-                                                      float(res.difference)).items():
-                    cis[f"{method}, {unit}"] = lohi
+                for method in ("percentile", "basic"):
+                    ci = calipers.bootstrap_interval(res.bootstrap_distribution,
+                                                     float(res.difference), method=method)
+                    cis[f"{method}, {unit}"] = (ci.low, ci.high)
             ci = calipers.delong_test(y, a, b).confidence_interval
             cis["DeLong Wald"] = (ci.low, ci.high)
             if clustered:

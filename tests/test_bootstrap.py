@@ -75,6 +75,39 @@ def _row_counts(metric, y, a, b, *, backend_name, n_resamples, seed, sample_weig
     return out
 
 
+def test_poisson_counts_in_layout_order_equal_caller_counts_gathered():
+    """Plain Poisson counts hashed at layout positions (no gather) are the caller's
+    counts gathered into the layout, on the NumPy in-place drawer (int64 and uint8)
+    and on JAX, for every replicate."""
+    y, a, b = _data(9, n=2000)
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, None)
+    m, kind, name = BS._resolve_metric("roc_auc", "auto")
+    s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=False, groups=None,
+                  num_groups=None, block_length=None, poisson=True, traced=False)
+    arrays, layout = s.design_data
+    assert layout is not None
+    lay = np.asarray(layout)
+    words = BS.seed_words(17)
+    d64 = BS.numpy_drawer(s.design, s.design_data, words)
+    d8 = BS.numpy_drawer(s.design, s.design_data, words, True)
+    for r in range(25):
+        ref = BS.row_counts(s.design, arrays, words, r, np, np.int64)[lay]
+        assert ref.max() >= 4     # the tail past the four comparisons is exercised
+        np.testing.assert_array_equal(d64(r), ref)
+        c8 = d8(r)
+        assert c8.dtype == np.uint8
+        np.testing.assert_array_equal(c8, ref)
+        np.testing.assert_array_equal(BS.draw_counts(s.design, s.design_data, words, r, np,
+                                                     np.int64), ref)
+    jnp = pytest.importorskip("jax.numpy")
+    dd = (arrays, jnp.asarray(lay))
+    for r in range(5):
+        ref = BS.row_counts(s.design, arrays, words, r, np, np.int64)[lay]
+        got = BS.draw_counts(s.design, dd, jnp.asarray(words), jnp.asarray(r, dtype=jnp.uint32),
+                             jnp, jnp.int32)
+        np.testing.assert_array_equal(np.asarray(got), ref)
+
+
 def _index_reference(metric, y, a, b, counts, sample_weight=None):
     """metric(A) and metric(B) on explicitly resampled rows (NumPy, float64)."""
     ra, rb = [], []
@@ -106,6 +139,8 @@ def test_auc_replicates_equal_index_resampling_exactly_numpy(design):
     ("log_loss", dict(block_length=4), False),
     ("brier", dict(resampling="poisson"), True),
     ("roc_auc", dict(groups=np.arange(30) % 7, resampling="poisson"), True),
+    ("roc_auc", dict(resampling="poisson"), False),
+    ("roc_auc", dict(resampling="poisson"), True),
 ])
 def test_kernels_equal_index_resampling_numpy(metric, design, weighted):
     y, a, b = _data(2, n=30)
@@ -466,10 +501,10 @@ Y, A, Bs = [0, 1, 0, 1, 1], [0.1, 0.4, 0.35, 0.8, 0.2], [0.2, 0.3, 0.5, 0.6, 0.1
 
 
 @pytest.mark.parametrize("kwargs, msg", [
-    (dict(n_resamples=0), "n_resamples must be a positive integer"),
-    (dict(n_resamples=2.5), "n_resamples must be a positive integer"),
+    (dict(n_resamples=0), "n_resamples must be an integer >= 1"),
+    (dict(n_resamples=2.5), "n_resamples must be an integer >= 1"),
     (dict(batch=0), "batch must be a positive integer"),
-    (dict(confidence_level=1.0), "confidence_level must be in"),
+    (dict(confidence_level=1.0), "confidence_level must be a real number in"),
     (dict(method="studentized"), "method must be"),
     (dict(alternative="bigger"), "alternative must be"),
     (dict(resampling="bayesian"), "resampling must be"),

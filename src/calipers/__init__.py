@@ -87,6 +87,7 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
+from ._intervals import bootstrap_interval
 from ._permutation import (
     MIN_BOOTSTRAP_UNITS,
     PairedPermutationResult,
@@ -239,6 +240,7 @@ __all__ = [
     "UnitBootstrapResult",
     "paired_permutation_test",
     "paired_unit_bootstrap",
+    "bootstrap_interval",
     "precision_at_k",
     "precision_recall_auc",
     "precision_recall_curve",

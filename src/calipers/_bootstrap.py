@@ -161,9 +161,7 @@ def _check_workers(workers, xp):
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
-            or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    V.positive_int(n_resamples, "n_resamples")
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer))
                               or batch < 1):
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
@@ -427,7 +425,10 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed))
+    # uint8 Poisson counts where the consumer (the NumPy AUC kernel) widens its own sums
+    small = B.is_numpy(xp) and isinstance(s.kernel_a, _AUCSplitKernel) \
+        and isinstance(s.kernel_b, _AUCSplitKernel)
+    np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed), small)
     if B.is_numpy(xp):
         draw = np_draw
     else:   # array-api-strict, torch: NumPy's draws (the same integers), converted
@@ -648,18 +649,14 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     """
     metric, kind, name = _resolve_metric(metric, resample_by)
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
-    if not isinstance(confidence_level, (int, float, np.floating)) or isinstance(
-            confidence_level, bool) or not (0 < confidence_level < 1):
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    confidence_level = V.confidence_level(confidence_level)
     method_l = method.lower() if isinstance(method, str) else method
     if method_l not in ("percentile", "basic", "bca"):
         raise ValueError(f"method must be 'percentile', 'basic' or 'bca', got {method!r}")
     if alternative not in ("two-sided", "less", "greater"):
         raise ValueError(f"alternative must be 'two-sided', 'less' or 'greater', "
                          f"got {alternative!r}")
-    if isinstance(jackknife_groups, bool) or not isinstance(jackknife_groups, (int, np.integer)) \
-            or jackknife_groups < 2:
-        raise ValueError(f"jackknife_groups must be an integer >= 2, got {jackknife_groups!r}")
+    V.positive_int(jackknife_groups, "jackknife_groups", minimum=2)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)
     if B.is_traced(y_true, a, b, sw, groups):

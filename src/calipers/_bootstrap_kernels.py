@@ -117,7 +117,7 @@ class _AUCSplitKernel:
         perm, k_lo, k_hi, wneg, wpos, scratch, _ = state
         N = self.N
         if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
-                and counts.dtype == np.int64:
+                and counts.dtype in (np.int64, np.uint8):
             return self._parts_numpy(perm, k_lo, k_hi, counts, scratch)
         cneg, cpos = counts[:N], counts[N:]
         if perm is not None:
@@ -130,20 +130,25 @@ class _AUCSplitKernel:
         return num2, xp.sum(xp.astype(cpos, cdt)), cum0[N]
 
     def _parts_numpy(self, perm, k_lo, k_hi, counts, scratch):
-        # NumPy integer counts: fewest passes over memory (buffers reused), exact integers.
+        """NumPy integer counts (int64, or uint8 Poisson counts): exact int64 sums.
+
+        Fewest passes over memory, buffers reused per thread; the counts are
+        gathered in their own (small) dtype and widened by the prefix sum.
+        """
         N = self.N
-        bufs = scratch.get(threading.get_ident())
+        key = (threading.get_ident(), counts.dtype.char)
+        bufs = scratch.get(key)
         if bufs is None:
-            bufs = scratch[threading.get_ident()] = (
-                np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=np.int64),
+            bufs = scratch[key] = (
+                np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=counts.dtype),
                 np.empty(self.P, dtype=np.int64), np.empty(self.P, dtype=np.int64))
         cum0, negbuf, g1, g2 = bufs
         cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf)
         cum0[0] = 0
-        np.cumsum(cneg, out=cum0[1:])
+        np.cumsum(cneg, dtype=np.int64, out=cum0[1:])
         cpos = counts[N:]
         num2 = R.u2_split(cum0, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
-        return num2, int(cpos.sum()), int(cum0[N])
+        return num2, int(cpos.sum(dtype=np.int64)), int(cum0[N])
 
     def loo(self, state, xp):
         return _AUCKernel().loo(state[-1], xp)

@@ -9,6 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._bootstrap_engine import _compiled_masked, _default_batch, _is_trace_error
 from ._exceptions import UndefinedMetricWarning
 from ._resample import unit_weights
@@ -71,6 +72,93 @@ def _interval(d, theta, method, confidence_level, alternative, jack):
     elif alternative == "greater":
         hi = math.inf
     return ConfidenceInterval(lo, hi)
+
+
+def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
+                       confidence_level: float = 0.95, alternative: str = "two-sided",
+                       jackknife=None) -> ConfidenceInterval:
+    """Confidence interval from bootstrap replicates you already have.
+
+    The interval :func:`paired_bootstrap` reports, computed from any
+    replicates: a statistic evaluated on your own resamples, the
+    ``bootstrap_distribution`` of a :class:`BootstrapResult`, or a
+    simulation's draws. Percentile and basic intervals take quantiles by
+    linear interpolation (NumPy's default, Hyndman & Fan type 7), as
+    ``scipy.stats.bootstrap`` does; BCa uses the bias correction and the
+    jackknife acceleration of Efron & Tibshirani (1993), 14.3 (scipy's formulas).
+
+    Parameters
+    ----------
+    replicates : array (B,) of real numbers, any backend
+        The statistic on each bootstrap resample. NaN marks an undefined
+        replicate (a resample with one class, say): those are left out, as
+        :func:`paired_bootstrap` leaves them out and counts them.
+    estimate : real number
+        The statistic on the full sample (basic and BCa are centred on it).
+    method : {"percentile", "basic", "bca"}
+    confidence_level : float in (0, 1)
+    alternative : {"two-sided", "less", "greater"}
+        One-sided intervals put the whole ``1 - confidence_level`` in one
+        tail; the open end is infinite.
+    jackknife : array (m,) of real numbers, optional
+        Leave-one-out (or leave-one-group-out) values of the statistic, for
+        BCa's acceleration; required with ``method="bca"``. NaN values are
+        left out.
+
+    Returns
+    -------
+    ConfidenceInterval
+        ``(low, high)`` as Python floats. NaN, with a
+        :class:`calipers.UndefinedMetricWarning`, when BCa is undefined (every
+        replicate equal, all on one side of the estimate, fewer than two
+        jackknife values); NaN without a warning when no replicate is defined
+        or the estimate is NaN.
+
+    Raises
+    ------
+    ValueError
+        ``replicates`` or ``jackknife`` not 1-D real arrays, or holding an
+        infinite value; ``estimate`` not a real number or infinite;
+        ``method``, ``alternative`` or ``confidence_level`` out of their
+        domains; ``method="bca"`` without ``jackknife``.
+
+    Notes
+    -----
+    Eager only: the quantiles are taken on the host in float64.
+    """
+    confidence_level = V.confidence_level(confidence_level)
+    method = V.choice(method, "method", ("percentile", "basic", "bca"))
+    alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
+    d = _real_vector(replicates, "replicates")
+    if isinstance(estimate, (bool, np.bool_)) or not isinstance(
+            estimate, (int, float, np.integer, np.floating)) and not (
+            B._is_array(estimate) and getattr(estimate, "ndim", 1) == 0):
+        raise ValueError(f"estimate must be a real number, got {estimate!r}")
+    theta = float(B.to_numpy(estimate)) if B._is_array(estimate) else float(estimate)
+    if math.isinf(theta):
+        raise ValueError(f"estimate must be finite or NaN, got {theta!r}")
+    jack = None
+    if method == "bca":
+        if jackknife is None:
+            raise ValueError("jackknife must be given with method='bca' (the leave-one-out "
+                             "values of the statistic, for the acceleration)")
+        jack = _real_vector(jackknife, "jackknife")
+    return _interval(d[~np.isnan(d)], theta, method, confidence_level, alternative, jack)
+
+
+def _real_vector(x, name):
+    try:
+        a = np.asarray(B.to_numpy(x))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.floating)
+                           or np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {a.shape} "
+                         f"and dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if np.isinf(a).any():
+        raise ValueError(f"{name} must not hold an infinite value (NaN marks an undefined one)")
+    return a
 
 
 def _jackknife(s, jackknife_groups):

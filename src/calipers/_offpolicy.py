@@ -538,11 +538,8 @@ def off_policy_interval(estimator, reward, propensity, target, estimated_rewards
     """
     if estimator not in _ESTIMATORS:
         raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {estimator!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
-            or n_resamples < 1:
-        raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
-    if not isinstance(confidence_level, (float, int)) or not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    n_resamples = V.positive_int(n_resamples, "n_resamples")
+    confidence_level = V.confidence_level(confidence_level)
     if estimator == "dm":
         xp0, (t0,) = B.as_arrays(target)
         propensity = xp0.ones(t0.shape[0], dtype=B.acc_float(xp0)) if propensity is None \

@@ -124,10 +124,7 @@ def _differences(a, b, name_a="a", name_b="b"):
 
 
 def _check_resamples(n_resamples):
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
-            or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    return int(n_resamples)
+    return V.positive_int(n_resamples, "n_resamples")
 
 
 def _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
@@ -270,9 +267,7 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
     linear interpolation (NumPy's default, "type 7").
     """
     n_resamples = _check_resamples(n_resamples)
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
-            or not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    confidence_level = V.confidence_level(confidence_level)
     xp, d, f, invalid = _differences(a, b)
     n = int(d.shape[0])
     dev = B.device(d)

@@ -248,6 +248,15 @@ def _repeat_counts(design, arrays, hashes, xp, idtype, wide):
     return _bincount(xp.take(rows, pos), n, xp, idtype)
 
 
+def _rowwise(design: _Design) -> bool:
+    """Is each row's count a function of its own hash alone (plain Poisson)?
+
+    Then the counts are drawn straight in layout order, hashing each layout
+    position's caller row: no scatter, no gather, the same integers.
+    """
+    return design.kind == "plain" and design.poisson and not design.repeat
+
+
 def draw_counts(design: _Design, data, words, r, xp, idtype):
     """Counts of replicate ``r`` in layout order (the caller's counts, gathered)."""
     arrays, layout = data
@@ -255,6 +264,12 @@ def draw_counts(design: _Design, data, words, r, xp, idtype):
         # JAX: int32 counts (exact below 2**31 rows): half the memory traffic
         # of int64 in the scatter and gathers; the kernels widen their sums
         idtype = xp.int32
+    if _rowwise(design) and layout is not None:
+        u32 = xp.uint32
+        words = xp.asarray(words, dtype=u32)
+        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
+                                 xp.reshape(xp.asarray(r, dtype=u32), (1,)), xp)
+        return _poisson(_hash(xp.astype(layout, u32) * _GOLDEN, k1, k2, xp), xp, idtype)
     c = row_counts(design, arrays, words, r, xp, idtype)
     return c if layout is None else xp.take(c, layout)
 
@@ -343,16 +358,21 @@ def _fmix_inplace(x, tmp):
     np.bitwise_xor(x, tmp, out=x)
 
 
-def numpy_drawer(design: _Design, data, words):
-    """``r -> counts in layout order`` (int64) on NumPy, equal to :func:`draw_counts`.
+def numpy_drawer(design: _Design, data, words, small: bool = False):
+    """``r -> counts in layout order`` on NumPy, equal to :func:`draw_counts`.
 
     Plain multinomial rows (the common case) run as in-place passes over
     buffers reused per thread, the multiply-high in int64 (``u * n < 2**63``)
-    straight into ``bincount``; other designs use :func:`draw_counts`.
+    straight into ``bincount``; plain Poisson rows are hashed in layout order
+    (no gather). Counts are int64, or with ``small`` (a consumer that
+    widens its own sums) uint8 for Poisson rows; other designs use
+    :func:`draw_counts`.
     """
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
-    if design.kind != "plain" or design.poisson or design.repeat:
+    if _rowwise(design):
+        return _numpy_poisson_drawer(design.n, layout, words, small)
+    if design.kind != "plain" or design.repeat:
         return lambda r: draw_counts(design, data, words, r, np, np.int64)
     import threading
 
@@ -380,4 +400,42 @@ def numpy_drawer(design: _Design, data, words):
         if layout is None:
             return c
         return np.take(c, layout, out=out)
+    return draw
+
+
+def _numpy_poisson_drawer(n, layout, words, small):
+    """Plain Poisson counts hashed in layout order, in place (per-thread buffers).
+
+    Four comparisons give counts 0..4 in uint8; the rows at or above the
+    fifth threshold (about 1.9%) take the inverse CDF by ``searchsorted``:
+    the same integers as :func:`_poisson`.
+    """
+    import threading
+
+    rows = np.arange(n, dtype=np.uint32) if layout is None else \
+        np.asarray(layout).astype(np.uint32)
+    kg = rows * _GOLDEN
+    T = np.asarray(_POISSON_T, dtype=np.uint32)
+    scratch: dict = {}
+
+    def draw(r):
+        bufs = scratch.get(threading.get_ident())
+        if bufs is None:
+            bufs = scratch[threading.get_ident()] = (
+                np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.uint8),
+                np.empty(n, bool))
+        x, tmp, c, ge = bufs
+        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
+                                 np.asarray([r], dtype=np.uint32), np)
+        np.bitwise_xor(kg, k1, out=x)
+        _fmix_inplace(x, tmp)
+        np.add(x, k2, out=x)
+        _fmix_inplace(x, tmp)
+        np.greater_equal(x, T[0], out=c.view(bool))
+        for t in T[1:4]:
+            np.greater_equal(x, t, out=ge)
+            np.add(c, ge.view(np.uint8), out=c)
+        tail = np.flatnonzero(np.greater_equal(x, T[4], out=ge))
+        c[tail] = np.searchsorted(T, x[tail], side="right")
+        return c if small else c.astype(np.int64)
     return draw

@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _validation as V
 from ._exceptions import UndefinedMetricWarning
 
 __all__ = ["by_group", "SliceReport"]
@@ -80,9 +81,7 @@ def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
     """
     if not arrays:
         raise ValueError("by_group needs the metric's array arguments")
-    if isinstance(min_support, bool) or not isinstance(min_support, (int, np.integer)) \
-            or min_support < 1:
-        raise ValueError(f"min_support must be an integer >= 1, got {min_support!r}")
+    V.positive_int(min_support, "min_support")
     if B.is_traced(*arrays, group_id, sample_weight):
         raise ValueError("by_group works on concrete arrays only (not under jit): the slices "
                          "have data-dependent sizes")

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _validation as V
+
 __all__ = ["roc_curves", "pr_curves", "reliability", "bootstrap_distribution", "forest"]
 
 
@@ -47,10 +49,8 @@ def _models(scores) -> dict[str, Any]:
 
 
 def _check_band(n_resamples, confidence_level, sample_weight):
-    if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 2:
-        raise ValueError(f"n_resamples must be an integer >= 2, got {n_resamples!r}")
-    if not 0 < float(confidence_level) < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    V.positive_int(n_resamples, "n_resamples", minimum=2)
+    V.confidence_level(confidence_level)
     if sample_weight is not None:
         raise ValueError("band=True resamples rows; it cannot be combined with sample_weight")
 

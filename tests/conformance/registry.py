@@ -680,6 +680,9 @@ EXEMPT = {
     "OffPolicyInterval": "result type (checked through off_policy_interval)",
     "PairedPermutationResult": "result type (checked through paired_permutation_test)",
     "UnitBootstrapResult": "result type (checked through paired_unit_bootstrap)",
+    "bootstrap_interval": "eager summary of replicates already drawn (NumPy float64 on the "
+                          "host), no metric; checked against scipy.stats.bootstrap in "
+                          "test_bootstrap_interval.py",
     "SelectivePoint": "result type (checked through selective_risk, coverage_at_risk)",
     "RankingBatch": "result type (checked through ranking_batch_metrics)",
     "QueryMeanSummary": "result type (of QueryMeanState.compute)",
