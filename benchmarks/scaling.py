@@ -172,13 +172,24 @@ def bench_bootstrap(quick):
         t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
                                                      n_resamples=B, seed=0), 1)
         record("bootstrap", "calipers paired_bootstrap numpy", B, t, n_examples=n)
+        # the same replicates on two threads (workers=2), and the Poisson design
+        # (resampling="poisson": independent counts per row, another estimator of
+        # the same distribution; its own rows, never mixed with the multinomial ones)
+        for label, kw in (("numpy workers=2", dict(workers=2)),
+                          ("numpy poisson", dict(resampling="poisson")),
+                          ("numpy poisson workers=2", dict(resampling="poisson", workers=2))):
+            t = median_time(lambda: calipers.paired_bootstrap(
+                calipers.roc_auc_score, y, a, b, n_resamples=B, seed=0, **kw), 1)
+            record("bootstrap", f"calipers paired_bootstrap {label}", B, t, n_examples=n)
         if have("jax"):
             import jax.numpy as jnp
             jy, ja, jb = jnp.asarray(y), jnp.asarray(a), jnp.asarray(b)
-            calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8, seed=0)
-            t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb,
-                                                         n_resamples=B, seed=0), 1)
-            record("bootstrap", "calipers paired_bootstrap jax", B, t, n_examples=n)
+            for label, kw in (("jax", {}), ("jax poisson", dict(resampling="poisson"))):
+                calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8,
+                                          seed=0, **kw)
+                t = median_time(lambda: calipers.paired_bootstrap(
+                    calipers.roc_auc_score, jy, ja, jb, n_resamples=B, seed=0, **kw), 1)
+                record("bootstrap", f"calipers paired_bootstrap {label}", B, t, n_examples=n)
     mem = {}
     for B in (1000, 10000) if not quick else (100, 1000):
         gc.collect()

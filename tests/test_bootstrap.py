@@ -663,3 +663,31 @@ def test_stratified_multiclass_user_metric_keeps_class_sizes():
     ra, rb = _index_reference(lambda t, p: np.mean(t == p), y, pa, pb, counts)
     np.testing.assert_allclose(r.distribution_a, ra, rtol=1e-12)
     np.testing.assert_allclose(r.distribution_b, rb, rtol=1e-12)
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.parametrize("resampling", ["multinomial", "poisson"])
+def test_jax_auc_replicates_equal_numpy_exactly_at_blocked_sizes(x64, resampling):
+    """At n in the thousands the JAX AUC kernel takes its prefix sums of counts by blocked
+    matrix products (float64 with x64, float32 without): the replicates must still be the
+    NumPy engine's exact integer ones, bit for bit."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(21)
+    n = 3000
+    y = (rng.random(n) < 0.4).astype(np.int64)
+    a = np.round(rng.normal(size=n) + y, 1)        # ties inside and across classes
+    # scores exact in float32 (JAX without x64 holds float32), so both see one order
+    a = a.astype(np.float32).astype(np.float64)
+    b = (rng.normal(size=n) + 0.5 * y).astype(np.float32).astype(np.float64)
+    ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=24, seed=8,
+                                      resampling=resampling)
+    with jax.enable_x64(x64):
+        got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                          jnp.asarray(b), n_resamples=24, seed=8,
+                                          resampling=resampling)
+        got = [np.asarray(g, dtype=np.float64) for g in got]
+    tol = 0 if x64 else 1e-7       # float32 results without x64; the counts are the same
+    np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=0)
+    np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)

@@ -211,8 +211,11 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 a_identity = False
             else:
                 N = int(xp.sum(1 - y01))
-                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp))
-                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp))
+                # one row's count in a replicate is at most the number of draws (rows,
+                # units of integer weights) and a Poisson count at most 12
+                bound = max(n, 16, 0 if w_rep is None else int(w_rep.sum()))
+                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp), bound)
+                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp), bound)
         else:
             layout = None
             ka = kb = _MeanKernel(name)

@@ -36,11 +36,23 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name):
     xp = _jax_xp()
     idtype = jnp.dtype(idtype_name)
 
-    def one(i, words, sa, sb, dd):
-        c = draw_counts(design, dd, words, i, jnp, idtype)
+    def draw(i, words, dd):
+        return draw_counts(design, dd, words, i, jnp, idtype)
+
+    def evaluate(c, sa, sb):
         return evaluate_pair(kernel_a, sa, kernel_b, sb, c, xp)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None)))
+    # Two programs, the counts materialised between them: compiled together,
+    # XLA fuses an elementwise draw (the Poisson hash) into each of its five
+    # consumers and recomputes it there (an optimization barrier does not stop
+    # it on CPU); apart, the draw runs once.
+    draw_b = jax.jit(jax.vmap(draw, in_axes=(0, None, None)))
+    evaluate_b = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None)))
+
+    def chunk(idx, words, sa, sb, dd):
+        return evaluate_b(draw_b(idx, words, dd), sa, sb)
+
+    return chunk
 
 
 def _compiled_masked(kernel_a, kernel_b, idtype_name):
