@@ -358,6 +358,16 @@ def _fmix_inplace(x, tmp):
     np.bitwise_xor(x, tmp, out=x)
 
 
+def _hash_inplace(kg, words, r, x, tmp):
+    """``_hash`` of every draw of replicate ``r`` into ``x`` (uint32), in place."""
+    k1, k2 = _replicate_keys((words[0:1], words[1:2]), np.asarray([r], dtype=np.uint32), np)
+    np.bitwise_xor(kg, k1, out=x)
+    _fmix_inplace(x, tmp)
+    np.add(x, k2, out=x)
+    _fmix_inplace(x, tmp)
+    return x
+
+
 def numpy_drawer(design: _Design, data, words, small: bool = False):
     """``r -> counts in layout order`` on NumPy, equal to :func:`draw_counts`.
 
@@ -388,13 +398,7 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
                 np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64),
                 np.empty(n, np.int64))
         x, tmp, idx, out = bufs
-        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
-                                 np.asarray([r], dtype=np.uint32), np)
-        np.bitwise_xor(kg, k1, out=x)
-        _fmix_inplace(x, tmp)
-        np.add(x, k2, out=x)
-        _fmix_inplace(x, tmp)
-        np.multiply(x, n64, out=idx)
+        np.multiply(_hash_inplace(kg, words, r, x, tmp), n64, out=idx)
         np.right_shift(idx, 32, out=idx)
         c = np.bincount(idx, minlength=n)
         if layout is None:
@@ -425,12 +429,7 @@ def _numpy_poisson_drawer(n, layout, words, small):
                 np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.uint8),
                 np.empty(n, bool))
         x, tmp, c, ge = bufs
-        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
-                                 np.asarray([r], dtype=np.uint32), np)
-        np.bitwise_xor(kg, k1, out=x)
-        _fmix_inplace(x, tmp)
-        np.add(x, k2, out=x)
-        _fmix_inplace(x, tmp)
+        _hash_inplace(kg, words, r, x, tmp)
         np.greater_equal(x, T[0], out=c.view(bool))
         for t in T[1:4]:
             np.greater_equal(x, t, out=ge)
