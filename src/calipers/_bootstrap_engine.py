@@ -24,12 +24,20 @@ def _default_batch(n):
     return max(1, min(4096, (1 << 20) // max(n, 1)))
 
 
-def _compiled_chunk(kernel_a, kernel_b, design, idtype_name):
-    return program(("bootstrap_chunk", kernel_a, kernel_b, design, idtype_name),
-                   lambda: _build_chunk(kernel_a, kernel_b, design, idtype_name))
+def _compiled_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
+    return program(("bootstrap_chunk", kernel_a, kernel_b, design, idtype_name, sequential),
+                   lambda: _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential))
 
 
-def _build_chunk(kernel_a, kernel_b, design, idtype_name):
+def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
+    """The compiled chunk: replicates ``idx`` -> (metric A, metric B, A - B).
+
+    ``sequential``: the chunk's replicates one after another (``lax.map``)
+    instead of ``vmap``-ped side by side. On CPU that was about 1.5x faster at
+    n = 10^5 (each operation is already wide enough for the cores, and the
+    batched gathers and scatter under ``vmap`` cost more than the loop); on
+    accelerators the batch keeps the device busy. The values are the same.
+    """
     import jax
     import jax.numpy as jnp
 
@@ -46,8 +54,12 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name):
     # XLA fuses an elementwise draw (the Poisson hash) into each of its five
     # consumers and recomputes it there (an optimization barrier does not stop
     # it on CPU); apart, the draw runs once.
-    draw_b = jax.jit(jax.vmap(draw, in_axes=(0, None, None)))
-    evaluate_b = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None)))
+    if sequential:
+        draw_b = jax.jit(lambda idx, words, dd: jax.lax.map(lambda i: draw(i, words, dd), idx))
+        evaluate_b = jax.jit(lambda c, sa, sb: jax.lax.map(lambda ci: evaluate(ci, sa, sb), c))
+    else:
+        draw_b = jax.jit(jax.vmap(draw, in_axes=(0, None, None)))
+        evaluate_b = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None)))
 
     def chunk(idx, words, sa, sb, dd):
         return evaluate_b(draw_b(idx, words, dd), sa, sb)
@@ -109,9 +121,11 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
     import jax.numpy as jnp
 
     idtype = B.acc_int(_jax_xp())
-    fn = _compiled_chunk(kernel_a, kernel_b, design, jnp.dtype(idtype).name)
+    sharded = devices is not None and len(devices) > 1
+    fn = _compiled_chunk(kernel_a, kernel_b, design, jnp.dtype(idtype).name,
+                         sequential=not sharded and jax.default_backend() == "cpu")
     shard = None
-    if devices is not None and len(devices) > 1:
+    if sharded:
         batch = -(-batch // len(devices)) * len(devices)
         shard, repl = _mesh_sharding(devices)
         sa, sb, dd, words = jax.device_put((sa, sb, dd, words), repl)
