@@ -22,8 +22,9 @@ Design: **sort once, resample by counts.**
   caller's row order; log loss and Brier are weighted means of per-row losses
   computed once.
 * Replicate ``i`` is evaluated one at a time per worker thread on NumPy
-  (O(workers * n) memory) and inside a ``jit``-compiled, ``vmap``-ped chunk
-  of ``batch`` replicates on JAX (O(batch * n) memory). The answer does not
+  (O(workers * n) memory) and in ``jit``-compiled chunks of ``batch``
+  replicates on JAX (O(batch * n) memory; ``vmap``-ped on accelerators and
+  sharded runs, one after another on a single CPU device). The answer does not
   depend on ``batch``, ``workers`` or how the chunks are sharded over
   devices, and peak memory does not grow with ``n_resamples``. No n x B index
   matrix is ever built.
