@@ -415,9 +415,124 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     out_queries = sel_str[so]
     rq, rd, rs = rank[_keep(rpos, keep_run)], _keep(rdoc, keep_run), _keep(run.score, keep_run)
     jq, jd, jr = rank[_keep(jpos, keep_q)], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
-    # Match run rows to judgements by (query, doc) through one sorted integer key array.
     if jd_s is not None:
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
+    # Match run rows to judgements by (query, doc) through one sorted integer key array.
+    fast = _grouped_join(jq, jd, rq, rd, sel.shape[0]) if jd_s is None else None
+    if fast is not None:
+        hit, rel_run, judged_hit = fast
+        rel_run[hit] = jr[rel_run[hit]]
+    else:
+        hit, rel_run, judged_hit = _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq,
+                                                rd, jd_s, rd_s)
+    miss = ~judged_hit                                  # judged, not retrieved
+    nmiss = int(miss.sum())
+    sdt = np.float32 if float32_scores else np.float64
+    score = np.empty(rq.shape[0] + nmiss, dtype=sdt)
+    score[:rq.shape[0]] = rs
+    score[rq.shape[0]:] = 0
+    y = np.concatenate([rel_run, jr[miss]])
+    retrieved = np.zeros(rq.shape[0] + nmiss, bool)
+    retrieved[:rq.shape[0]] = True
+    codes = np.concatenate([rq, jq[miss]]).astype(np.int64, copy=False)
+    # string docnos: their rank in string order; integer docnos: themselves
+    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64, copy=False)
+    judged = np.concatenate([hit, np.ones(nmiss, bool)])
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rq] = True
+    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
+                      str_docs and jd_s is None,
+                      None if jd_s is None else (rd_s, jd_s[miss]))
+
+
+# Widest packed sort key (bits) of the join and the ranking sort; tests lower it to take
+# the general (argsort) paths.
+_PACK_BITS = 64
+
+
+def _bits(x):
+    """Bits needed for the non-negative integer ``x``."""
+    return int(x).bit_length()
+
+
+def _blocks(q, Q):
+    """Rows of each query as one block: ``(first row of each query's block (Q,), largest
+    block, permutation)``; the permutation (a stable sort by query, cheap for a few sorted
+    runs) is None when the rows are grouped by query already. Row ``i`` of the grouped
+    rows is at offset ``i - first[q]`` of its block."""
+    cnt = np.bincount(q, minlength=Q)
+    perm = None
+    heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+    if heads.shape[0] + 1 != int(np.count_nonzero(cnt)):
+        perm = np.argsort(q, kind="stable")
+        q = q[perm]
+        heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+    first = np.zeros(Q, dtype=np.int64)
+    first[q[heads]] = heads
+    first[q[0]] = 0
+    return first, int(cnt.max()), perm
+
+
+def _grouped_join(jq, jd, rq, rd, Q):
+    """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
+    ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
+    several times faster than an ``argsort``): ``(hit, matched qrels row of each run row
+    (0 where none), judged_hit)``. None when the keys do not fit in 63 bits or a (query,
+    doc) pair repeats (the general join then reports it)."""
+    if not (_is_int(jd) and _is_int(rd)) or Q == 0:
+        return None
+    nj, nr = jd.shape[0], rd.shape[0]
+    if nj == 0 or nr == 0:
+        return None
+    lo = min(int(jd.min()), int(rd.min()))
+    span = max(int(jd.max()), int(rd.max())) - lo
+    bj, br = _blocks(jq, Q), _blocks(rq, Q)
+    bo = _bits(max(bj[1], br[1]) - 1)
+    bd = _bits(span)
+    if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
+        return None
+    # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
+    # arithmetic: q's part and -first[q] (the offset's base) from one table per side
+    keys = np.empty(nj + nr, dtype=np.int64)
+    qs = np.arange(Q, dtype=np.int64) << (bd + 1 + bo)
+    for part, (q, d, (first, _, perm)), side in (
+            (keys[:nj], (jq, jd, bj), 0), (keys[nj:], (rq, rd, br), 1)):
+        if perm is not None:
+            q, d = q[perm], d[perm]
+        # int64 arithmetic wraps: the constant modulo 2**64 (the keys themselves fit)
+        c = ((side << bo) - (lo << (1 + bo)) + 2 ** 63) % 2 ** 64 - 2 ** 63
+        np.take(qs - first + c, q, out=part)
+        part += d.astype(np.int64, copy=False) << (1 + bo)
+        part += np.arange(part.shape[0], dtype=np.int64)
+    keys.sort()
+    kb = keys >> bo                       # (query, doc, side)
+    step = kb[1:] - kb[:-1]
+    if not step.all():                    # a pair twice on one side
+        return None
+    m = np.flatnonzero(step == 1)
+    m = m[(kb[m] & 1) == 0]               # qrels row (side 0) then run row (side 1)
+    mask = (1 << bo) - 1
+    q = keys[m] >> (bd + 1 + bo)
+    jrow = bj[0][q] + (keys[m] & mask)
+    rrow = br[0][q] + (keys[m + 1] & mask)
+    if bj[2] is not None:
+        jrow = bj[2][jrow]
+    if br[2] is not None:
+        rrow = br[2][rrow]
+    hit = np.zeros(nr, dtype=bool)
+    hit[rrow] = True
+    matched = np.zeros(nr, dtype=np.int64)
+    matched[rrow] = jrow
+    judged_hit = np.zeros(nj, dtype=bool)
+    judged_hit[jrow] = True
+    return hit, matched, judged_hit
+
+
+def _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq, rd, jd_s, rd_s):
+    """Run rows matched to judgements through argsorts of (query, doc) keys: ``(hit,
+    relevance of each run row (0 where not judged), judged_hit)``; raises naming the
+    lines of a duplicate (query, doc) pair."""
+    if jd_s is not None:
         jkey, rkey = _pair_hash(jq, jd), _pair_hash(rq, rd)
         jstr, rstr = (jq, jd_s), (rq, rd_s)
     else:
@@ -444,21 +559,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rel_run = np.where(hit, jr[jo][posc] if jks.shape[0] else 0, 0).astype(np.int64)
     judged_hit = np.zeros(jks.shape[0], dtype=bool)
     judged_hit[jo[posc[hit]]] = True
-    miss = ~judged_hit                                  # judged, not retrieved
-    nmiss = int(miss.sum())
-    sdt = np.float32 if float32_scores else np.float64
-    score = np.concatenate([rs.astype(sdt), np.zeros(nmiss, dtype=sdt)])
-    y = np.concatenate([rel_run, jr[miss]])
-    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(nmiss, bool)])
-    codes = np.concatenate([rq, jq[miss]]).astype(np.int64)
-    # string docnos: their rank in string order; integer docnos: themselves
-    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
-    judged = np.concatenate([hit, np.ones(nmiss, bool)])
-    in_run = np.zeros(sel.shape[0], bool)
-    in_run[rq] = True
-    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
-                      str_docs and jd_s is None,
-                      None if jd_s is None else (rd_s, jd_s[miss]))
+    return hit, rel_run, judged_hit
 
 
 # --------------------------------------------------------------------------
@@ -836,21 +937,54 @@ def _div(a, b):
     return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
 
 
-def _ranked_rows(ta):
-    """Retrieved rows in trec_eval's order: query, score descending, docno descending.
-
-    One sort of a packed (query, float32 score) key; docnos (string order) only order
-    the rows whose query and score tie.
-    """
-    r = np.nonzero(ta.retrieved)[0]
-    q, s = ta.query_id[r], ta.y_score[r]
-    if s.dtype != np.float32 or (r.shape[0] and int(q.max()) >= 2 ** 31):
-        return r[np.lexsort((-_doc_rank(ta, r), -s, q))]
-    bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
+def _float32_key(s):
+    """uint32 keys whose ascending order is the scores' descending order (-0.0 ties 0.0)."""
+    bits = (s + np.float32(0.0)).view(np.uint32)
     asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
-    key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
-    o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
-    k = key[o]
+    return ~asc
+
+
+def _ranked_rows(ta, Q):
+    """Retrieved rows in trec_eval's order: query, score descending, docno descending;
+    ``(rows, their query codes)``.
+
+    One ``np.sort`` of packed (query, float32 score, offset in the query's block) keys
+    when they fit in 64 bits (else an ``argsort`` of (query, score)); docnos (string
+    order) only order the rows whose query and score tie.
+    """
+    nr = int(np.count_nonzero(ta.retrieved))
+    if ta.retrieved[:nr].all():      # retrieved rows first (trec_arrays): views, no copies
+        r = np.arange(nr)
+        q, s = ta.query_id[:nr], ta.y_score[:nr]
+    else:
+        r = np.flatnonzero(ta.retrieved)
+        q, s = ta.query_id[r], ta.y_score[r]
+    if s.dtype != np.float32 or (nr and int(q.max()) >= 2 ** 31):
+        o = np.lexsort((-_doc_rank(ta, r), -s, q))
+        return r[o], q[o]
+    if nr == 0:
+        return r, q
+    first, big, perm = _blocks(q, Q)
+    bo = _bits(big - 1)
+    u = np.uint64
+    if _bits(Q - 1) + 32 + bo <= _PACK_BITS:
+        if perm is not None:
+            q, s = q[perm], s[perm]
+        # offset in the block = row - first[q]: the query's part from one table
+        key = np.take((np.arange(Q, dtype=u) << u(32 + bo)) - first.astype(u), q)
+        key += _float32_key(s).astype(u) << u(bo)
+        key += np.arange(nr, dtype=u)
+        key.sort()
+        qs = (key >> u(32 + bo)).astype(np.int64)
+        o = first[qs] + (key & u((1 << bo) - 1)).astype(np.int64)
+        if perm is not None:
+            o = perm[o]
+        k = key >> u(bo)
+    else:
+        key = (q.astype(u) << u(32)) | _float32_key(s).astype(u)
+        o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
+        k = key[o]
+        qs = q[o]
     tie = k[1:] == k[:-1]
     if tie.any():
         in_tie = np.zeros(o.shape[0], bool)
@@ -859,7 +993,7 @@ def _ranked_rows(ta):
         idx = np.nonzero(in_tie)[0]
         sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
         o[idx] = o[idx][sub]
-    return r[o]
+    return r[o], qs
 
 
 def _doc_rank(ta, rows):
@@ -876,6 +1010,58 @@ def _doc_rank(ta, rows):
     return np.unique(d.astype(str), return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def _range_sums(x, a, b):
+    """``sum(x[a[i]:b[i]])`` for each i (0 where ``a >= b``), as float64 sums in row order
+    within each range (no prefix-sum differences: exact to rounding of the range's own sum)."""
+    a = np.asarray(a, dtype=np.int64)
+    out = np.zeros(a.shape[0])
+    if x.shape[0] == 0 or a.shape[0] == 0:
+        return out
+    xx = np.zeros(x.shape[0] + 1)
+    xx[:-1] = x
+    idx = np.empty(2 * a.shape[0], dtype=np.int64)
+    idx[0::2] = a
+    idx[1::2] = b
+    got = np.add.reduceat(xx, idx)[0::2]
+    return np.where(a < np.asarray(b), got, 0.0)
+
+
+class _Sub:
+    """The ranked rows where ``mask`` holds (relevant rows, rows with a gain), kept in
+    ranked order: ``rows`` (ranked positions), ``cnt``/``start`` per query, and the count
+    of such rows in the top ``m`` of each query from one prefix count."""
+
+    def __init__(self, L, mask):
+        self.L = L
+        self.rows = np.flatnonzero(mask)
+        c = np.zeros(mask.shape[0] + 1, dtype=np.int64)
+        np.cumsum(mask, out=c[1:])
+        self.prefix = c
+        self.cnt = c[L.start + L.nret] - c[L.start]
+        self.start = c[L.start]
+        self.q_start = np.repeat(L.start, self.cnt)     # the query's first ranked row
+
+    @property
+    def pos(self):
+        """Rank (0-based) of each row within its query."""
+        return self.rows - self.q_start
+
+    @property
+    def nth(self):
+        """1-based rank of each row among its query's rows in the subset."""
+        return np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+
+    def top(self, m):
+        """Rows of the subset among the first ``m`` ranks of each query."""
+        L = self.L
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, L.nret)
+        return self.prefix[L.start + m] - self.start
+
+    def sums(self, x, m=None):
+        """Per-query sum of ``x`` (one value per subset row), over the top ``m`` if given."""
+        return _range_sums(x, self.start, self.start + (self.cnt if m is None else self.top(m)))
+
+
 class _Lists:
     """trec_eval's ranked relevance lists of every query, from one sort (NumPy).
 
@@ -883,58 +1069,87 @@ class _Lists:
     ``code`` is the row's judged relevance (>= 0), ``-1`` for a document not in
     the qrels and ``-2`` for one judged with a negative relevance (trec_eval's
     "in the pool but unjudged", used by bpref and infAP). Per-query vectors are
-    ``(Q,)``; per-row vectors follow the sorted rows. ``first(x, m)`` sums a
-    per-row ``x`` over the first ``m`` ranks of each query.
+    ``(Q,)``; per-row vectors follow the sorted rows (queries contiguous, from
+    ``start``). ``first(x, m)`` sums a per-row ``x`` over the first ``m`` ranks of
+    each query. Per-row arrays that only some measures need are built on first use.
     """
 
     def __init__(self, ta, level):
         Q = int(ta.queries.shape[0])
-        r = _ranked_rows(ta)
+        r, q = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
-        self.q = q = ta.query_id[r]
+        self.q = q
         y = ta.y_true[r]
         self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
         self.nret = np.bincount(q, minlength=Q)
         self.start = np.cumsum(self.nret) - self.nret
-        self.pos = np.arange(q.shape[0]) - self.start[q]
         self.rel = self.code >= level
         jm = ta.judged & (ta.y_true >= 0)
         self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        judged_q = np.bincount(self.jq, minlength=Q)
         self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
-        self.N = np.bincount(self.jq[self.jy < level], minlength=Q)   # judged non-relevant
-        self.relcum = self.cum(self.rel)
-        self.relret = self.total(self.rel)
-        self.prec = self.relcum / (self.pos + 1.0)
+        self.N = judged_q - self.R                                    # judged non-relevant
+        self.relsub = _Sub(self, self.rel)
+        self.relret = self.relsub.cnt.astype(np.float64)
         self._cache: dict = {}
 
+    @property
+    def pos(self):
+        if "pos" not in self._cache:
+            self._cache["pos"] = np.arange(self.q.shape[0]) - np.repeat(self.start, self.nret)
+        return self._cache["pos"]
+
+    @property
+    def relcum(self):
+        if "relcum" not in self._cache:
+            p = self.relsub.prefix
+            self._cache["relcum"] = p[1:] - np.repeat(p[self.start], self.nret)
+        return self._cache["relcum"]
+
+    @property
+    def prec(self):
+        if "prec" not in self._cache:
+            self._cache["prec"] = self.relcum / (self.pos + 1.0)
+        return self._cache["prec"]
+
+    def ap_terms(self):
+        """Precision at each relevant retrieved row (in ranked order)."""
+        if "ap" not in self._cache:
+            sub = self.relsub
+            self._cache["ap"] = sub.nth / (sub.pos + 1.0)
+        return self._cache["ap"]
+
+    def unjudged_above(self):
+        """At each relevant row: non-relevant rows ranked above it that are not judged
+        (code < 0)."""
+        sub = self.relsub
+        neg = (self.code < 0) & ~self.rel
+        c = np.zeros(neg.shape[0] + 1, dtype=np.int64)
+        np.cumsum(neg, out=c[1:])
+        return c[sub.rows] - np.repeat(c[self.start], sub.cnt)
+
     def total(self, x):
-        return np.bincount(self.q, weights=np.asarray(x, dtype=np.float64), minlength=self.Q)
+        return _range_sums(np.asarray(x, dtype=np.float64), self.start,
+                           self.start + self.nret)
 
     def cum(self, x):
         """Inclusive running sum of ``x`` within each query."""
         c = np.concatenate([[0], np.cumsum(x)])
-        return c[1:] - c[self.start[self.q]]
+        return c[1:] - np.repeat(c[self.start], self.nret)
 
     def first_rel(self, m):
-        """Relevant retrieved documents in the top ``m`` of each query (from ``relcum``)."""
-        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        idx = np.maximum(self.start + m - 1, 0)
-        return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
-            .astype(np.float64)
+        """Relevant retrieved documents in the top ``m`` of each query."""
+        return self.relsub.top(m).astype(np.float64)
 
     def first_prefix(self, name, x, m):
-        """``first(x(), m)`` with the prefix sum of ``x`` kept under ``name``."""
-        if ("prefix", name) not in self._cache:
-            self._cache[("prefix", name)] = np.concatenate(
-                [[0.0], np.cumsum(np.asarray(x(), dtype=np.float64))])
-        c = self._cache[("prefix", name)]
-        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        return c[self.start + m] - c[self.start]
+        """``first(x(), m)`` (``x`` computed once and kept under ``name``)."""
+        if ("x", name) not in self._cache:
+            self._cache[("x", name)] = np.asarray(x(), dtype=np.float64)
+        return self.first(self._cache[("x", name)], m)
 
     def first(self, x, m):
-        c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        return c[self.start + m] - c[self.start]
+        return _range_sums(np.asarray(x, dtype=np.float64), self.start, self.start + m)
 
     # -- interpolated precision ------------------------------------------
     def _suffix_max_prec(self):
@@ -966,9 +1181,9 @@ class _Lists:
         return out
 
     # -- gains ---------------------------------------------------------------
-    def gains(self, params):
-        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
-        key = ("gains", params)
+    def gain_table(self, params):
+        """(gain of each relevance level, gain per retrieved row)."""
+        key = ("table", params)
         if key not in self._cache:
             top = int(max(self.jy.max(initial=0), self.code.max(initial=0)))
             table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
@@ -977,6 +1192,61 @@ class _Lists:
                 if 0 <= int(lev) <= top:
                     table[int(lev)] = float(g)
             g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+            self._cache[key] = (table, g)
+        return self._cache[key]
+
+    def dcg_terms(self, params):
+        """(rows with a non-zero gain as a :class:`_Sub`, gain / log2(rank + 2) at them)."""
+        key = ("dcg_terms", params)
+        if key not in self._cache:
+            _, g = self.gain_table(params)
+            sub = _Sub(self, g != 0)
+            pos = sub.pos
+            lg = np.log2(np.arange(int(pos.max(initial=0)) + 1) + 2.0)
+            self._cache[key] = (sub, g[sub.rows] / lg[pos])
+        return self._cache[key]
+
+    def ideal_dcg(self, params, m):
+        """Ideal DCG over the first ``m`` ranks of each query (``m`` None: all judged)."""
+        key = ("ideal", params)
+        if key not in self._cache:
+            table, _ = self.gain_table(params)
+            nlev = table.shape[0]
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                # Per query, the judged count of each level with a positive gain, levels
+                # in gain order (equal gains are interchangeable): the ideal DCG over the
+                # first m ranks is a sum over levels of gain x (discounts of its ranks).
+                by_gain = np.argsort(-table, kind="stable")
+                by_gain = by_gain[table[by_gain] > 0]
+                counts = np.bincount(self.jq * nlev + self.jy, minlength=self.Q * nlev)
+                counts = counts.reshape(self.Q, nlev)[:, by_gain]
+                hi = np.cumsum(counts, axis=1)
+                lo = hi - counts
+                big = int(hi[:, -1].max(initial=0)) if hi.shape[1] else 0
+                disc = np.zeros(big + 1)
+                np.cumsum(1.0 / np.log2(np.arange(big) + 2.0), out=disc[1:])
+                self._cache[key] = ("levels", table[by_gain], lo, hi, disc)
+            else:
+                _, ig, ipos, _, icnt, ist = self.gains(params)
+                iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+                self._cache[key] = ("rows", iv, icnt, ist)
+        got = self._cache[key]
+        if got[0] == "levels":
+            gl, lo, hi, disc = got[1:]
+            if m is None:
+                return (disc[hi] - disc[lo]) @ gl
+            mm = np.asarray(m, dtype=np.int64).reshape(-1, 1)
+            return (disc[np.minimum(hi, mm)] - disc[np.minimum(lo, mm)]) @ gl
+        iv, icnt, ist = got[1:]
+        mm = icnt if m is None else np.minimum(np.clip(m, 0, None), icnt)
+        return _range_sums(iv, ist, ist + mm)
+
+    def gains(self, params):
+        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
+        key = ("gains", params)
+        if key not in self._cache:
+            table, g = self.gain_table(params)
+            top = table.shape[0] - 1
             nlev = top + 1
             if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
                 # Ideal ranking without a sort: per query, the judged count of each level,
@@ -996,6 +1266,17 @@ class _Lists:
             ipos = np.arange(iq.shape[0]) - ist[iq]
             self._cache[key] = (g, ig, ipos, iq, cnt, ist)
         return self._cache[key]
+
+
+def _first_rel_rr(L, k):
+    """Reciprocal rank of each query's first relevant row (within the top ``k``), else 0."""
+    sub = L.relsub
+    has = sub.cnt > 0
+    p = np.zeros(L.Q, dtype=np.int64)
+    p[has] = sub.rows[sub.start[has]] - L.start[has]
+    if k is not None:
+        has &= p < k
+    return np.where(has, 1.0 / (p + 1.0), 0.0)
 
 
 def _gm(v):
@@ -1041,13 +1322,13 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "num_nonrel_judged_ret":
             v = L.total((L.code >= 0) & ~rel)
         elif fam in ("map", "gm_map"):
-            v = _div(L.total(rel * L.prec), R)
-        elif fam == "map_cut":     # one prefix sum serves every cut-off
-            v = _div(L.first_prefix("ap", lambda: rel * L.prec, k), R)
+            v = _div(L.relsub.sums(L.ap_terms()), R)
+        elif fam == "map_cut":
+            v = _div(L.relsub.sums(L.ap_terms(), k), R)
         elif fam == "Rprec":
             v = _div(L.first_rel(L.R), R)
-        elif fam == "recip_rank":
-            v = L.total((rel & (L.relcum == 1)) / (pos + 1.0))
+        elif fam == "recip_rank":     # the first relevant row of each query
+            v = _first_rel_rr(L, None)
         elif fam == "P":
             v = L.first_rel(k) / k
         elif fam == "recall":
@@ -1057,16 +1338,17 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "success":
             v = (L.first_rel(k) > 0).astype(np.float64)
         elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
-            v = L.total((rel & (L.relcum == 1) & (pos < k)) / (pos + 1.0))
+            v = _first_rel_rr(L, k)
         elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
             v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
         elif fam in ("bpref", "gm_bpref"):
-            nj = (L.code >= 0) & ~rel
-            before = L.cum(nj)                    # a relevant row adds nothing to it
-            N = L.N[L.q].astype(np.float64)
-            Rq = L.R[L.q].astype(np.float64)
-            frac = np.minimum(before, Rq) / np.maximum(np.minimum(N, Rq), 1.0)
-            v = _div(L.total(rel * np.where(before > 0, 1.0 - frac, 1.0)), R)
+            # judged non-relevant rows ranked above each relevant row
+            sub = L.relsub
+            before = (sub.pos - sub.nth + 1) - L.unjudged_above()
+            Rq = np.repeat(L.R, sub.cnt)
+            den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
+            frac = np.minimum(before, Rq) / den
+            v = _div(sub.sums(np.where(before > 0, 1.0 - frac, 1.0)), R)
         elif fam == "infAP":
             nj = L.cum((L.code >= 0) & ~rel)
             pu = L.cum(L.code == _UNJUDGED)
@@ -1119,6 +1401,11 @@ def _trec_values(ta, measures, *, relevance_level):
 def _gain_measure(L, fam, k):
     """ndcg, ndcg_cut, G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped)."""
     params = k if fam != "ndcg_cut" else None
+    if fam in ("ndcg", "ndcg_cut"):
+        sub, terms = L.dcg_terms(params)
+        if fam == "ndcg":
+            return _div(sub.sums(terms), L.ideal_dcg(params, None))
+        return _div(sub.sums(terms, k), L.ideal_dcg(params, k))
     g, ig, ipos, iq, icnt, ist = L.gains(params)
     pos = L.pos
     Q = L.Q
