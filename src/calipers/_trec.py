@@ -269,6 +269,11 @@ class TrecArrays:
     # hashed string docnos: (docnos of the retrieved rows, of the judged rows not
     # retrieved), in row order; their string order is found for tied scores only
     doc_str: Any = None
+    # when the retrieved rows come first (trec_arrays): trec_eval's code of each (its
+    # relevance, -1 not judged, -2 judged negative), and (query, relevance) of every
+    # judgement with relevance >= 0; derived from the arrays above when None
+    run_code: Any = None
+    judgements: Any = None
 
 
 def _keep(a, mask):
@@ -440,9 +445,12 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
     in_run = np.zeros(sel.shape[0], bool)
     in_run[rq] = True
+    run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
+    pos_rel = jr >= 0
+    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
                       str_docs and jd_s is None,
-                      None if jd_s is None else (rd_s, jd_s[miss]))
+                      None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements)
 
 
 # Widest packed sort key (bits) of the join and the ranking sort; tests lower it to take
@@ -953,7 +961,8 @@ def _ranked_rows(ta, Q):
     order) only order the rows whose query and score tie.
     """
     nr = int(np.count_nonzero(ta.retrieved))
-    if ta.retrieved[:nr].all():      # retrieved rows first (trec_arrays): views, no copies
+    first_rows = bool(ta.retrieved[:nr].all())
+    if first_rows:      # retrieved rows first (trec_arrays): views, no copies
         r = np.arange(nr)
         q, s = ta.query_id[:nr], ta.y_score[:nr]
     else:
@@ -993,7 +1002,7 @@ def _ranked_rows(ta, Q):
         idx = np.nonzero(in_tie)[0]
         sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
         o[idx] = o[idx][sub]
-    return r[o], qs
+    return (o if first_rows else r[o]), qs
 
 
 def _doc_rank(ta, rows):
@@ -1079,13 +1088,19 @@ class _Lists:
         r, q = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
         self.q = q
-        y = ta.y_true[r]
-        self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
+        if ta.run_code is not None:
+            self.code = ta.run_code[r]
+        else:
+            y = ta.y_true[r]
+            self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
         self.nret = np.bincount(q, minlength=Q)
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
-        jm = ta.judged & (ta.y_true >= 0)
-        self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        if ta.judgements is not None:
+            self.jq, self.jy = ta.judgements
+        else:
+            jm = ta.judged & (ta.y_true >= 0)
+            self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
         judged_q = np.bincount(self.jq, minlength=Q)
         self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
         self.N = judged_q - self.R                                    # judged non-relevant
@@ -1182,35 +1197,43 @@ class _Lists:
 
     # -- gains ---------------------------------------------------------------
     def gain_table(self, params):
-        """(gain of each relevance level, gain per retrieved row)."""
+        """Gain of each relevance level (0 .. the highest judged level)."""
         key = ("table", params)
         if key not in self._cache:
-            top = int(max(self.jy.max(initial=0), self.code.max(initial=0)))
+            # retrieved rows' levels are judged levels: the qrels' highest is the highest
+            top = int(self.jy.max(initial=0))
             table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
             for pair in (params.split(",") if params else []):
                 lev, _, g = pair.partition("=")
                 if 0 <= int(lev) <= top:
                     table[int(lev)] = float(g)
-            g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
-            self._cache[key] = (table, g)
+            self._cache[key] = table
         return self._cache[key]
 
+    def row_gains(self, params):
+        """Gain of each retrieved row (0 where not judged)."""
+        table = self.gain_table(params)
+        return np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+
     def dcg_terms(self, params):
-        """(rows with a non-zero gain as a :class:`_Sub`, gain / log2(rank + 2) at them)."""
+        """(the rows that can have a gain as a :class:`_Sub`, gain / log2(rank + 2) at
+        them). Rows not judged have none; nor have level-0 rows unless given a gain: the
+        relevant rows' subset serves when it is the same set."""
         key = ("dcg_terms", params)
         if key not in self._cache:
-            _, g = self.gain_table(params)
-            sub = _Sub(self, g != 0)
+            table = self.gain_table(params)
+            lowest = 1 if table[0] == 0 else 0
+            sub = self.relsub if lowest == self.level else _Sub(self, self.code >= lowest)
             pos = sub.pos
             lg = np.log2(np.arange(int(pos.max(initial=0)) + 1) + 2.0)
-            self._cache[key] = (sub, g[sub.rows] / lg[pos])
+            self._cache[key] = (sub, table[self.code[sub.rows]] / lg[pos])
         return self._cache[key]
 
     def ideal_dcg(self, params, m):
         """Ideal DCG over the first ``m`` ranks of each query (``m`` None: all judged)."""
         key = ("ideal", params)
         if key not in self._cache:
-            table, _ = self.gain_table(params)
+            table = self.gain_table(params)
             nlev = table.shape[0]
             if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
                 # Per query, the judged count of each level with a positive gain, levels
@@ -1245,7 +1268,7 @@ class _Lists:
         """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
         key = ("gains", params)
         if key not in self._cache:
-            table, g = self.gain_table(params)
+            table, g = self.gain_table(params), self.row_gains(params)
             top = table.shape[0] - 1
             nlev = top + 1
             if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
