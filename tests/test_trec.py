@@ -644,4 +644,5 @@ def test_range_sums_equal_slices():
     got = T._range_sums(x, a, b)
     want = [x[i:j].sum() if i < j else 0.0 for i, j in zip(a, b)]
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(T._range_sums(T._padded(x), a, b, padded=True), got)
     assert T._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]

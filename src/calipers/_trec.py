@@ -520,9 +520,10 @@ def _grouped_join(jq, jd, rq, rd, Q):
     m = np.flatnonzero(step == 1)
     m = m[(kb[m] & 1) == 0]               # qrels row (side 0) then run row (side 1)
     mask = (1 << bo) - 1
-    q = keys[m] >> (bd + 1 + bo)
-    jrow = bj[0][q] + (keys[m] & mask)
-    rrow = br[0][q] + (keys[m + 1] & mask)
+    km = keys[m]
+    q = km >> (bd + 1 + bo)
+    jrow = bj[0][q] + (km & mask)
+    rrow = br[0][q] + (keys[1:][m] & mask)
     if bj[2] is not None:
         jrow = bj[2][jrow]
     if br[2] is not None:
@@ -1019,15 +1020,21 @@ def _doc_rank(ta, rows):
     return np.unique(d.astype(str), return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
-def _range_sums(x, a, b):
-    """``sum(x[a[i]:b[i]])`` for each i (0 where ``a >= b``), as float64 sums in row order
-    within each range (no prefix-sum differences: exact to rounding of the range's own sum)."""
-    a = np.asarray(a, dtype=np.int64)
-    out = np.zeros(a.shape[0])
-    if x.shape[0] == 0 or a.shape[0] == 0:
-        return out
+def _padded(x):
+    """``x`` as float64 with one 0 appended (the form :func:`_range_sums` takes)."""
     xx = np.zeros(x.shape[0] + 1)
     xx[:-1] = x
+    return xx
+
+
+def _range_sums(x, a, b, padded=False):
+    """``sum(x[a[i]:b[i]])`` for each i (0 where ``a >= b``), as float64 sums in row order
+    within each range (no prefix-sum differences: exact to rounding of the range's own sum).
+    ``padded``: ``x`` is already :func:`_padded` (pad once for many calls)."""
+    a = np.asarray(a, dtype=np.int64)
+    xx = x if padded else _padded(x)
+    if xx.shape[0] == 1 or a.shape[0] == 0:
+        return np.zeros(a.shape[0])
     idx = np.empty(2 * a.shape[0], dtype=np.int64)
     idx[0::2] = a
     idx[1::2] = b
@@ -1067,8 +1074,10 @@ class _Sub:
         return self.prefix[L.start + m] - self.start
 
     def sums(self, x, m=None):
-        """Per-query sum of ``x`` (one value per subset row), over the top ``m`` if given."""
-        return _range_sums(x, self.start, self.start + (self.cnt if m is None else self.top(m)))
+        """Per-query sum of ``x`` (:func:`_padded`, one value per subset row), over the top
+        ``m`` if given."""
+        return _range_sums(x, self.start, self.start + (self.cnt if m is None else self.top(m)),
+                           padded=True)
 
 
 class _Lists:
@@ -1131,7 +1140,7 @@ class _Lists:
         """Precision at each relevant retrieved row (in ranked order)."""
         if "ap" not in self._cache:
             sub = self.relsub
-            self._cache["ap"] = sub.nth / (sub.pos + 1.0)
+            self._cache["ap"] = _padded(sub.nth / (sub.pos + 1.0))
         return self._cache["ap"]
 
     def unjudged_above(self):
@@ -1226,7 +1235,7 @@ class _Lists:
             sub = self.relsub if lowest == self.level else _Sub(self, self.code >= lowest)
             pos = sub.pos
             lg = np.log2(np.arange(int(pos.max(initial=0)) + 1) + 2.0)
-            self._cache[key] = (sub, table[self.code[sub.rows]] / lg[pos])
+            self._cache[key] = (sub, _padded(table[self.code[sub.rows]] / lg[pos]))
         return self._cache[key]
 
     def ideal_dcg(self, params, m):
@@ -1251,7 +1260,7 @@ class _Lists:
                 self._cache[key] = ("levels", table[by_gain], lo, hi, disc)
             else:
                 _, ig, ipos, _, icnt, ist = self.gains(params)
-                iv = np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0)
+                iv = _padded(np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0))
                 self._cache[key] = ("rows", iv, icnt, ist)
         got = self._cache[key]
         if got[0] == "levels":
@@ -1262,7 +1271,7 @@ class _Lists:
             return (disc[np.minimum(hi, mm)] - disc[np.minimum(lo, mm)]) @ gl
         iv, icnt, ist = got[1:]
         mm = icnt if m is None else np.minimum(np.clip(m, 0, None), icnt)
-        return _range_sums(iv, ist, ist + mm)
+        return _range_sums(iv, ist, ist + mm, padded=True)
 
     def gains(self, params):
         """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
@@ -1371,7 +1380,7 @@ def _trec_values(ta, measures, *, relevance_level):
             Rq = np.repeat(L.R, sub.cnt)
             den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
             frac = np.minimum(before, Rq) / den
-            v = _div(sub.sums(np.where(before > 0, 1.0 - frac, 1.0)), R)
+            v = _div(sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0))), R)
         elif fam == "infAP":
             nj = L.cum((L.code >= 0) & ~rel)
             pu = L.cum(L.code == _UNJUDGED)
