@@ -396,30 +396,34 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
                            np.cumsum(~known) - 1)
         sel = np.sort(codes_w)
 
-    def position(a):
-        d = _dense_span(np.concatenate([a[:1], sel, a[-1:]])) if a.shape[0] else None
-        if d is not None and sel.shape[0] and d[0] <= int(a.min()) and \
-                int(a.max()) < d[0] + d[1]:
-            # a lookup table instead of a binary search per row
-            table = np.full(d[1], -1, dtype=np.int64)
-            table[sel - d[0]] = np.arange(sel.shape[0])
-            t = table[a - d[0]]
-            return np.maximum(t, 0), t >= 0
-        p = np.searchsorted(sel, a)
-        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
-        return pc, ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
-                    else np.zeros(a.shape[0], bool))
-
-    rpos, keep_run = position(rqid)
-    jpos, keep_q = position(qq)
     # Output order: query ids sorted as strings (as trec_eval prints them).
     sel_str = sel.astype(str) if names is None else names[sel]
     so = np.argsort(sel_str, kind="stable")
     rank = np.empty(sel.shape[0], dtype=np.int64)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
-    rq, rd, rs = rank[_keep(rpos, keep_run)], _keep(rdoc, keep_run), _keep(run.score, keep_run)
-    jq, jd, jr = rank[_keep(jpos, keep_q)], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
+
+    def position(a):
+        """``(output code of each row's query (0 where not selected), selected)``."""
+        if a.shape[0] and sel.shape[0] and _is_int(a):
+            lo, hi = min(int(a.min()), int(sel[0])), max(int(a.max()), int(sel[-1]))
+            if hi - lo < 4 * a.shape[0] + 1_000_000:
+                # a lookup table instead of a binary search per row
+                table = np.full(hi - lo + 1, -1, dtype=np.int64)
+                table[sel - lo] = rank
+                t = table[a - lo]
+                keep = t >= 0
+                return (t if keep.all() else np.maximum(t, 0)), keep
+        p = np.searchsorted(sel, a)
+        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
+        return rank[pc] if sel.shape[0] else pc, \
+            ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
+             else np.zeros(a.shape[0], bool))
+
+    rpos, keep_run = position(rqid)
+    jpos, keep_q = position(qq)
+    rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
+    jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
