@@ -529,15 +529,43 @@ class _Dense(_PerQuery):
             self._part["ideal"] = np.sort(self.G, axis=1)[:, ::-1]
         return self._part["ideal"]
 
+    def _levels(self):
+        """Small non-negative integer gains: per row, the count of each positive gain
+        level, highest first, as ``(gains (V,), rows' first rank of each level (Q, V), one
+        past the last (Q, V))``; None for other gains (the ideal ranking is then sorted)."""
+        if "levels" not in self._part:
+            G, got = self.G, None
+            if G.dtype.kind in "iu" and G.size:
+                top = int(G.max())
+                Q = G.shape[0]
+                if 0 < top and Q * (top + 1) <= 4 * G.size + 1024:
+                    cnt = np.bincount((np.arange(Q, dtype=np.int64)[:, None] * (top + 1)
+                                       + G).reshape(-1), minlength=Q * (top + 1))
+                    cnt = cnt.reshape(Q, top + 1)[:, :0:-1]      # levels top .. 1
+                    hi = np.cumsum(cnt, axis=1)
+                    got = (np.arange(top, 0, -1, dtype=np.float64), hi - cnt, hi)
+                elif top == 0:
+                    got = (np.zeros(0), np.zeros((Q, 0), np.int64), np.zeros((Q, 0), np.int64))
+            self._part["levels"] = got
+        return self._part["levels"]
+
     def ideal_sum(self, W, k):
         L = self.G.shape[1]
         kk = L if k is None else min(k, L)
+        lv = self._levels()
+        if lv is not None:
+            # the ideal ranking holds each level's rows together: gain x its weights
+            g, lo, hi = lv
+            return (W[np.minimum(hi, kk)] - W[np.minimum(lo, kk)]) @ g
         return self._ideal()[:, :kk] @ np.diff(W[:kk + 1])
 
     def n_rel(self):
         return self.rel().sum(axis=1)
 
     def no_gain(self):   # gains are >= 0: ideal DCG is 0 iff the largest gain is
+        lv = self._levels()
+        if lv is not None:
+            return lv[2][:, -1] == 0 if lv[2].shape[1] else np.ones(self.G.shape[0], bool)
         return self._ideal()[:, 0] <= 0
 
 
