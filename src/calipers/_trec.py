@@ -429,11 +429,20 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
     fast = _grouped_join(jq, jd, rq, rd, sel.shape[0]) if jd_s is None else None
     if fast is not None:
-        hit, rel_run, judged_hit = fast
-        rel_run[hit] = jr[rel_run[hit]]
+        rrow, jrow = fast
+        nr, jrel = rq.shape[0], jr[jrow]
+        hit = np.zeros(nr, dtype=bool)
+        hit[rrow] = True
+        rel_run = np.zeros(nr, dtype=np.int64)
+        rel_run[rrow] = jrel
+        judged_hit = np.zeros(jq.shape[0], dtype=bool)
+        judged_hit[jrow] = True
+        run_code = np.full(nr, _NONPOOL, dtype=np.int64)
+        run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
     else:
         hit, rel_run, judged_hit = _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq,
                                                 rd, jd_s, rd_s)
+        run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
     miss = ~judged_hit                                  # judged, not retrieved
     nmiss = int(miss.sum())
     sdt = np.float32 if float32_scores else np.float64
@@ -449,7 +458,6 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
     in_run = np.zeros(sel.shape[0], bool)
     in_run[rq] = True
-    run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
     pos_rel = jr >= 0
     judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
@@ -469,7 +477,7 @@ def _bits(x):
 
 def _blocks(q, Q):
     """Rows of each query as one block: ``(first row of each query's block (Q,), largest
-    block, permutation)``; the permutation (a stable sort by query, cheap for a few sorted
+    block, permutation, rows per query (Q,))``; the permutation (a stable sort by query, cheap for a few sorted
     runs) is None when the rows are grouped by query already. Row ``i`` of the grouped
     rows is at offset ``i - first[q]`` of its block."""
     cnt = np.bincount(q, minlength=Q)
@@ -482,15 +490,15 @@ def _blocks(q, Q):
     first = np.zeros(Q, dtype=np.int64)
     first[q[heads]] = heads
     first[q[0]] = 0
-    return first, int(cnt.max()), perm
+    return first, int(cnt.max()), perm, cnt
 
 
 def _grouped_join(jq, jd, rq, rd, Q):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
-    several times faster than an ``argsort``): ``(hit, matched qrels row of each run row
-    (0 where none), judged_hit)``. None when the keys do not fit in 63 bits or a (query,
-    doc) pair repeats (the general join then reports it)."""
+    several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
+    matched pairs. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
+    (the general join then reports it)."""
     if not (_is_int(jd) and _is_int(rd)) or Q == 0:
         return None
     nj, nr = jd.shape[0], rd.shape[0]
@@ -507,7 +515,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
     # arithmetic: q's part and -first[q] (the offset's base) from one table per side
     keys = np.empty(nj + nr, dtype=np.int64)
     qs = np.arange(Q, dtype=np.int64) << (bd + 1 + bo)
-    for part, (q, d, (first, _, perm)), side in (
+    for part, (q, d, (first, _, perm, _)), side in (
             (keys[:nj], (jq, jd, bj), 0), (keys[nj:], (rq, rd, br), 1)):
         if perm is not None:
             q, d = q[perm], d[perm]
@@ -532,13 +540,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
         jrow = bj[2][jrow]
     if br[2] is not None:
         rrow = br[2][rrow]
-    hit = np.zeros(nr, dtype=bool)
-    hit[rrow] = True
-    matched = np.zeros(nr, dtype=np.int64)
-    matched[rrow] = jrow
-    judged_hit = np.zeros(nj, dtype=bool)
-    judged_hit[jrow] = True
-    return hit, matched, judged_hit
+    return rrow, jrow
 
 
 def _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq, rd, jd_s, rd_s):
@@ -959,7 +961,7 @@ def _float32_key(s):
 
 def _ranked_rows(ta, Q):
     """Retrieved rows in trec_eval's order: query, score descending, docno descending;
-    ``(rows, their query codes)``.
+    ``(rows, their query codes, rows per query or None)``.
 
     One ``np.sort`` of packed (query, float32 score, offset in the query's block) keys
     when they fit in 64 bits (else an ``argsort`` of (query, score)); docnos (string
@@ -975,10 +977,10 @@ def _ranked_rows(ta, Q):
         q, s = ta.query_id[r], ta.y_score[r]
     if s.dtype != np.float32 or (nr and int(q.max()) >= 2 ** 31):
         o = np.lexsort((-_doc_rank(ta, r), -s, q))
-        return r[o], q[o]
+        return r[o], q[o], None
     if nr == 0:
-        return r, q
-    first, big, perm = _blocks(q, Q)
+        return r, q, None
+    first, big, perm, cnt = _blocks(q, Q)
     bo = _bits(big - 1)
     u = np.uint64
     if _bits(Q - 1) + 32 + bo <= _PACK_BITS:
@@ -1007,7 +1009,7 @@ def _ranked_rows(ta, Q):
         idx = np.nonzero(in_tie)[0]
         sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
         o[idx] = o[idx][sub]
-    return (o if first_rows else r[o]), qs
+    return (o if first_rows else r[o]), qs, cnt
 
 
 def _doc_rank(ta, rows):
@@ -1098,7 +1100,7 @@ class _Lists:
 
     def __init__(self, ta, level):
         Q = int(ta.queries.shape[0])
-        r, q = _ranked_rows(ta, Q)
+        r, q, nret = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
         self.q = q
         if ta.run_code is not None:
@@ -1106,7 +1108,7 @@ class _Lists:
         else:
             y = ta.y_true[r]
             self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
-        self.nret = np.bincount(q, minlength=Q)
+        self.nret = np.bincount(q, minlength=Q) if nret is None else nret
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
         if ta.judgements is not None:
