@@ -1171,12 +1171,6 @@ class _Lists:
         """Relevant retrieved documents in the top ``m`` of each query."""
         return self.relsub.top(m).astype(np.float64)
 
-    def first_prefix(self, name, x, m):
-        """``first(x(), m)`` (``x`` computed once and kept under ``name``)."""
-        if ("x", name) not in self._cache:
-            self._cache[("x", name)] = np.asarray(x(), dtype=np.float64)
-        return self.first(self._cache[("x", name)], m)
-
     def first(self, x, m):
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
         return _range_sums(np.asarray(x, dtype=np.float64), self.start, self.start + m)
