@@ -274,6 +274,8 @@ class TrecArrays:
     # judgement with relevance >= 0; derived from the arrays above when None
     run_code: Any = None
     judgements: Any = None
+    # _blocks of the retrieved rows' query codes, when the join computed them
+    run_blocks: Any = None
 
 
 def _keep(a, mask):
@@ -428,8 +430,9 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
     fast = _grouped_join(jq, jd, rq, rd, sel.shape[0]) if jd_s is None else None
+    run_blocks = None
     if fast is not None:
-        rrow, jrow = fast
+        rrow, jrow, run_blocks = fast
         nr, jrel = rq.shape[0], jr[jrow]
         hit = np.zeros(nr, dtype=bool)
         hit[rrow] = True
@@ -462,7 +465,8 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
                       str_docs and jd_s is None,
-                      None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements)
+                      None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements,
+                      run_blocks)
 
 
 # Widest packed sort key (bits) of the join and the ranking sort; tests lower it to take
@@ -497,7 +501,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
     several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
-    matched pairs. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
+    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
     (the general join then reports it)."""
     if not (_is_int(jd) and _is_int(rd)) or Q == 0:
         return None
@@ -540,7 +544,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
         jrow = bj[2][jrow]
     if br[2] is not None:
         rrow = br[2][rrow]
-    return rrow, jrow
+    return rrow, jrow, br
 
 
 def _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq, rd, jd_s, rd_s):
@@ -980,7 +984,8 @@ def _ranked_rows(ta, Q):
         return r[o], q[o], None
     if nr == 0:
         return r, q, None
-    first, big, perm, cnt = _blocks(q, Q)
+    first, big, perm, cnt = ta.run_blocks if first_rows and ta.run_blocks is not None \
+        else _blocks(q, Q)
     bo = _bits(big - 1)
     u = np.uint64
     if _bits(Q - 1) + 32 + bo <= _PACK_BITS:
