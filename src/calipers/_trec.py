@@ -529,12 +529,12 @@ def _grouped_join(jq, jd, rq, rd, Q):
         part += d.astype(np.int64, copy=False) << (1 + bo)
         part += np.arange(part.shape[0], dtype=np.int64)
     keys.sort()
-    kb = keys >> bo                       # (query, doc, side)
-    step = kb[1:] - kb[:-1]
-    if not step.all():                    # a pair twice on one side
+    # neighbours' differing bits: none above the offset bits is the same (query, doc,
+    # side) twice; the side bit alone is a judged row followed by its run row
+    x = keys[1:] ^ keys[:-1]
+    if x.shape[0] and int(x.min()) < 1 << bo:     # a pair twice on one side
         return None
-    m = np.flatnonzero(step == 1)
-    m = m[(kb[m] & 1) == 0]               # qrels row (side 0) then run row (side 1)
+    m = np.flatnonzero(x < 1 << (bo + 1))
     mask = (1 << bo) - 1
     km = keys[m]
     q = km >> (bd + 1 + bo)
