@@ -988,26 +988,32 @@ def _ranked_rows(ta, Q):
         else _blocks(q, Q)
     bo = _bits(big - 1)
     u = np.uint64
-    if _bits(Q - 1) + 32 + bo <= _PACK_BITS:
+    if _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
-        # offset in the block = row - first[q]: the query's part from one table
-        key = np.take((np.arange(Q, dtype=u) << u(32 + bo)) - first.astype(u), q)
-        key += _float32_key(s).astype(u) << u(bo)
-        key += np.arange(nr, dtype=u)
+        # int64 keys (query, score, offset in the block); offset = row - first[q], the
+        # query's part from one table
+        key = np.take((np.arange(Q, dtype=np.int64) << (32 + bo)) - first, q)
+        key += _float32_key(s).astype(np.int64) << bo
+        key += np.arange(nr, dtype=np.int64)
         key.sort()
-        qs = (key >> u(32 + bo)).astype(np.int64)
-        o = first[qs] + (key & u((1 << bo) - 1)).astype(np.int64)
+        qs = key >> (32 + bo)
+        o = first[qs] + (key & ((1 << bo) - 1))
         if perm is not None:
             o = perm[o]
-        k = key >> u(bo)
+        # neighbours that differ only in the offset bits tie on (query, score)
+        x = key[1:] ^ key[:-1]
+        has_tie = x.shape[0] > 0 and int(x.min()) < 1 << bo
+        if has_tie:
+            k = key >> bo
     else:
         key = (q.astype(u) << u(32)) | _float32_key(s).astype(u)
         o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
         k = key[o]
         qs = q[o]
-    tie = k[1:] == k[:-1]
-    if tie.any():
+        has_tie = True
+    tie = k[1:] == k[:-1] if has_tie else None
+    if tie is not None and tie.any():
         in_tie = np.zeros(o.shape[0], bool)
         in_tie[1:] |= tie
         in_tie[:-1] |= tie
