@@ -646,3 +646,32 @@ def test_range_sums_equal_slices():
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
     np.testing.assert_array_equal(T._range_sums(T._padded(x), a, b, padded=True), got)
     assert T._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_many_queries_match_pytrec_eval_to_rounding():
+    # Per-query sums are taken within each query (not as differences of one prefix sum
+    # over every row, whose rounding grows with the number of rows): NDCG and AP@k of
+    # 3000 queries agree with trec_eval 9.0.8 to a few ulps.
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    rng = np.random.default_rng(4)
+    Q, D = 3000, 100
+    qid = np.repeat(np.arange(Q), D)
+    doc = np.tile(np.arange(D), Q) + rng.integers(0, 1000, Q * D) * 1000
+    score = (rng.permutation(Q * D) % (1 << 23)) / 1024.0
+    judged = rng.random(Q * D) < 0.5
+    rel = rng.integers(0, 4, Q * D)
+    qrels, run = (qid[judged], doc[judged], rel[judged]), (qid, doc, score)
+    fams = ["map", "ndcg", "ndcg_cut", "map_cut", "bpref", "recip_rank", "P", "Rprec"]
+    res = R.evaluate(qrels, run, fams)
+
+    def nested(q, d, v):
+        out: dict = {}
+        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
+            out.setdefault(a, {})[b] = c
+        return out
+
+    ref = pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+    for name, v in res.values.items():
+        want = np.array([ref[q][name] for q in res.query_ids])
+        np.testing.assert_allclose(v, want, rtol=0, atol=2e-15, err_msg=name)
