@@ -107,8 +107,10 @@ def main():
             t_eval, _ = timed(lambda: ranx.evaluate(rq, rr, names, make_comparable=True), 1)
             rows.append(("ranx", t_build, t_eval))
 
+    t_sort, _ = timed(lambda: np.sort(run[2]), args.repeat)
     print(f"{args.queries} queries x {args.docs} documents, {len(FAMILIES)} measure families "
-          f"({len(res.measures)} values per query), median of {args.repeat}")
+          f"({len(res.measures)} values per query), median of {args.repeat}; np.sort of the "
+          f"run's scores {t_sort:.3f}s")
     base = rows[0]
     print(f"{'library':<12} {'construction':>13} {'evaluation':>11} {'eval ratio':>11}")
     for name, tb, te in rows:

@@ -547,13 +547,21 @@ def test_public_surface():
         r.mean = 0.0
 
 
-@pytest.mark.parametrize("layout", ["2d", "grouped", "ragged", "shuffled", "string_ids"])
+@pytest.mark.parametrize("layout", ["2d", "grouped", "ragged", "shuffled", "string_ids",
+                                    "float_y", "no_gain"])
 def test_numpy_fast_path_equals_segment_sort(layout):
+    # integer gains take the ideal DCG from per-level counts, float gains a sort
     from calipers._retrieval import _Dense, _Ranking
     rng = np.random.default_rng(21)
-    sizes = np.full(6, 9) if layout in ("2d", "grouped") else rng.integers(1, 12, 6)
+    sizes = np.full(6, 9) if layout in ("2d", "grouped", "no_gain") else \
+        rng.integers(1, 12, 6)
     q = np.repeat(np.arange(6) * 10, sizes)
     y = rng.integers(-1, 4, q.shape[0])
+    y[q == 10] = np.minimum(y[q == 10], 0)        # a query without a relevant document
+    if layout == "float_y":
+        y = y / 2
+    if layout == "no_gain":
+        y = np.minimum(y, 0)
     s = rng.integers(0, 4, q.shape[0]).astype(float)
     if layout in ("shuffled", "string_ids"):
         p = rng.permutation(q.shape[0])

@@ -269,6 +269,13 @@ class TrecArrays:
     # hashed string docnos: (docnos of the retrieved rows, of the judged rows not
     # retrieved), in row order; their string order is found for tied scores only
     doc_str: Any = None
+    # when the retrieved rows come first (trec_arrays): trec_eval's code of each (its
+    # relevance, -1 not judged, -2 judged negative), and (query, relevance) of every
+    # judgement with relevance >= 0; derived from the arrays above when None
+    run_code: Any = None
+    judgements: Any = None
+    # _blocks of the retrieved rows' query codes, when the join computed them
+    run_blocks: Any = None
 
 
 def _keep(a, mask):
@@ -391,33 +398,160 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
                            np.cumsum(~known) - 1)
         sel = np.sort(codes_w)
 
-    def position(a):
-        d = _dense_span(np.concatenate([a[:1], sel, a[-1:]])) if a.shape[0] else None
-        if d is not None and sel.shape[0] and d[0] <= int(a.min()) and \
-                int(a.max()) < d[0] + d[1]:
-            # a lookup table instead of a binary search per row
-            table = np.full(d[1], -1, dtype=np.int64)
-            table[sel - d[0]] = np.arange(sel.shape[0])
-            t = table[a - d[0]]
-            return np.maximum(t, 0), t >= 0
-        p = np.searchsorted(sel, a)
-        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
-        return pc, ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
-                    else np.zeros(a.shape[0], bool))
-
-    rpos, keep_run = position(rqid)
-    jpos, keep_q = position(qq)
     # Output order: query ids sorted as strings (as trec_eval prints them).
     sel_str = sel.astype(str) if names is None else names[sel]
     so = np.argsort(sel_str, kind="stable")
     rank = np.empty(sel.shape[0], dtype=np.int64)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
-    rq, rd, rs = rank[_keep(rpos, keep_run)], _keep(rdoc, keep_run), _keep(run.score, keep_run)
-    jq, jd, jr = rank[_keep(jpos, keep_q)], _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
-    # Match run rows to judgements by (query, doc) through one sorted integer key array.
+
+    def position(a):
+        """``(output code of each row's query (0 where not selected), selected)``."""
+        if a.shape[0] and sel.shape[0] and _is_int(a):
+            lo, hi = min(int(a.min()), int(sel[0])), max(int(a.max()), int(sel[-1]))
+            if hi - lo < 4 * a.shape[0] + 1_000_000:
+                # a lookup table instead of a binary search per row
+                table = np.full(hi - lo + 1, -1, dtype=np.int64)
+                table[sel - lo] = rank
+                t = table[a - lo]
+                keep = t >= 0
+                return (t if keep.all() else np.maximum(t, 0)), keep
+        p = np.searchsorted(sel, a)
+        pc = np.minimum(p, max(sel.shape[0] - 1, 0))
+        return rank[pc] if sel.shape[0] else pc, \
+            ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
+             else np.zeros(a.shape[0], bool))
+
+    rpos, keep_run = position(rqid)
+    jpos, keep_q = position(qq)
+    rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
+    jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
+    # Match run rows to judgements by (query, doc) through one sorted integer key array.
+    fast = _grouped_join(jq, jd, rq, rd, sel.shape[0]) if jd_s is None else None
+    run_blocks = None
+    if fast is not None:
+        rrow, jrow, run_blocks = fast
+        nr, jrel = rq.shape[0], jr[jrow]
+        hit = np.zeros(nr, dtype=bool)
+        hit[rrow] = True
+        rel_run = np.zeros(nr, dtype=np.int64)
+        rel_run[rrow] = jrel
+        judged_hit = np.zeros(jq.shape[0], dtype=bool)
+        judged_hit[jrow] = True
+        run_code = np.full(nr, _NONPOOL, dtype=np.int64)
+        run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
+    else:
+        hit, rel_run, judged_hit = _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq,
+                                                rd, jd_s, rd_s)
+        run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
+    miss = ~judged_hit                                  # judged, not retrieved
+    nmiss = int(miss.sum())
+    sdt = np.float32 if float32_scores else np.float64
+    score = np.empty(rq.shape[0] + nmiss, dtype=sdt)
+    score[:rq.shape[0]] = rs
+    score[rq.shape[0]:] = 0
+    y = np.concatenate([rel_run, jr[miss]])
+    retrieved = np.zeros(rq.shape[0] + nmiss, bool)
+    retrieved[:rq.shape[0]] = True
+    codes = np.concatenate([rq, jq[miss]]).astype(np.int64, copy=False)
+    # string docnos: their rank in string order; integer docnos: themselves
+    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64, copy=False)
+    judged = np.concatenate([hit, np.ones(nmiss, bool)])
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rq] = True
+    pos_rel = jr >= 0
+    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
+    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
+                      str_docs and jd_s is None,
+                      None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements,
+                      run_blocks)
+
+
+# Widest packed sort key (bits) of the join and the ranking sort; tests lower it to take
+# the general (argsort) paths.
+_PACK_BITS = 64
+
+
+def _bits(x):
+    """Bits needed for the non-negative integer ``x``."""
+    return int(x).bit_length()
+
+
+def _blocks(q, Q):
+    """Rows of each query as one block: ``(first row of each query's block (Q,), largest
+    block, permutation, rows per query (Q,))``; the permutation (a stable sort by query, cheap for a few sorted
+    runs) is None when the rows are grouped by query already. Row ``i`` of the grouped
+    rows is at offset ``i - first[q]`` of its block."""
+    cnt = np.bincount(q, minlength=Q)
+    perm = None
+    heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+    if heads.shape[0] + 1 != int(np.count_nonzero(cnt)):
+        perm = np.argsort(q, kind="stable")
+        q = q[perm]
+        heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+    first = np.zeros(Q, dtype=np.int64)
+    first[q[heads]] = heads
+    first[q[0]] = 0
+    return first, int(cnt.max()), perm, cnt
+
+
+def _grouped_join(jq, jd, rq, rd, Q):
+    """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
+    ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
+    several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
+    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
+    (the general join then reports it)."""
+    if not (_is_int(jd) and _is_int(rd)) or Q == 0:
+        return None
+    nj, nr = jd.shape[0], rd.shape[0]
+    if nj == 0 or nr == 0:
+        return None
+    lo = min(int(jd.min()), int(rd.min()))
+    span = max(int(jd.max()), int(rd.max())) - lo
+    bj, br = _blocks(jq, Q), _blocks(rq, Q)
+    bo = _bits(max(bj[1], br[1]) - 1)
+    bd = _bits(span)
+    if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
+        return None
+    # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
+    # arithmetic: q's part and -first[q] (the offset's base) from one table per side
+    keys = np.empty(nj + nr, dtype=np.int64)
+    qs = np.arange(Q, dtype=np.int64) << (bd + 1 + bo)
+    for part, (q, d, (first, _, perm, _)), side in (
+            (keys[:nj], (jq, jd, bj), 0), (keys[nj:], (rq, rd, br), 1)):
+        if perm is not None:
+            q, d = q[perm], d[perm]
+        # int64 arithmetic wraps: the constant modulo 2**64 (the keys themselves fit)
+        c = ((side << bo) - (lo << (1 + bo)) + 2 ** 63) % 2 ** 64 - 2 ** 63
+        np.take(qs - first + c, q, out=part)
+        part += d.astype(np.int64, copy=False) << (1 + bo)
+        part += np.arange(part.shape[0], dtype=np.int64)
+    keys.sort()
+    # neighbours' differing bits: none above the offset bits is the same (query, doc,
+    # side) twice; the side bit alone is a judged row followed by its run row
+    x = keys[1:] ^ keys[:-1]
+    if x.shape[0] and int(x.min()) < 1 << bo:     # a pair twice on one side
+        return None
+    m = np.flatnonzero(x < 1 << (bo + 1))
+    mask = (1 << bo) - 1
+    km = keys[m]
+    q = km >> (bd + 1 + bo)
+    jrow = bj[0][q] + (km & mask)
+    rrow = br[0][q] + (keys[1:][m] & mask)
+    if bj[2] is not None:
+        jrow = bj[2][jrow]
+    if br[2] is not None:
+        rrow = br[2][rrow]
+    return rrow, jrow, br
+
+
+def _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq, rd, jd_s, rd_s):
+    """Run rows matched to judgements through argsorts of (query, doc) keys: ``(hit,
+    relevance of each run row (0 where not judged), judged_hit)``; raises naming the
+    lines of a duplicate (query, doc) pair."""
+    if jd_s is not None:
         jkey, rkey = _pair_hash(jq, jd), _pair_hash(rq, rd)
         jstr, rstr = (jq, jd_s), (rq, rd_s)
     else:
@@ -444,21 +578,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rel_run = np.where(hit, jr[jo][posc] if jks.shape[0] else 0, 0).astype(np.int64)
     judged_hit = np.zeros(jks.shape[0], dtype=bool)
     judged_hit[jo[posc[hit]]] = True
-    miss = ~judged_hit                                  # judged, not retrieved
-    nmiss = int(miss.sum())
-    sdt = np.float32 if float32_scores else np.float64
-    score = np.concatenate([rs.astype(sdt), np.zeros(nmiss, dtype=sdt)])
-    y = np.concatenate([rel_run, jr[miss]])
-    retrieved = np.concatenate([np.ones(rq.shape[0], bool), np.zeros(nmiss, bool)])
-    codes = np.concatenate([rq, jq[miss]]).astype(np.int64)
-    # string docnos: their rank in string order; integer docnos: themselves
-    doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64)
-    judged = np.concatenate([hit, np.ones(nmiss, bool)])
-    in_run = np.zeros(sel.shape[0], bool)
-    in_run[rq] = True
-    return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
-                      str_docs and jd_s is None,
-                      None if jd_s is None else (rd_s, jd_s[miss]))
+    return hit, rel_run, judged_hit
 
 
 # --------------------------------------------------------------------------
@@ -836,30 +956,71 @@ def _div(a, b):
     return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
 
 
-def _ranked_rows(ta):
-    """Retrieved rows in trec_eval's order: query, score descending, docno descending.
-
-    One sort of a packed (query, float32 score) key; docnos (string order) only order
-    the rows whose query and score tie.
-    """
-    r = np.nonzero(ta.retrieved)[0]
-    q, s = ta.query_id[r], ta.y_score[r]
-    if s.dtype != np.float32 or (r.shape[0] and int(q.max()) >= 2 ** 31):
-        return r[np.lexsort((-_doc_rank(ta, r), -s, q))]
-    bits = (s + np.float32(0.0)).view(np.uint32)           # -0.0 ties with 0.0
+def _float32_key(s):
+    """uint32 keys whose ascending order is the scores' descending order (-0.0 ties 0.0)."""
+    bits = (s + np.float32(0.0)).view(np.uint32)
     asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
-    key = (q.astype(np.uint64) << np.uint64(32)) | (~asc).astype(np.uint64)
-    o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
-    k = key[o]
-    tie = k[1:] == k[:-1]
-    if tie.any():
+    return ~asc
+
+
+def _ranked_rows(ta, Q):
+    """Retrieved rows in trec_eval's order: query, score descending, docno descending;
+    ``(rows, their query codes, rows per query or None)``.
+
+    One ``np.sort`` of packed (query, float32 score, offset in the query's block) keys
+    when they fit in 64 bits (else an ``argsort`` of (query, score)); docnos (string
+    order) only order the rows whose query and score tie.
+    """
+    nr = int(np.count_nonzero(ta.retrieved))
+    first_rows = bool(ta.retrieved[:nr].all())
+    if first_rows:      # retrieved rows first (trec_arrays): views, no copies
+        r = np.arange(nr)
+        q, s = ta.query_id[:nr], ta.y_score[:nr]
+    else:
+        r = np.flatnonzero(ta.retrieved)
+        q, s = ta.query_id[r], ta.y_score[r]
+    if s.dtype != np.float32 or (nr and int(q.max()) >= 2 ** 31):
+        o = np.lexsort((-_doc_rank(ta, r), -s, q))
+        return r[o], q[o], None
+    if nr == 0:
+        return r, q, None
+    first, big, perm, cnt = ta.run_blocks if first_rows and ta.run_blocks is not None \
+        else _blocks(q, Q)
+    bo = _bits(big - 1)
+    u = np.uint64
+    if _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
+        if perm is not None:
+            q, s = q[perm], s[perm]
+        # int64 keys (query, score, offset in the block); offset = row - first[q], the
+        # query's part from one table
+        key = np.take((np.arange(Q, dtype=np.int64) << (32 + bo)) - first, q)
+        key += _float32_key(s).astype(np.int64) << bo
+        key += np.arange(nr, dtype=np.int64)
+        key.sort()
+        qs = key >> (32 + bo)
+        o = first[qs] + (key & ((1 << bo) - 1))
+        if perm is not None:
+            o = perm[o]
+        # neighbours that differ only in the offset bits tie on (query, score)
+        x = key[1:] ^ key[:-1]
+        has_tie = x.shape[0] > 0 and int(x.min()) < 1 << bo
+        if has_tie:
+            k = key >> bo
+    else:
+        key = (q.astype(u) << u(32)) | _float32_key(s).astype(u)
+        o = np.argsort(key)      # no need for stability: tied keys are ordered by docno below
+        k = key[o]
+        qs = q[o]
+        has_tie = True
+    tie = k[1:] == k[:-1] if has_tie else None
+    if tie is not None and tie.any():
         in_tie = np.zeros(o.shape[0], bool)
         in_tie[1:] |= tie
         in_tie[:-1] |= tie
         idx = np.nonzero(in_tie)[0]
         sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
         o[idx] = o[idx][sub]
-    return r[o]
+    return (o if first_rows else r[o]), qs, cnt
 
 
 def _doc_rank(ta, rows):
@@ -876,6 +1037,66 @@ def _doc_rank(ta, rows):
     return np.unique(d.astype(str), return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def _padded(x):
+    """``x`` as float64 with one 0 appended (the form :func:`_range_sums` takes)."""
+    xx = np.zeros(x.shape[0] + 1)
+    xx[:-1] = x
+    return xx
+
+
+def _range_sums(x, a, b, padded=False):
+    """``sum(x[a[i]:b[i]])`` for each i (0 where ``a >= b``), as float64 sums in row order
+    within each range (no prefix-sum differences: exact to rounding of the range's own sum).
+    ``padded``: ``x`` is already :func:`_padded` (pad once for many calls)."""
+    a = np.asarray(a, dtype=np.int64)
+    xx = x if padded else _padded(x)
+    if xx.shape[0] == 1 or a.shape[0] == 0:
+        return np.zeros(a.shape[0])
+    idx = np.empty(2 * a.shape[0], dtype=np.int64)
+    idx[0::2] = a
+    idx[1::2] = b
+    got = np.add.reduceat(xx, idx)[0::2]
+    return np.where(a < np.asarray(b), got, 0.0)
+
+
+class _Sub:
+    """The ranked rows where ``mask`` holds (relevant rows, rows with a gain), kept in
+    ranked order: ``rows`` (ranked positions), ``cnt``/``start`` per query, and the count
+    of such rows in the top ``m`` of each query from one prefix count."""
+
+    def __init__(self, L, mask):
+        self.L = L
+        self.rows = np.flatnonzero(mask)
+        c = np.zeros(mask.shape[0] + 1, dtype=np.int64)
+        np.cumsum(mask, out=c[1:])
+        self.prefix = c
+        self.cnt = c[L.start + L.nret] - c[L.start]
+        self.start = c[L.start]
+        self.q_start = np.repeat(L.start, self.cnt)     # the query's first ranked row
+
+    @property
+    def pos(self):
+        """Rank (0-based) of each row within its query."""
+        return self.rows - self.q_start
+
+    @property
+    def nth(self):
+        """1-based rank of each row among its query's rows in the subset."""
+        return np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+
+    def top(self, m):
+        """Rows of the subset among the first ``m`` ranks of each query."""
+        L = self.L
+        m = np.clip(np.asarray(m, dtype=np.int64), 0, L.nret)
+        return self.prefix[L.start + m] - self.start
+
+    def sums(self, x, m=None):
+        """Per-query sum of ``x`` (:func:`_padded`, one value per subset row), over the top
+        ``m`` if given."""
+        return _range_sums(x, self.start, self.start + (self.cnt if m is None else self.top(m)),
+                           padded=True)
+
+
 class _Lists:
     """trec_eval's ranked relevance lists of every query, from one sort (NumPy).
 
@@ -883,58 +1104,87 @@ class _Lists:
     ``code`` is the row's judged relevance (>= 0), ``-1`` for a document not in
     the qrels and ``-2`` for one judged with a negative relevance (trec_eval's
     "in the pool but unjudged", used by bpref and infAP). Per-query vectors are
-    ``(Q,)``; per-row vectors follow the sorted rows. ``first(x, m)`` sums a
-    per-row ``x`` over the first ``m`` ranks of each query.
+    ``(Q,)``; per-row vectors follow the sorted rows (queries contiguous, from
+    ``start``). ``first(x, m)`` sums a per-row ``x`` over the first ``m`` ranks of
+    each query. Per-row arrays that only some measures need are built on first use.
     """
 
     def __init__(self, ta, level):
         Q = int(ta.queries.shape[0])
-        r = _ranked_rows(ta)
+        r, q, nret = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
-        self.q = q = ta.query_id[r]
-        y = ta.y_true[r]
-        self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
-        self.nret = np.bincount(q, minlength=Q)
+        self.q = q
+        if ta.run_code is not None:
+            self.code = ta.run_code[r]
+        else:
+            y = ta.y_true[r]
+            self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
+        self.nret = np.bincount(q, minlength=Q) if nret is None else nret
         self.start = np.cumsum(self.nret) - self.nret
-        self.pos = np.arange(q.shape[0]) - self.start[q]
         self.rel = self.code >= level
-        jm = ta.judged & (ta.y_true >= 0)
-        self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        if ta.judgements is not None:
+            self.jq, self.jy = ta.judgements
+        else:
+            jm = ta.judged & (ta.y_true >= 0)
+            self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        judged_q = np.bincount(self.jq, minlength=Q)
         self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
-        self.N = np.bincount(self.jq[self.jy < level], minlength=Q)   # judged non-relevant
-        self.relcum = self.cum(self.rel)
-        self.relret = self.total(self.rel)
-        self.prec = self.relcum / (self.pos + 1.0)
+        self.N = judged_q - self.R                                    # judged non-relevant
+        self.relsub = _Sub(self, self.rel)
+        self.relret = self.relsub.cnt.astype(np.float64)
         self._cache: dict = {}
 
+    @property
+    def pos(self):
+        if "pos" not in self._cache:
+            self._cache["pos"] = np.arange(self.q.shape[0]) - np.repeat(self.start, self.nret)
+        return self._cache["pos"]
+
+    @property
+    def relcum(self):
+        if "relcum" not in self._cache:
+            p = self.relsub.prefix
+            self._cache["relcum"] = p[1:] - np.repeat(p[self.start], self.nret)
+        return self._cache["relcum"]
+
+    @property
+    def prec(self):
+        if "prec" not in self._cache:
+            self._cache["prec"] = self.relcum / (self.pos + 1.0)
+        return self._cache["prec"]
+
+    def ap_terms(self):
+        """Precision at each relevant retrieved row (in ranked order)."""
+        if "ap" not in self._cache:
+            sub = self.relsub
+            self._cache["ap"] = _padded(sub.nth / (sub.pos + 1.0))
+        return self._cache["ap"]
+
+    def unjudged_above(self):
+        """At each relevant row: non-relevant rows ranked above it that are not judged
+        (code < 0)."""
+        sub = self.relsub
+        neg = (self.code < 0) & ~self.rel
+        c = np.zeros(neg.shape[0] + 1, dtype=np.int64)
+        np.cumsum(neg, out=c[1:])
+        return c[sub.rows] - np.repeat(c[self.start], sub.cnt)
+
     def total(self, x):
-        return np.bincount(self.q, weights=np.asarray(x, dtype=np.float64), minlength=self.Q)
+        return _range_sums(np.asarray(x, dtype=np.float64), self.start,
+                           self.start + self.nret)
 
     def cum(self, x):
         """Inclusive running sum of ``x`` within each query."""
         c = np.concatenate([[0], np.cumsum(x)])
-        return c[1:] - c[self.start[self.q]]
+        return c[1:] - np.repeat(c[self.start], self.nret)
 
     def first_rel(self, m):
-        """Relevant retrieved documents in the top ``m`` of each query (from ``relcum``)."""
-        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        idx = np.maximum(self.start + m - 1, 0)
-        return np.where(m > 0, self.relcum[idx] if self.relcum.shape[0] else 0, 0) \
-            .astype(np.float64)
-
-    def first_prefix(self, name, x, m):
-        """``first(x(), m)`` with the prefix sum of ``x`` kept under ``name``."""
-        if ("prefix", name) not in self._cache:
-            self._cache[("prefix", name)] = np.concatenate(
-                [[0.0], np.cumsum(np.asarray(x(), dtype=np.float64))])
-        c = self._cache[("prefix", name)]
-        m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        return c[self.start + m] - c[self.start]
+        """Relevant retrieved documents in the top ``m`` of each query."""
+        return self.relsub.top(m).astype(np.float64)
 
     def first(self, x, m):
-        c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64))])
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
-        return c[self.start + m] - c[self.start]
+        return _range_sums(np.asarray(x, dtype=np.float64), self.start, self.start + m)
 
     # -- interpolated precision ------------------------------------------
     def _suffix_max_prec(self):
@@ -966,17 +1216,80 @@ class _Lists:
         return out
 
     # -- gains ---------------------------------------------------------------
-    def gains(self, params):
-        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
-        key = ("gains", params)
+    def gain_table(self, params):
+        """Gain of each relevance level (0 .. the highest judged level)."""
+        key = ("table", params)
         if key not in self._cache:
-            top = int(max(self.jy.max(initial=0), self.code.max(initial=0)))
+            # retrieved rows' levels are judged levels: the qrels' highest is the highest
+            top = int(self.jy.max(initial=0))
             table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
             for pair in (params.split(",") if params else []):
                 lev, _, g = pair.partition("=")
                 if 0 <= int(lev) <= top:
                     table[int(lev)] = float(g)
-            g = np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+            self._cache[key] = table
+        return self._cache[key]
+
+    def row_gains(self, params):
+        """Gain of each retrieved row (0 where not judged)."""
+        table = self.gain_table(params)
+        return np.where(self.code >= 0, table[np.maximum(self.code, 0)], 0.0)
+
+    def dcg_terms(self, params):
+        """(the rows that can have a gain as a :class:`_Sub`, gain / log2(rank + 2) at
+        them). Rows not judged have none; nor have level-0 rows unless given a gain: the
+        relevant rows' subset serves when it is the same set."""
+        key = ("dcg_terms", params)
+        if key not in self._cache:
+            table = self.gain_table(params)
+            lowest = 1 if table[0] == 0 else 0
+            sub = self.relsub if lowest == self.level else _Sub(self, self.code >= lowest)
+            pos = sub.pos
+            lg = np.log2(np.arange(int(pos.max(initial=0)) + 1) + 2.0)
+            self._cache[key] = (sub, _padded(table[self.code[sub.rows]] / lg[pos]))
+        return self._cache[key]
+
+    def ideal_dcg(self, params, m):
+        """Ideal DCG over the first ``m`` ranks of each query (``m`` None: all judged)."""
+        key = ("ideal", params)
+        if key not in self._cache:
+            table = self.gain_table(params)
+            nlev = table.shape[0]
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                # Per query, the judged count of each level with a positive gain, levels
+                # in gain order (equal gains are interchangeable): the ideal DCG over the
+                # first m ranks is a sum over levels of gain x (discounts of its ranks).
+                by_gain = np.argsort(-table, kind="stable")
+                by_gain = by_gain[table[by_gain] > 0]
+                counts = np.bincount(self.jq * nlev + self.jy, minlength=self.Q * nlev)
+                counts = counts.reshape(self.Q, nlev)[:, by_gain]
+                hi = np.cumsum(counts, axis=1)
+                lo = hi - counts
+                big = int(hi[:, -1].max(initial=0)) if hi.shape[1] else 0
+                disc = np.zeros(big + 1)
+                np.cumsum(1.0 / np.log2(np.arange(big) + 2.0), out=disc[1:])
+                self._cache[key] = ("levels", table[by_gain], lo, hi, disc)
+            else:
+                _, ig, ipos, _, icnt, ist = self.gains(params)
+                iv = _padded(np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0))
+                self._cache[key] = ("rows", iv, icnt, ist)
+        got = self._cache[key]
+        if got[0] == "levels":
+            gl, lo, hi, disc = got[1:]
+            if m is None:
+                return (disc[hi] - disc[lo]) @ gl
+            mm = np.asarray(m, dtype=np.int64).reshape(-1, 1)
+            return (disc[np.minimum(hi, mm)] - disc[np.minimum(lo, mm)]) @ gl
+        iv, icnt, ist = got[1:]
+        mm = icnt if m is None else np.minimum(np.clip(m, 0, None), icnt)
+        return _range_sums(iv, ist, ist + mm, padded=True)
+
+    def gains(self, params):
+        """(gain per retrieved row, ideal gains sorted per query, their ranks, queries)."""
+        key = ("gains", params)
+        if key not in self._cache:
+            table, g = self.gain_table(params), self.row_gains(params)
+            top = table.shape[0] - 1
             nlev = top + 1
             if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
                 # Ideal ranking without a sort: per query, the judged count of each level,
@@ -996,6 +1309,17 @@ class _Lists:
             ipos = np.arange(iq.shape[0]) - ist[iq]
             self._cache[key] = (g, ig, ipos, iq, cnt, ist)
         return self._cache[key]
+
+
+def _first_rel_rr(L, k):
+    """Reciprocal rank of each query's first relevant row (within the top ``k``), else 0."""
+    sub = L.relsub
+    has = sub.cnt > 0
+    p = np.zeros(L.Q, dtype=np.int64)
+    p[has] = sub.rows[sub.start[has]] - L.start[has]
+    if k is not None:
+        has &= p < k
+    return np.where(has, 1.0 / (p + 1.0), 0.0)
 
 
 def _gm(v):
@@ -1041,13 +1365,13 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "num_nonrel_judged_ret":
             v = L.total((L.code >= 0) & ~rel)
         elif fam in ("map", "gm_map"):
-            v = _div(L.total(rel * L.prec), R)
-        elif fam == "map_cut":     # one prefix sum serves every cut-off
-            v = _div(L.first_prefix("ap", lambda: rel * L.prec, k), R)
+            v = _div(L.relsub.sums(L.ap_terms()), R)
+        elif fam == "map_cut":
+            v = _div(L.relsub.sums(L.ap_terms(), k), R)
         elif fam == "Rprec":
             v = _div(L.first_rel(L.R), R)
-        elif fam == "recip_rank":
-            v = L.total((rel & (L.relcum == 1)) / (pos + 1.0))
+        elif fam == "recip_rank":     # the first relevant row of each query
+            v = _first_rel_rr(L, None)
         elif fam == "P":
             v = L.first_rel(k) / k
         elif fam == "recall":
@@ -1057,16 +1381,17 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "success":
             v = (L.first_rel(k) > 0).astype(np.float64)
         elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
-            v = L.total((rel & (L.relcum == 1) & (pos < k)) / (pos + 1.0))
+            v = _first_rel_rr(L, k)
         elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
             v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
         elif fam in ("bpref", "gm_bpref"):
-            nj = (L.code >= 0) & ~rel
-            before = L.cum(nj)                    # a relevant row adds nothing to it
-            N = L.N[L.q].astype(np.float64)
-            Rq = L.R[L.q].astype(np.float64)
-            frac = np.minimum(before, Rq) / np.maximum(np.minimum(N, Rq), 1.0)
-            v = _div(L.total(rel * np.where(before > 0, 1.0 - frac, 1.0)), R)
+            # judged non-relevant rows ranked above each relevant row
+            sub = L.relsub
+            before = (sub.pos - sub.nth + 1) - L.unjudged_above()
+            Rq = np.repeat(L.R, sub.cnt)
+            den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
+            frac = np.minimum(before, Rq) / den
+            v = _div(sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0))), R)
         elif fam == "infAP":
             nj = L.cum((L.code >= 0) & ~rel)
             pu = L.cum(L.code == _UNJUDGED)
@@ -1119,6 +1444,11 @@ def _trec_values(ta, measures, *, relevance_level):
 def _gain_measure(L, fam, k):
     """ndcg, ndcg_cut, G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped)."""
     params = k if fam != "ndcg_cut" else None
+    if fam in ("ndcg", "ndcg_cut"):
+        sub, terms = L.dcg_terms(params)
+        if fam == "ndcg":
+            return _div(sub.sums(terms), L.ideal_dcg(params, None))
+        return _div(sub.sums(terms, k), L.ideal_dcg(params, k))
     g, ig, ipos, iq, icnt, ist = L.gains(params)
     pos = L.pos
     Q = L.Q
