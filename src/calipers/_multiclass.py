@@ -110,7 +110,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
     traced = B.is_traced(yt, s, w)
-    B.check_1d("y_true", yt)
+    V.check_1d("y_true", yt)
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
                          f"{tuple(s.shape)}")
