@@ -501,6 +501,9 @@ def test_undefined_results_warn_eagerly():
     with pytest.warns(UndefinedMetricWarning, match="`y2` contains no labels that are present "
                                                     "in both `y1` and `labels`"):
         assert np.isnan(C.cohen_kappa_score([1, 2, 1, 2], [3, 3, 3, 3], labels=[1, 2]))
+    with pytest.warns(UndefinedMetricWarning, match="`y1`, `y2` and `labels` have only one "
+                                                    "label in common"):
+        assert np.isnan(C.cohen_kappa_score([1, 2, 1, 2], [1, 3, 1, 3], labels=[1, 2]))
     with pytest.warns(UndefinedMetricWarning, match="adjusted=True needs at least two"):
         assert np.isnan(C.balanced_accuracy_score([1, 1], [1, 0], adjusted=True))
     with pytest.warns(UndefinedMetricWarning, match=r"ill-defined for \d+ sample\(s\)"):

@@ -1115,8 +1115,10 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     V.warn_if((s == 0) & ~invalid, "`y2` contains no labels that are present in both `y1` and "
               "`labels`: no sample is left, Cohen's kappa is undefined; returning "
               f"{replace_undefined_by}", xp)
-    V.warn_if((s > 0) & (den == 0) & ~invalid, "Cohen's kappa is undefined (zero expected "
-              f"disagreement); returning {replace_undefined_by}", xp)
+    # zero expected disagreement: both raters use one and the same label (scikit-learn's words)
+    V.warn_if((s > 0) & (den == 0) & ~invalid, "`y1`, `y2` and `labels` have only one label in "
+              "common: zero expected disagreement, Cohen's kappa is undefined; returning "
+              f"{replace_undefined_by}", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
