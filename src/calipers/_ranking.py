@@ -413,7 +413,7 @@ def _curve_input(y_true, y_score, sample_weight, pos_label, **kw):
     A row that counts for nothing makes no threshold (scikit-learn's
     ``_binary_clf_curve`` drops them too), so a zero weight is the same as
     leaving the row out. Under ``jit`` shapes are static: such rows stay, their
-    point repeating the counts of the next lower threshold. All-zero weights
+    point repeating the counts of the next higher threshold. All-zero weights
     are kept (the curve is then undefined and NaN).
     """
     d = _prepare(V.column_or_1d(y_true), V.column_or_1d(y_score), sample_weight, pos_label,
@@ -454,8 +454,8 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
 
     Rows of zero ``sample_weight`` are dropped eagerly before the thresholds are
     built, as scikit-learn does: a zero weight is the same as leaving the row
-    out (under ``jit`` the static shape keeps them, each repeating the point of
-    the next lower threshold). ``y_true`` / ``y_score`` of shape (n, 1) are
+    out (under ``jit`` the static shape keeps them, each repeating the counts
+    of the next higher threshold). ``y_true`` / ``y_score`` of shape (n, 1) are
     read as 1-D (scikit-learn's ``column_or_1d``).
 
     Raises ``ValueError`` as :func:`roc_auc_score`; under ``jit`` invalid input
@@ -520,7 +520,8 @@ def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=Non
     ("No positive class found in y_true"; scikit-learn sets recall to 1).
 
     Rows of zero ``sample_weight`` make no threshold (dropped eagerly, as
-    scikit-learn does; under ``jit`` they stay in the static shape), and (n, 1)
+    scikit-learn does; under ``jit`` they stay in the static shape, repeating
+    the counts of the next higher threshold: precision 0 at the top score), and (n, 1)
     columns are read as 1-D, as in :func:`roc_curve`.
 
     Raises ``ValueError`` as :func:`roc_auc_score`.
