@@ -391,7 +391,7 @@ def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> N
 
     Without ``pos_label`` the binary rule would refuse the labels anyway; this
     says what the caller most likely meant (one score column per class), in
-    scikit-learn's words.  Integer 0/1 labels take a two-reduction fast path.
+    scikit-learn's words.  Numeric labels within [-1, 1] take a two-reduction fast path.
     """
     if pos_label is not None or B.is_traced(y_true) or np.ndim(y_score) != 1 \
             or np.ndim(y_true) != 1:
@@ -399,8 +399,10 @@ def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> N
     y = np.asarray(B.to_numpy(y_true) if B._is_array(y_true) else y_true)
     if y.size == 0 or y.dtype.kind == "b":
         return
-    if y.dtype.kind in "iu" and int(y.min()) >= -1 and int(y.max()) <= 1:
-        return
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        return  # NaN / inf labels: the binary rule names the element
+    if y.dtype.kind in "iuf" and y.min() >= -1 and y.max() <= 1:
+        return  # at most the binary codes (anything else there the binary rule reports)
     try:
         k = np.unique(y).shape[0]
     except TypeError:  # mixed kinds: the label encoding reports them
