@@ -269,7 +269,8 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
         ``labels``. With 2-D ``y_prob`` also a one-hot indicator of its shape
         (scikit-learn accepts it; a row without exactly one 1 is refused). An
         (n, 1) column, of ``y_true`` or ``y_prob``, is read as 1-D
-        (scikit-learn's ``column_or_1d``; a one-column ``y_prob`` is P(positive)). Eagerly, other labels are encoded as scikit-learn does:
+        (scikit-learn's ``column_or_1d``; a one-column ``y_prob`` is
+        P(positive)). Eagerly, other labels are encoded as scikit-learn does:
         text labels as the sorted distinct values of ``y_true`` (or
         ``labels``), and for 1-D ``y_prob`` the positive class is the greater
         of two classes (numbers such as {1, 2} too). Under ``jit`` labels are
