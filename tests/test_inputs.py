@@ -362,6 +362,10 @@ COL_P = np.array([0.2, 0.7, 0.4, 0.4, 0.9, 0.1, 0.6, 0.3, 0.5, 0.6])  # ties at 
 COL_D = (COL_P >= 0.5).astype(np.int64)
 
 
+MC3_Y = np.array([0, 1, 2, 2, 1, 0, 2, 1, 0, 2])
+MC3_S = np.random.default_rng(3).dirichlet(np.ones(3), 10)
+
+
 def _col(a):
     return np.asarray(a).reshape(-1, 1)
 
@@ -386,6 +390,12 @@ COLUMN_CASES = {
                          lambda: skm.brier_score_loss(COL_Y, _col(COL_P))),
     "mean_squared_error": (lambda b: b.call(calipers.mean_squared_error, COL_P, _col(COL_D)),
                            lambda: skm.mean_squared_error(COL_P, _col(COL_D))),
+    "top_k_accuracy_score": (
+        lambda b: b.call(calipers.top_k_accuracy_score, _col(MC3_Y), MC3_S, k=2, labels=[0, 1, 2]),
+        lambda: skm.top_k_accuracy_score(_col(MC3_Y), MC3_S, k=2, labels=[0, 1, 2])),
+    "multiclass_roc_auc_score": (
+        lambda b: b.call(calipers.multiclass_roc_auc_score, _col(MC3_Y), MC3_S, labels=[0, 1, 2]),
+        lambda: skm.roc_auc_score(_col(MC3_Y), MC3_S, multi_class="ovr", labels=[0, 1, 2])),
     "roc_curve": (lambda b: b.call(calipers.roc_curve, _col(COL_Y), _col(COL_P),
                                    drop_intermediate=False),
                   lambda: skm.roc_curve(_col(COL_Y), _col(COL_P), drop_intermediate=False)),

@@ -1188,6 +1188,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     gives NaN.
     """
     k = V.positive_int(k, "k")
+    y_true = V.column_or_1d(y_true)  # an (n, 1) column is 1-D (scikit-learn's column_or_1d)
     C = 2 if np.ndim(y_score) == 1 else (np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0)
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
         classes, (y_true,) = V.encode_labels(y_true, labels=labels)
