@@ -12,6 +12,15 @@ counts when it called at least one calipers function; the script prints, per
 file, how many of those passed and failed, and with ``-v`` the failures' ids
 and first error line. Deliberate differences are listed in docs/differences.md.
 
+The warning class is swapped the same way: calipers does not import
+scikit-learn, so its ``UndefinedMetricWarning`` is its own class, and a user
+who switches ``from sklearn.metrics import f1_score`` to calipers switches
+``from sklearn.exceptions import UndefinedMetricWarning`` too. The headline run
+therefore puts ``calipers.UndefinedMetricWarning`` in place of scikit-learn's
+(in ``sklearn.exceptions`` and the metric modules, before the test modules
+import it). For honest accounting every file is also run without that swap,
+and both counts are printed (``--no-warning-swap`` runs only the latter).
+
 Not part of the unit tests (it runs scikit-learn's suite: about a minute or
 two). scikit-learn is a test dependency of calipers.
 """
@@ -30,6 +39,7 @@ FILES = {"ranking": "test_ranking.py", "classification": "test_classification.py
 
 CONFTEST = r'''
 import functools
+import os
 import warnings
 import pytest
 import calipers
@@ -59,6 +69,13 @@ def _wrap(name, fn):
 
 
 SWAPPED = []
+if os.environ.get("CALIPERS_SK_SWAP_WARNING") == "1":
+    # the name calipers shares with sklearn.exceptions, swapped where the tests import it
+    import sklearn.exceptions
+    for mod in (sklearn.exceptions, skm, _classification, _ranking, _regression):
+        if hasattr(mod, "UndefinedMetricWarning"):
+            setattr(mod, "UndefinedMetricWarning", calipers.UndefinedMetricWarning)
+    SWAPPED.append("UndefinedMetricWarning")
 for name in calipers.__all__:
     target = getattr(calipers, name)
     if not callable(target) or isinstance(target, type):
@@ -107,7 +124,25 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", nargs="+", choices=list(FILES), default=list(FILES))
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--no-warning-swap", action="store_true",
+                    help="only the run with scikit-learn's own UndefinedMetricWarning")
     args = ap.parse_args(argv)
+    swaps = (False,) if args.no_warning_swap else (True, False)
+    summary = {}
+    for swap in swaps:
+        head = ("with calipers' UndefinedMetricWarning swapped in" if swap else
+                "without the warning swap (scikit-learn's UndefinedMetricWarning)")
+        print(f"== {head}")
+        summary[swap] = _run(args, swap, verbose=args.verbose and swap == swaps[0])
+    print("== summary")
+    for swap in swaps:
+        p, f = summary[swap]
+        what = "warning class swapped" if swap else "no warning swap      "
+        print(f"  {what}: {p} passed, {f} failed ({p / max(p + f, 1):.1%} pass)")
+
+
+def _run(args, swap: bool, verbose: bool):
+    """Run the selected files once; print per-file counts (and causes); return (passed, failed)."""
     import json
     import subprocess
 
@@ -127,7 +162,8 @@ def main(argv=None):
             # would not find this checkout's calipers there
             path = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                     if p]
-            env = dict(os.environ, CALIPERS_SK_OUT=str(out), PYTHONPATH=os.pathsep.join(path))
+            env = dict(os.environ, CALIPERS_SK_OUT=str(out), PYTHONPATH=os.pathsep.join(path),
+                       CALIPERS_SK_SWAP_WARNING="1" if swap else "0")
             # no "-W ignore": tests that record warnings must see calipers' as a user would
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "-p", "no:randomly", "-p", "no:xdist", str(tmp / FILES[key])],
@@ -145,7 +181,7 @@ def main(argv=None):
                 if v[0] == "failed":
                     cause = _cause(v[1], v[3])
                     causes[cause] = causes.get(cause, 0) + 1
-                    if args.verbose:
+                    if verbose:
                         print(f"    FAIL [{cause}] {k.split('::', 1)[1]}: {v[1]}")
         print("swapped:", ", ".join(sorted(data["swapped"])))
         print("calipers from:", data.get("calipers", "?"))
@@ -155,6 +191,7 @@ def main(argv=None):
     print("failures by cause:")
     for cause, count in sorted(causes.items(), key=lambda c: -c[1]):
         print(f"  {count:4d}  {cause}")
+    return p, f
 
 
 def _cause(first_line: str, own_warning: bool) -> str:

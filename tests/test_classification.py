@@ -497,6 +497,13 @@ def test_undefined_results_warn_eagerly():
         assert np.isnan(C.accuracy_score([0, 1], [0, 1], sample_weight=[0.0, 0.0]))
     with pytest.warns(UndefinedMetricWarning, match="Cohen's kappa is undefined"):
         assert np.isnan(C.cohen_kappa_score([1, 1, 1], [1, 1, 1]))
+    # no sample left with both labels in `labels`: scikit-learn's words
+    with pytest.warns(UndefinedMetricWarning, match="`y2` contains no labels that are present "
+                                                    "in both `y1` and `labels`"):
+        assert np.isnan(C.cohen_kappa_score([1, 2, 1, 2], [3, 3, 3, 3], labels=[1, 2]))
+    with pytest.warns(UndefinedMetricWarning, match="`y1`, `y2` and `labels` have only one "
+                                                    "label in common"):
+        assert np.isnan(C.cohen_kappa_score([1, 2, 1, 2], [1, 3, 1, 3], labels=[1, 2]))
     with pytest.warns(UndefinedMetricWarning, match="adjusted=True needs at least two"):
         assert np.isnan(C.balanced_accuracy_score([1, 1], [1, 0], adjusted=True))
     with pytest.warns(UndefinedMetricWarning, match=r"ill-defined for \d+ sample\(s\)"):
@@ -540,7 +547,8 @@ def test_jit_needs_static_labels(backend):
 # --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: C.f1_score([0, 1], [0, 1, 1]), "y_pred has shape"),
+    (lambda: C.f1_score([0, 1], [0, 1, 1]),
+     r"inconsistent numbers of samples: \[2, 3\]: y_pred has 3 elements but y_true has 2"),
     (lambda: C.f1_score([], []), "y_true is empty"),
     (lambda: C.f1_score(np.zeros((2, 2, 2)), np.zeros((2, 2, 2))), "must be 1-D"),
     (lambda: C.f1_score([0.0, np.nan], [0, 1]), "y_true must be finite"),

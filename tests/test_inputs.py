@@ -6,12 +6,14 @@ H21 top-k labels, H22 string labels, H24 confusion_matrix labels).
 
 from __future__ import annotations
 
+import re
 import warnings
 from fractions import Fraction
 
 import array_api_strict
 import numpy as np
 import pytest
+import sklearn.metrics as skm
 from conftest import close
 
 import calipers
@@ -349,3 +351,151 @@ def test_probability_rule_is_shared_with_the_cli(tmp_path):
         check_probability_rows("f.csv", P, ["p0", "p1"])
     with pytest.raises(ValueError, match="each row of y_prob must sum to 1"):
         calipers.log_loss([0, 1], P)
+
+
+# --------------------------------------------------------------------------
+# shapes scikit-learn accepts: (n, 1) columns, one-hot y_true for 2-D y_prob
+# --------------------------------------------------------------------------
+
+COL_Y = np.array([0, 1, 1, 0, 1, 0, 1, 1, 0, 1])
+COL_P = np.array([0.2, 0.7, 0.4, 0.4, 0.9, 0.1, 0.6, 0.3, 0.5, 0.6])  # ties at 0.4, 0.6
+COL_D = (COL_P >= 0.5).astype(np.int64)
+
+
+MC3_Y = np.array([0, 1, 2, 2, 1, 0, 2, 1, 0, 2])
+MC3_S = np.random.default_rng(3).dirichlet(np.ones(3), 10)
+
+
+def _col(a):
+    return np.asarray(a).reshape(-1, 1)
+
+
+# (calipers call on column input, scikit-learn's value on the same column input)
+COLUMN_CASES = {
+    "accuracy_score": (lambda b: b.call(calipers.accuracy_score, _col(COL_Y), COL_D),
+                       lambda: skm.accuracy_score(_col(COL_Y), COL_D)),
+    "f1_score": (lambda b: b.call(calipers.f1_score, COL_Y, _col(COL_D)),
+                 lambda: skm.f1_score(COL_Y, _col(COL_D))),
+    "matthews_corrcoef": (lambda b: b.call(calipers.matthews_corrcoef, _col(COL_Y), _col(COL_D),
+                                           num_classes=2),
+                          lambda: skm.matthews_corrcoef(_col(COL_Y), _col(COL_D))),
+    "roc_auc_score": (lambda b: b.call(calipers.roc_auc_score, _col(COL_Y), COL_P),
+                      lambda: skm.roc_auc_score(_col(COL_Y), COL_P)),
+    "average_precision_score": (
+        lambda b: b.call(calipers.average_precision_score, _col(COL_Y), COL_P),
+        lambda: skm.average_precision_score(_col(COL_Y), COL_P)),
+    "log_loss": (lambda b: b.call(calipers.log_loss, _col(COL_Y), _col(COL_P)),
+                 lambda: skm.log_loss(_col(COL_Y), _col(COL_P))),
+    "brier_score_loss": (lambda b: b.call(calipers.brier_score_loss, COL_Y, _col(COL_P)),
+                         lambda: skm.brier_score_loss(COL_Y, _col(COL_P))),
+    "mean_squared_error": (lambda b: b.call(calipers.mean_squared_error, COL_P, _col(COL_D)),
+                           lambda: skm.mean_squared_error(COL_P, _col(COL_D))),
+    "top_k_accuracy_score": (
+        lambda b: b.call(calipers.top_k_accuracy_score, _col(MC3_Y), MC3_S, k=2, labels=[0, 1, 2]),
+        lambda: skm.top_k_accuracy_score(_col(MC3_Y), MC3_S, k=2, labels=[0, 1, 2])),
+    "multiclass_roc_auc_score": (
+        lambda b: b.call(calipers.multiclass_roc_auc_score, _col(MC3_Y), MC3_S, labels=[0, 1, 2]),
+        lambda: skm.roc_auc_score(_col(MC3_Y), MC3_S, multi_class="ovr", labels=[0, 1, 2])),
+    "roc_curve": (lambda b: b.call(calipers.roc_curve, _col(COL_Y), _col(COL_P),
+                                   drop_intermediate=False),
+                  lambda: skm.roc_curve(_col(COL_Y), _col(COL_P), drop_intermediate=False)),
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMN_CASES))
+def test_column_vectors_are_read_as_1d(backend, name):
+    """An (n, 1) label / score column is a 1-D target (scikit-learn's column_or_1d), never a
+    one-label indicator matrix, on every backend (the shape is static, so also under jit)."""
+    ours, theirs = COLUMN_CASES[name]
+    got, want = ours(backend), theirs()
+    if name == "roc_curve":
+        if not backend.compact_curves:  # static length n + 1: compare the distinct points
+            got = tuple(np.asarray(g)[np.r_[True, np.diff(np.asarray(got[2])) != 0]]
+                        for g in got)
+        for g, w in zip(got, want):
+            close(g, w, backend)
+        return
+    close(got, want, backend)
+
+
+def test_one_hot_y_true_with_2d_y_prob(backend):
+    """scikit-learn accepts a one-hot indicator y_true beside (n, K) probabilities."""
+    P = np.column_stack([1 - COL_P, COL_P])
+    Y = np.column_stack([1 - COL_Y, COL_Y])
+    for fn, sk in ((calipers.brier_score_loss, skm.brier_score_loss),
+                   (calipers.log_loss, skm.log_loss)):
+        close(backend.call(fn, Y, P), sk(Y, P), backend)
+        close(backend.call(fn, Y, P), fn(COL_Y, COL_P), backend)
+    multi_hot = Y.copy()
+    multi_hot[3] = [1, 1]   # a multilabel row has no single class
+    if backend.eager_checks:
+        with pytest.raises(ValueError, match=r"y_true as a 2-D indicator must be one-hot.*row 3"):
+            backend.call(calipers.log_loss, multi_hot, P)
+    else:
+        assert np.isnan(float(backend.call(calipers.log_loss, multi_hot, P)))
+
+
+def test_column_of_two_dimensional_weights_is_refused():
+    # scikit-learn refuses 2-D sample_weight too; a column of weights is not a 1-D target
+    with pytest.raises(ValueError, match=r"Sample weights must be 1D array or scalar.*"
+                                         r"sample_weight must be 1-D"):
+        calipers.f1_score(COL_Y, COL_D, sample_weight=_col(np.ones(10)))
+
+
+# --------------------------------------------------------------------------
+# error texts: scikit-learn's words (its tests match them) and calipers' argument name
+# --------------------------------------------------------------------------
+
+ML_T = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]])
+ML_P = np.array([[1, 0, 0], [0, 1, 1], [0, 0, 1]])
+MC_T = np.array([0, 1, 2, 0, 1, 2])
+MC_S = np.array([0.5, 0.4, 0.8, 0.9, 0.8, 0.7])
+
+
+@pytest.mark.parametrize("call, sklearn_words, ours", [
+    (lambda: calipers.multilabel_confusion_matrix(ML_T, ML_P, sample_weight=[1, 2]),
+     r"inconsistent numbers of samples: \[3, 2\]", "sample_weight has 2 elements"),
+    (lambda: calipers.log_loss([2, 2], [[0.2, 0.8], [0.6, 0.4], [0.7, 0.3]]),
+     r"inconsistent numbers of samples: \[3, 2\]", "y_true has 2 elements"),
+    (lambda: calipers.multilabel_confusion_matrix(ML_T, ML_P, sample_weight=np.ones((3, 3))),
+     "Sample weights must be 1D array or scalar", "sample_weight must be 1-D"),
+    (lambda: calipers.multilabel_confusion_matrix(ML_T, ML_P, labels=[4]),
+     r"All labels must be in \[0, n labels\) for multilabel targets\. Got 4 > 2",
+     "labels are column indices"),
+    (lambda: calipers.multilabel_confusion_matrix(ML_T, ML_P, labels=[-1]),
+     r"All labels must be in \[0, n labels\).*Got -1 < 0", "labels are column indices"),
+    (lambda: calipers.multilabel_confusion_matrix([[0, 1, 2], [2, 1, 0]], [[1, 2, 0], [1, 0, 2]]),
+     "multiclass-multioutput is not supported", "y_true must be a 0/1 indicator matrix"),
+    (lambda: calipers.average_precision_score(np.array([[2, 2, 1], [1, 2, 0]]),
+                                              np.array([[.7, .2, .1], [.4, .3, .3]]), pos_label=2),
+     "multiclass-multioutput format is not supported", "y_true must be a 0/1 indicator"),
+    (lambda: calipers.average_precision_score(MC_T, MC_S),
+     re.escape("`y_score` needs to be of shape `(n_samples, n_classes)`"), "y_true has 3 classes"),
+    (lambda: calipers.roc_auc_score(MC_T, MC_S, multi_class="ovr"),
+     re.escape("`y_score` needs to be of shape `(n_samples, n_classes)`"), "y_true has 3 classes"),
+    (lambda: calipers.top_k_accuracy_score(MC_T, MC_S),
+     re.escape("`y_score` needs to be of shape `(n_samples, n_classes)`"), "y_true has 3 classes"),
+    (lambda: calipers.brier_score_loss([0, 1, 2, 0], [0.8, 0.6, 0.4, 0.2]),
+     re.escape("The type of the target inferred from y_true is multiclass but should be binary "
+               "according to the shape of y_prob."), "y_true must contain only 0 and 1"),
+    (lambda: calipers.brier_score_loss([0, 1, 2], [[1, 0], [0, 1], [0, 1]]),
+     re.escape("y_true and y_prob contain different number of classes: 3 vs 2. Please provide "
+               "the true labels explicitly through the labels argument. Classes found in "
+               "y_true: [0 1 2]"), "y_true holds the column indices 0 .. 1"),
+    (lambda: calipers.log_loss([2, 2], [[0.2, 0.8], [0.6, 0.4]]),
+     re.escape("y_true contains only one label (2). Please provide the list of all expected "
+               "class labels explicitly through the labels argument."), "y_true holds"),
+    (lambda: calipers.brier_score_loss(["eggs", "spam", "ham"], [[1, 0, 0], [0, 1, 0], [0, 1, 0]],
+                                       labels=["eggs", "spam", "ham", "yams"]),
+     re.escape("The number of classes in labels is different from that in y_prob. Classes found "
+               "in labels: ['eggs' 'ham' 'spam' 'yams']"), "y_prob has 3 columns"),
+    (lambda: calipers.log_loss(["a", "b", "c"], [[.9, .1, 0], [.1, .9, 0], [.1, .1, .8]],
+                               labels=["a", "c", "d"]),
+     re.escape("y_true contains values {'b'} not belonging to the passed labels ['a', 'c', 'd']."),
+     "'y_true' contains labels not in parameter 'labels'"),
+])
+def test_error_texts_carry_sklearn_words_and_the_argument(call, sklearn_words, ours):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert re.search(sklearn_words, str(info.value)), str(info.value)
+    assert re.search(ours, str(info.value)), str(info.value)

@@ -86,7 +86,10 @@ def test_column_vector_scores_and_multiclass_ap():
     (lambda: calipers.roc_curve(np.array([b"a", b"b"]), [0.0, 1.0]), TypeError,
      "Support for labels represented as bytes is not supported"),
     (lambda: calipers.roc_auc_score([0, 1, 2], [0.1, 0.2, 0.3]), ValueError,
-     "multiclass format is not supported"),
+     r"`y_score` needs to be of shape `\(n_samples, n_classes\)`.*y_true has 3 classes.*"
+     r"multi_class must be in \('ovo', 'ovr'\)"),
+    (lambda: calipers.roc_curve([0, 1, 2], [0.1, 0.2, 0.3]), ValueError,
+     "y_true must contain only 0 and 1.*multiclass format is not supported"),
     (lambda: calipers.roc_auc_score([-1, 0, 0], [0.1, 0.2, 0.3]), ValueError, "mixes -1 and 0"),
 ])
 def test_sklearn_errors(call, err, match):

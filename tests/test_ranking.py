@@ -335,7 +335,7 @@ def test_one_class_is_nan(backend, fn):
 
 
 def test_auc_all_positive_is_nan_not_half():
-    with pytest.warns(UndefinedMetricWarning, match="only one class"):
+    with pytest.warns(UndefinedMetricWarning, match="Only one class is present in y_true"):
         assert np.isnan(calipers.roc_auc_score([1, 1], [0.2, 0.3]))
     with pytest.warns(UndefinedMetricWarning):
         fpr, tpr, _ = calipers.roc_curve([1, 1], [0.2, 0.3])
@@ -594,3 +594,45 @@ def test_jax_payload_sort_path_brute_force(data):
             rtol = 1e-12 if x64 else 1e-6
             np.testing.assert_allclose(float(auc), want_auc, rtol=rtol)
             np.testing.assert_allclose(float(ap), want_ap, rtol=rtol)
+
+
+# --------------------------------------------------------------------------
+# curves: zero-weight rows make no threshold; warnings in scikit-learn's words
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("curve", [calipers.roc_curve, calipers.precision_recall_curve])
+def test_zero_weight_rows_make_no_threshold(backend, curve):
+    """A row of weight 0 is the same as the row left out (scikit-learn's _binary_clf_curve)."""
+    if not backend.compact_curves:
+        pytest.skip("static-length curves keep every row (documented)")
+    rng = np.random.default_rng(11)
+    y, s, w = tied_data(rng, 40, levels=12, weights=True)
+    w = w.astype(float)
+    w[rng.choice(40, 8, replace=False)] = 0.0
+    y[np.argmax(s)], w[np.argmax(s)] = 1, 0.0      # the top score has weight 0 only
+    s[np.argmax(s)] = s.max() + 1.0
+    kw = {"drop_intermediate": False}
+    got = to_np(backend.call(curve, y, s, sample_weight=w, **kw))
+    keep = w != 0
+    want = to_np(backend.call(curve, y[keep], s[keep], sample_weight=w[keep], **kw))
+    ref = getattr(skm, curve.__name__)(y, s, sample_weight=w, **kw)
+    for g, x, r in zip(got, want, ref):
+        np.testing.assert_allclose(g, x, rtol=1e-12)
+        np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_curve_warnings_use_sklearn_words():
+    roc_neg = "No negative samples in y_true, false positive value should be meaningless"
+    roc_pos = "No positive samples in y_true, true positive value should be meaningless"
+    with pytest.warns(UndefinedMetricWarning, match=roc_neg):
+        fpr, _, _ = calipers.roc_curve([1, 1, 1], [0.1, 0.5, 0.9])
+    assert np.all(np.isnan(fpr))
+    with pytest.warns(UndefinedMetricWarning, match=roc_pos):
+        _, tpr, _ = calipers.roc_curve([0, 0, 0], [0.1, 0.5, 0.9])
+    assert np.all(np.isnan(tpr))
+    with pytest.warns(UndefinedMetricWarning, match="No positive class found in y_true: recall "
+                                                    "is NaN"):
+        _, rec, _ = calipers.precision_recall_curve([0, 0], [0.25, 0.75])
+    assert np.all(np.isnan(rec))   # scikit-learn sets recall to 1 (documented difference)
+    with pytest.warns(UndefinedMetricWarning, match="No positive class found in y_true"):
+        assert np.isnan(calipers.average_precision_score([0, 0], [0.25, 0.75]))

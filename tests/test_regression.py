@@ -130,7 +130,8 @@ def test_invalid_values_are_nan_under_jit(backend):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: calipers.mean_squared_error([1.0, 2.0], [1.0]), "y_true has shape"),
+    (lambda: calipers.mean_squared_error([1.0, 2.0], [1.0]),
+     r"inconsistent numbers of samples: \[2, 1\]: y_pred has 1 elements but y_true has 2"),
     (lambda: calipers.mean_squared_error(np.ones((2, 2, 2)), np.ones((2, 2, 2))), "1-D"),
     (lambda: calipers.mean_squared_error([], []), "empty"),
     (lambda: calipers.mean_squared_error([1.0, np.inf], [1.0, 2.0]), "y_true must be finite"),
@@ -184,3 +185,19 @@ def test_mse_mae_r2_exact_fractions(rows):
     else:
         r2 = 1 - mse * W_ / tot
         assert calipers.r2_score(*args, **kw) == pytest.approx(float(r2), rel=1e-9, abs=1e-12)
+
+
+def test_r2_of_one_sample_warns_in_sklearn_words():
+    # one sample is the constant-y_true case: NaN, with scikit-learn's warning text
+    with pytest.warns(calipers.UndefinedMetricWarning,
+                      match=r"R\^2 score is not well-defined with less than two samples"):
+        assert np.isnan(calipers.r2_score([0.0], [1.0]))
+
+
+def test_column_against_1d_is_one_output():
+    # scikit-learn reads (n,) against (n, 1) as one output; so does calipers
+    y, p = np.array([1.0, 2.0, 4.0]), np.array([1.5, 2.0, 3.0])
+    assert calipers.mean_squared_error(y, p.reshape(-1, 1)) == pytest.approx(
+        skm.mean_squared_error(y, p.reshape(-1, 1)), rel=1e-15)
+    assert calipers.r2_score(y.reshape(-1, 1), p) == pytest.approx(
+        skm.r2_score(y.reshape(-1, 1), p), rel=1e-15)

@@ -93,13 +93,13 @@ def _weights(sample_weight, n, xp):
 def _prepare_probs(y_true, y_prob, sample_weight):
     """Validate; return xp, P (n, K) acc float, class index (n,), w, invalid, out dtype, one_d."""
     xp, (y_true, y_prob, sample_weight) = B.as_arrays(y_true, y_prob, sample_weight)
-    B.check_1d("y_true", y_true)
+    V.check_1d("y_true", y_true)
     if y_prob.ndim not in (1, 2):
         raise ValueError(f"y_prob must be 1-D (P(y=1)) or 2-D (n, n_classes), got shape "
                          f"{tuple(y_prob.shape)}")
     if sample_weight is not None:
-        B.check_1d("sample_weight", sample_weight)
-    B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+        V.check_1d("sample_weight", sample_weight)
+    V.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
     B.check_numeric("y_prob", y_prob, xp)
     acc = B.acc_float(xp)
@@ -468,7 +468,7 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
     if not (0 < t_lo < t_hi < math.inf):
         raise ValueError(f"bounds must satisfy 0 < T_min < T_max < inf, got {bounds!r}")
     xp, (z, y, sw) = B.as_arrays(logits, y_true, sample_weight)
-    B.check_1d("y_true", y)
+    V.check_1d("y_true", y)
     B.check_numeric("logits", z, xp)
     if z.ndim == 1:
         acc = B.acc_float(xp)
@@ -477,8 +477,8 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
     if z.ndim != 2 or z.shape[1] < 2:
         raise ValueError(f"logits must be (n,) or (n, K) with K >= 2, got shape {tuple(z.shape)}")
     if sw is not None:
-        B.check_1d("sample_weight", sw)
-    B.check_same_length(logits=z, y_true=y, sample_weight=sw)
+        V.check_1d("sample_weight", sw)
+    V.check_same_length(logits=z, y_true=y, sample_weight=sw)
     B.check_nonempty("logits", z)
     acc = B.acc_float(xp)
     z = xp.astype(z, acc)

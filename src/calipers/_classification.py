@@ -150,6 +150,8 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
              pred_name="y_pred", true_name="y_true"):
     classes = None
     y_true, y_pred = V.densify(y_true), V.densify(y_pred)
+    # an (n, 1) column is a 1-D target, never a one-label indicator matrix (scikit-learn)
+    y_true, y_pred = V.column_or_1d(y_true), V.column_or_1d(y_pred)
     if V.is_text(y_true) or V.is_text(y_pred):
         # string / object labels: encoded eagerly as scikit-learn does (sorted distinct
         # values of both arrays); under jit labels are integers
@@ -166,6 +168,8 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
     if yt.ndim not in (1, 2):
         raise ValueError(f"{true_name} must be 1-D (binary/multiclass) or 2-D (multilabel), "
                          f"got shape {tuple(yt.shape)}")
+    if yt.ndim == yp.ndim and yt.shape[0] != yp.shape[0]:
+        V.check_same_length(**{true_name: yt, pred_name: yp})
     if tuple(yp.shape) != tuple(yt.shape):
         raise ValueError(f"{pred_name} has shape {tuple(yp.shape)} but {true_name} has shape "
                          f"{tuple(yt.shape)}; they must match")
@@ -187,8 +191,8 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
         invalid = invalid | _check_finite(pred_name, yp, xp)
     yt, yp = _common_dtype(yt, yp, xp)
     if w is not None:
-        B.check_1d("sample_weight", w)
-        B.check_same_length(**{true_name: yt}, sample_weight=w)
+        V.check_1d("sample_weight", w)
+        V.check_same_length(**{true_name: yt}, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
     out = B.out_float(xp, w)
@@ -243,10 +247,7 @@ def _sample_weights(d: _Pair):
 
 
 def _check_01(name, a, xp, traced):
-    def message(i, v):
-        return f"{name} must be a 0/1 indicator matrix in multilabel mode; entry {i} is {v!r}"
-
-    return V.fail_if((a != 0) & (a != 1), name, "", xp, values=a, message=message)
+    return V.check_indicator(name, a, xp)
 
 
 class _Labels(NamedTuple):
@@ -410,8 +411,12 @@ def _label_counts(d: _Pair, *, labels, num_classes, average, pos_label):
     if labels is not None:
         lab = _static_labels(labels)
         if not np.all((lab >= 0) & (lab < L) & (lab == np.round(lab))):
-            raise ValueError(f"All labels must be in [0, n labels) for multilabel targets: "
-                             f"labels are column indices in 0..{L - 1}, got {lab.tolist()}")
+            # scikit-learn's words (the greatest label first, then the least)
+            got = (f"Got {lab.max():g} > {L - 1}. " if lab.max() > L - 1 else
+                   f"Got {lab.min():g} < 0. " if lab.min() < 0 else "")
+            raise ValueError(f"All labels must be in [0, n labels) for multilabel targets. "
+                             f"{got}(labels are column indices in 0..{L - 1}, got "
+                             f"{lab.tolist()})")
         sel = lab.astype(np.int64)
     else:
         sel = np.arange(L)
@@ -1106,8 +1111,14 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     undefined = (s == 0) | (den == 0)
     value = 1 - num / xp.where(undefined, one, den)
     value = xp.where(undefined, xp.asarray(float(replace_undefined_by), dtype=O.dtype), value)
-    V.warn_if(undefined & ~invalid, "Cohen's kappa is undefined (no sample left, or zero "
-              f"expected disagreement); returning {replace_undefined_by}", xp)
+    # no sample left (none with both labels in `labels`): scikit-learn's words
+    V.warn_if((s == 0) & ~invalid, "`y2` contains no labels that are present in both `y1` and "
+              "`labels`: no sample is left, Cohen's kappa is undefined; returning "
+              f"{replace_undefined_by}", xp)
+    # zero expected disagreement: both raters use one and the same label (scikit-learn's words)
+    V.warn_if((s > 0) & (den == 0) & ~invalid, "`y1`, `y2` and `labels` have only one label in "
+              "common: zero expected disagreement, Cohen's kappa is undefined; returning "
+              f"{replace_undefined_by}", xp)
     return _scalar_result(value, invalid, xp, d.out)
 
 
@@ -1121,7 +1132,7 @@ def _check_label_scores(yt, s, w, xp, traced):
     Used by top-k accuracy and the multiclass AUCs. Raises on concrete bad
     values; under ``jit`` returns the flag that turns results into NaN.
     """
-    B.check_same_length(y_true=yt, y_score=s, sample_weight=w)
+    V.check_same_length(y_true=yt, y_score=s, sample_weight=w)
     B.check_nonempty("y_true", yt)
     B.check_numeric("y_true", yt, xp)
     B.check_numeric("y_score", s, xp)
@@ -1129,7 +1140,7 @@ def _check_label_scores(yt, s, w, xp, traced):
         raise ValueError("y_score must be numeric scores, not booleans")
     invalid = _check_finite("y_true", yt, xp) | _check_finite("y_score", s, xp)
     if w is not None:
-        B.check_1d("sample_weight", w)
+        V.check_1d("sample_weight", w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     if xp.isdtype(yt.dtype, "bool"):
         yt = xp.astype(yt, B.acc_int(xp))
@@ -1177,6 +1188,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     gives NaN.
     """
     k = V.positive_int(k, "k")
+    y_true = V.column_or_1d(y_true)  # an (n, 1) column is 1-D (scikit-learn's column_or_1d)
     C = 2 if np.ndim(y_score) == 1 else (np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0)
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
         classes, (y_true,) = V.encode_labels(y_true, labels=labels)
@@ -1184,7 +1196,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight,
                                  names=("y_true", "y_score", "sample_weight"))
     traced = B.is_traced(yt, s, w)
-    B.check_1d("y_true", yt)
+    V.check_1d("y_true", yt)
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
@@ -1207,6 +1219,8 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
                              f"y_true element {i} is {yt_host[i].item()!r}")
         lab = np.unique(yt_host)
         if lab.shape[0] != C:
+            if s.ndim == 1 and lab.shape[0] > 2:
+                raise ValueError(V.multiclass_scores_message(s.shape, lab.shape[0]))
             binary = ("`y_true` is binary while y_score is 2d with "
                       f"{C} classes. If `y_true` does not contain all the labels, `labels` "
                       "must be provided. " if lab.shape[0] == 2 and s.ndim == 2 else "")

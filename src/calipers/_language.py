@@ -248,7 +248,7 @@ def _segments(segment_ids, values, num_segments, invalid, xp):
     _, (ids,) = B.as_arrays(segment_ids)
     if B.is_numpy(_) and not B.is_numpy(xp):
         ids = xp.asarray(ids)
-    B.check_1d("segment_ids", ids)
+    V.check_1d("segment_ids", ids)
     if ids.shape[0] != values.shape[0]:
         raise ValueError(f"segment_ids has {ids.shape[0]} elements but token_logprobs has "
                          f"{values.shape[0]}; they must match")
@@ -368,7 +368,7 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
     """
     confidence_level = V.confidence_level(confidence_level)
     xp, (correct,) = B.as_arrays(correct)
-    B.check_1d("correct", correct)
+    V.check_1d("correct", correct)
     B.check_nonempty("correct", correct)
     y, invalid = V.binary_labels(correct, xp, name="correct")
     acc = B.acc_float(xp)
@@ -436,8 +436,8 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
     if ll.ndim != 2:
         raise ValueError(f"choice_logprobs must be 2-D (n_questions, n_choices), got shape "
                          f"{tuple(ll.shape)}")
-    B.check_1d("y_true", y)
-    B.check_same_length(choice_logprobs=ll, y_true=y)
+    V.check_1d("y_true", y)
+    V.check_same_length(choice_logprobs=ll, y_true=y)
     B.check_nonempty("choice_logprobs", ll)
     B.check_numeric("choice_logprobs", ll, xp)
     _check_integral("y_true", y, xp)

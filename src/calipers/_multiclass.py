@@ -103,6 +103,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     if average is None and multi_class == "ovo":
         raise NotImplementedError("average=None is not implemented for multi_class='ovo'.")
     C = np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0
+    y_true = V.column_or_1d(y_true)  # an (n, 1) column is 1-D (scikit-learn's column_or_1d)
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
         if labels is not None:
             _column_labels(np.asarray(y_true), labels, C)  # scikit-learn's label rules first
@@ -110,7 +111,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
         labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight)
     traced = B.is_traced(yt, s, w)
-    B.check_1d("y_true", yt)
+    V.check_1d("y_true", yt)
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
                          f"{tuple(s.shape)}")

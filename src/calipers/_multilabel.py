@@ -38,8 +38,10 @@ from ._classification import _check_01, _check_finite, _nanaverage
 # internal layer: the public entry points are roc_auc_score / average_precision_score
 
 _AVERAGES = ("micro", "macro", "weighted", "samples", None)
-_KERNELS = {"roc_auc": (R.roc_auc, "ROC AUC", "only one class"),
-            "average_precision": (R.average_precision, "average precision", "no positive")}
+# (kernel, name, reason, scikit-learn's words opening the warning)
+_KERNELS = {"roc_auc": (R.roc_auc, "ROC AUC", "only one class", ""),
+            "average_precision": (R.average_precision, "average precision", "no positive",
+                                  "No positive class found in y_true: ")}
 
 
 def _ndim(x) -> int:
@@ -57,6 +59,7 @@ def roc_auc_2d(y_true, y_score, *, sample_weight, max_fpr, pos_label, multi_clas
         if max_fpr is not None:
             raise ValueError("max_fpr (partial AUC) is not supported for multilabel y_true "
                              "in calipers; compute it per column with roc_auc_score")
+        _check_indicator_values(y_true)
         _fixed_pos_label(pos_label, "multilabel-indicator")
         return _indicator_score("roc_auc", y_true, y_score, sample_weight, average), None
     if _ndim(y_score) == 2 and np.shape(y_score)[1] == 1:
@@ -81,6 +84,7 @@ def average_precision_2d(y_true, y_score, *, sample_weight, pos_label, average):
     if _ndim(y_true) == 2 and _ndim(y_score) != 2:
         return None, y_score  # the binary path reports the shapes
     if _ndim(y_true) == 2:
+        _check_indicator_values(y_true)
         _fixed_pos_label(pos_label, "multilabel-indicator")
         return _indicator_score("average_precision", y_true, y_score, sample_weight,
                                 average), None
@@ -108,6 +112,18 @@ def check_pos_label_present(y_true, pos_label):
                          f"{present}")
 
 
+def _check_indicator_values(y_true):
+    """Eagerly, a 2-D ``y_true`` with values outside {0, 1} is refused before anything else
+    (scikit-learn reports the target type, multiclass-multioutput, first); traced input is
+    flagged later by the indicator checks."""
+    if B.is_traced(y_true):
+        return
+    y = V.densify(y_true)
+    y = np.asarray(B.to_numpy(y) if B._is_array(y) else y)
+    if y.dtype.kind in "biuf":
+        V.check_indicator("y_true", y, np, ranking=True)
+
+
 def _column(y_score):
     if B._is_array(y_score):
         return y_score[:, 0]
@@ -130,7 +146,7 @@ def _one_hot(y_true, y_score):
             raise ValueError(f"y_true has {int(y_true.max()) + 1} classes but y_score has {C} "
                              "columns (one per class, in sorted label order)")
     xp, (yt, s) = B.as_arrays(y_true, y_score, names=("y_true", "y_score"))
-    B.check_1d("y_true", yt)
+    V.check_1d("y_true", yt)
     B.check_numeric("y_true", yt, xp)
     if B.is_traced(yt):
         V.eager_only()  # inferred classes need concrete labels: the compile policy runs eagerly
@@ -146,7 +162,7 @@ def _one_hot(y_true, y_score):
 
 def _indicator_score(kind, y_true, y_score, sample_weight, average):
     """Per-column binary values of a 0/1 indicator matrix and scikit-learn's averages."""
-    kernel, what, reason = _KERNELS[kind]
+    kernel, what, reason, opening = _KERNELS[kind]
     V.choice(average, "average", _AVERAGES)
     xp, (Y, S, w) = B.as_arrays(y_true, y_score, sample_weight,
                                 names=("y_true", "y_score", "sample_weight"))
@@ -163,8 +179,8 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
         Y = xp.astype(Y, B.acc_int(xp))
     invalid = _check_01("y_true", Y, xp, B.is_traced(Y)) | _check_finite("y_score", S, xp)
     if w is not None:
-        B.check_1d("sample_weight", w)
-        B.check_same_length(y_true=Y, sample_weight=w)
+        V.check_1d("sample_weight", w)
+        V.check_same_length(y_true=Y, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     Y = xp.astype(Y == 1, B.acc_int(xp))
     out = B.out_float(xp, S, w)
@@ -176,7 +192,7 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
             xp.broadcast_to(xp.reshape(w, (-1, 1)), (n, L)), (-1,))
         value, undefined = kernel(y_flat, s_flat, w_flat, xp)
         return B.scalar_result(value, xp, out=out, invalid=invalid, undefined=undefined,
-                               what=f"micro-averaged {what} is undefined ({reason} in the "
+                               what=f"{opening}micro-averaged {what} is undefined ({reason} in the "
                                     "flattened indicator matrix); returning NaN")
     if average == "samples":
         # one binary problem per sample over its labels; the sample weight enters the average
@@ -198,7 +214,7 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
         idx = np.flatnonzero(np.asarray(und).reshape(-1))
         shown = f"{idx.tolist()[:10]}{' ...' if idx.shape[0] > 10 else ''}"
         left = "" if average is None else ", left out of the average"
-        return f"{what} is undefined for {unit} {shown} ({reason}); NaN{left}"
+        return f"{opening}{what} is undefined for {unit} {shown} ({reason}); NaN{left}"
 
     V.warn_if(xp.any(undefined) & ~invalid, message, xp, values=undefined)
     if average is None:

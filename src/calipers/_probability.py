@@ -49,7 +49,7 @@ def _weights(sample_weight, xp):
     """The flag of :func:`calipers._backend.check_weights` (None: no weights, no flag)."""
     if sample_weight is None:
         return xp.asarray(False)
-    B.check_1d("sample_weight", sample_weight)
+    V.check_1d("sample_weight", sample_weight)
     return V.check_weights("sample_weight", sample_weight, xp)
 
 
@@ -83,9 +83,9 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         y_true, labels, pos_label = _encode_text_binary(y_true, labels, pos_label), None, None
     xp, (y_true, y_prob, sample_weight) = B.as_arrays(
         y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
-    B.check_1d("y_true", y_true)
-    B.check_1d("y_prob", y_prob)
-    B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+    V.check_1d("y_true", y_true)
+    V.check_1d("y_prob", y_prob)
+    V.check_same_length(y_prob=y_prob, y_true=y_true, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
     B.check_numeric("y_prob", y_prob, xp)
     invalid = xp.asarray(False)
@@ -104,12 +104,46 @@ def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None)
         if classes.shape[0] == 2 and not set(classes.tolist()) <= {0, 1} \
                 and not set(classes.tolist()) <= {-1, 1}:
             pos_label = classes[-1].item()
-    y, bad_y = V.binary_labels(y_true, xp, pos_label=pos_label)
+    y, bad_y = V.binary_labels(
+        y_true, xp, pos_label=pos_label,
+        multiclass_hint="The type of the target inferred from y_true is multiclass but should "
+                        "be binary according to the shape of y_prob.")
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
     invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)
     invalid = invalid | _weights(sample_weight, xp)
     return xp, y, p, sample_weight, invalid, f
+
+
+def _class_count_message(classes, K, from_labels):
+    """scikit-learn's words for classes that do not match the columns of 2-D ``y_prob``."""
+    shown = np.asarray(classes)
+    if from_labels:
+        return ("The number of classes in labels is different from that in y_prob. Classes "
+                f"found in labels: {shown}")
+    if shown.shape[0] == 1:
+        return (f"y_true contains only one label ({shown[0]}). Please provide the list of all "
+                "expected class labels explicitly through the labels argument.")
+    return (f"y_true and y_prob contain different number of classes: {shown.shape[0]} vs {K}. "
+            "Please provide the true labels explicitly through the labels argument. Classes "
+            f"found in y_true: {shown}")
+
+
+def _one_hot_index(y_true, K, xp):
+    """A one-hot (n, K) ``y_true`` (scikit-learn accepts the indicator form) as class indices.
+
+    Each row must hold one 1 and zeros (a multilabel row has no single class):
+    ``ValueError`` eagerly, the invalid flag under ``jit``.
+    """
+    if y_true.shape[1] != K:
+        raise ValueError(f"y_true as a 2-D indicator has shape {tuple(y_true.shape)}; it must "
+                         f"have one column per column of y_prob ({K})")
+    invalid = V.check_indicator("y_true", y_true, xp)
+    ones = xp.sum(xp.astype(y_true == 1, B.acc_int(xp)), axis=1)
+    invalid = invalid | V.fail_if(ones != 1, "y_true", "as a 2-D indicator must be one-hot "
+                                  "(exactly one 1 per row)", xp, values=ones,
+                                  what="the number of ones in row")
+    return xp.argmax(xp.astype(y_true == 1, B.acc_int(xp)), axis=1), invalid
 
 
 def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
@@ -129,15 +163,21 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
         classes, (y_true,) = V.encode_labels(
             y_true, labels=None if labels is None else sorted(np.asarray(labels).tolist()))
         if classes.shape[0] != K:
-            raise ValueError(f"y_true has {classes.shape[0]} classes {classes.tolist()} but "
-                             f"y_prob has {K} columns; pass labels= (one per column)")
+            raise ValueError(f"{_class_count_message(classes, K, labels is not None)} (y_true "
+                             f"has {classes.shape[0]} classes {classes.tolist()} but y_prob has "
+                             f"{K} columns; pass labels=, one per column)")
         labels = None
     xp, (y_true, y_prob, sample_weight) = B.as_arrays(
         y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
     if unsorted is not None:
         V.warn_if(xp.asarray(True), unsorted, xp, UserWarning)
-    B.check_1d("y_true", y_true)
-    B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+    # scikit-learn's order of the lengths in its message: y_prob, y_true, sample_weight
+    V.check_same_length(y_prob=y_prob, y_true=y_true, sample_weight=sample_weight)
+    onehot_invalid = None
+    if y_true.ndim == 2:
+        y_true, onehot_invalid = _one_hot_index(y_true, K, xp)
+        labels = None
+    V.check_1d("y_true", y_true)
     B.check_nonempty("y_true", y_true)
     B.check_numeric("y_prob", y_prob, xp)
     B.check_numeric("y_true", y_true, xp)
@@ -148,8 +188,8 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
     if labels is not None:
         labels = sorted(np.asarray(labels).tolist())
         if len(set(labels)) != len(labels) or len(labels) != K:
-            raise ValueError(f"labels must list {K} distinct classes, one per column of y_prob, "
-                             f"got {labels}")
+            raise ValueError(f"{_class_count_message(labels, K, True)} (labels must list {K} "
+                             f"distinct classes, one per column of y_prob, got {labels})")
         match = xp.zeros(y_true.shape, dtype=xp.bool)
         idx = xp.zeros(y_true.shape, dtype=B.acc_int(xp))
         for j, lab in enumerate(labels):
@@ -158,7 +198,20 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
             idx = xp.where(hit, j, idx)
         invalid = V.fail_if(~match, "y_true", "", xp, values=y_true, message=_not_in(labels))
     else:
+        if onehot_invalid is None and not B.is_traced(y_true):
+            yh = B.to_numpy(y_true)
+            if yh.size and yh.dtype.kind != "b" and (yh.min() < 0 or yh.max() >= K):
+                present = np.unique(yh[np.isfinite(yh)] if yh.dtype.kind == "f" else yh)
+            else:
+                present = None
+            if present is not None and present.shape[0] != K:
+                # without labels the columns are the class indices; say it in both words
+                raise ValueError(f"{_class_count_message(present, K, False)} (calipers: "
+                                 f"without labels, y_true holds the column indices 0 .. {K - 1} "
+                                 "of y_prob)")
         idx, invalid = _check_class_index("y_true", y_true, K, xp)
+        if onehot_invalid is not None:
+            invalid = invalid | onehot_invalid
     cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
     onehot = xp.astype(cols == xp.reshape(idx, (-1, 1)), f)
     invalid = invalid | V.check_probabilities("y_prob", p, xp, rows_sum_to_one=True)
@@ -213,7 +266,11 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     ----------
     y_true : array (n,)
         Labels in {0, 1} or {-1, 1} (1 positive), or the two classes named by
-        ``labels``. Eagerly, other labels are encoded as scikit-learn does:
+        ``labels``. With 2-D ``y_prob`` also a one-hot indicator of its shape
+        (scikit-learn accepts it; a row without exactly one 1 is refused). An
+        (n, 1) column, of ``y_true`` or ``y_prob``, is read as 1-D
+        (scikit-learn's ``column_or_1d``; a one-column ``y_prob`` is
+        P(positive)). Eagerly, other labels are encoded as scikit-learn does:
         text labels as the sorted distinct values of ``y_true`` (or
         ``labels``), and for 1-D ``y_prob`` the positive class is the greater
         of two classes (numbers such as {1, 2} too). Under ``jit`` labels are
@@ -250,6 +307,8 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     >>> print(round(calipers.log_loss([1], [0.001]), 4))
     6.9078
     """
+    # (n, 1) columns are 1-D (scikit-learn: a one-column y_prob is P(positive))
+    y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
         eps = float(xp.finfo(p.dtype).eps)
@@ -294,6 +353,7 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     """
     if scale_by_half not in ("auto", True, False):
         raise ValueError(f"scale_by_half must be 'auto', True or False, got {scale_by_half!r}")
+    y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         if pos_label is not None:
             raise ValueError("pos_label applies to 1-D y_prob only; use labels for 2-D")

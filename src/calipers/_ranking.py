@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _backend as B
 from . import _rankstats as R
+from . import _validation as V
 from ._compile import compiled
 
 __all__ = [
@@ -164,6 +165,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     ...                                    max_fpr=0.25), 6))
     0.821429
     """
+    y_true = V.column_or_1d(y_true)  # (n, 1) labels are 1-D, as scikit-learn reads them
     if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
         # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
         from ._multilabel import roc_auc_2d
@@ -175,19 +177,25 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
             return result
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
+    V.check_binary_for_1d_scores(
+        y_true, y_score, pos_label,
+        note="" if multi_class in ("ovr", "ovo") else " (and multi_class must be in ('ovo', "
+                                                      "'ovr') for multiclass y_true)")
     d = _prepare(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     if max_fpr is None or max_fpr == 1:
         value, undefined = R.roc_auc(d.y, d.s, d.w, xp)
         return _result(value, d, undefined,
-                       "ROC AUC is undefined when y_true has only one class; returning NaN")
+                       "Only one class is present in y_true. ROC AUC score is not defined in "
+                       "that case: returning NaN")
     st = _sorted_stats(d)
     area = _partial_area(st, max_fpr, xp)
     min_area = 0.5 * max_fpr**2
     value = 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
     undefined = (st.P == 0) | (st.N == 0)
     return _result(value, d, undefined,
-                   "ROC AUC is undefined when y_true has only one class; returning NaN")
+                   "Only one class is present in y_true. ROC AUC score is not defined in "
+                   "that case: returning NaN")
 
 
 def _partial_area(st: _Stats, max_fpr, xp):
@@ -249,6 +257,7 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     >>> print(calipers.average_precision_score([0, 1, 0, 0, 1], [0.3] * 5))
     0.4
     """
+    y_true = V.column_or_1d(y_true)  # (n, 1) labels are 1-D, as scikit-learn reads them
     if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
         # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
         from ._multilabel import average_precision_2d
@@ -257,6 +266,7 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
                                                pos_label=pos_label, average=average)
         if result is not None:
             return result
+    V.check_binary_for_1d_scores(y_true, y_score, pos_label)
     if pos_label is not None:
         from ._multilabel import check_pos_label_present
 
@@ -265,7 +275,8 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     xp = d.xp
     value, undefined = R.average_precision(d.y, d.s, d.w, xp)
     return _result(value, d, undefined,
-                   "average precision is undefined when y_true has no positive; returning NaN")
+                   "No positive class found in y_true: average precision is undefined; "
+                   "returning NaN")
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
@@ -396,6 +407,27 @@ def _collinear_keep(x, y, xp):
     return xp.concat([t, turn, t])
 
 
+def _curve_input(y_true, y_score, sample_weight, pos_label, **kw):
+    """The curves' input: (n, 1) columns as 1-D, then rows of zero weight dropped eagerly.
+
+    A row that counts for nothing makes no threshold (scikit-learn's
+    ``_binary_clf_curve`` drops them too), so a zero weight is the same as
+    leaving the row out. Under ``jit`` shapes are static: such rows stay, their
+    point repeating the counts of the next higher threshold. All-zero weights
+    are kept (the curve is then undefined and NaN).
+    """
+    d = _prepare(V.column_or_1d(y_true), V.column_or_1d(y_score), sample_weight, pos_label,
+                 **kw)
+    xp = d.xp
+    if d.w is None or B.is_traced(d.s, d.y, d.w) or not (
+            B.is_jax(xp) or B.supports_data_dependent_shapes(xp)):
+        return d
+    keep = d.w != 0
+    if bool(xp.all(keep)) or not bool(xp.any(keep)):
+        return d
+    return d._replace(y=d.y[keep], s=d.s[keep], w=d.w[keep])
+
+
 def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_intermediate=True):
     """Receiver operating characteristic curve (scikit-learn compatible).
 
@@ -418,7 +450,13 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
 
     ``fpr`` is NaN when there is no negative weight and ``tpr`` NaN when there is
     no positive weight (scikit-learn also returns NaN, with a warning); both
-    warn with :class:`UndefinedMetricWarning` eagerly.
+    warn with :class:`UndefinedMetricWarning` eagerly, in scikit-learn's words.
+
+    Rows of zero ``sample_weight`` are dropped eagerly before the thresholds are
+    built, as scikit-learn does: a zero weight is the same as leaving the row
+    out (under ``jit`` the static shape keeps them, each repeating the counts
+    of the next higher threshold). ``y_true`` / ``y_score`` of shape (n, 1) are
+    read as 1-D (scikit-learn's ``column_or_1d``).
 
     Raises ``ValueError`` as :func:`roc_auc_score`; under ``jit`` invalid input
     turns every value into NaN.
@@ -430,7 +468,7 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
     >>> fpr.tolist(), tpr.tolist(), thr.tolist()
     ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0], [inf, 0.6, 0.1])
     """
-    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
     fps, tps, thr, st, compact = _curve_points(d)
     zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
@@ -443,17 +481,23 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
         fps, tps, thr = fps[keep], tps[keep], thr[keep]
     fpr = B.nan_if(d.invalid | (st.N == 0), _div(fps, st.N, xp), xp)
     tpr = B.nan_if(d.invalid | (st.P == 0), _div(tps, st.P, xp), xp)
-    _warn_curve(d, st)
+    _warn_curve(d, st, "roc")
     return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
 
 
-def _warn_curve(d, st):
+def _warn_curve(d, st, kind):
+    """The curves' warnings: scikit-learn's words, then what calipers returns."""
     if B.is_traced(st.P) or bool(d.invalid):
         return
-    if bool(st.N == 0):
-        B.warn_undefined("no negative samples in y_true: false positive rate is NaN")
-    if bool(st.P == 0):
-        B.warn_undefined("no positive samples in y_true: true positive rate/recall is NaN")
+    if kind == "roc" and bool(st.N == 0):
+        B.warn_undefined("No negative samples in y_true, false positive value should be "
+                         "meaningless: the false positive rate is NaN")
+    if kind == "roc" and bool(st.P == 0):
+        B.warn_undefined("No positive samples in y_true, true positive value should be "
+                         "meaningless: the true positive rate is NaN")
+    if kind == "pr" and bool(st.P == 0):
+        B.warn_undefined("No positive class found in y_true: recall is NaN for all thresholds "
+                         "(scikit-learn sets it to one)")
 
 
 def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=None,
@@ -472,11 +516,17 @@ def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=Non
 
     Zero division: precision at a threshold is always defined (at least one row
     is predicted positive). Recall is NaN when there is no positive weight,
-    with an :class:`UndefinedMetricWarning` (scikit-learn sets it to 1).
+    with an :class:`UndefinedMetricWarning` opening with scikit-learn's words
+    ("No positive class found in y_true"; scikit-learn sets recall to 1).
+
+    Rows of zero ``sample_weight`` make no threshold (dropped eagerly, as
+    scikit-learn does; under ``jit`` they stay in the static shape, repeating
+    the counts of the next higher threshold: precision 0 at the top score), and (n, 1)
+    columns are read as 1-D, as in :func:`roc_curve`.
 
     Raises ``ValueError`` as :func:`roc_auc_score`.
     """
-    d = _prepare(y_true, y_score, sample_weight, pos_label, score_name="y_score")
+    d = _curve_input(y_true, y_score, sample_weight, pos_label, score_name="y_score")
     xp = d.xp
     fps, tps, thr, st, compact = _curve_points(d)
     if compact and drop_intermediate and tps.shape[0] > 2:
@@ -490,7 +540,7 @@ def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=Non
     one = xp.ones(1, dtype=precision.dtype, device=B.device(precision))
     precision = B.nan_if(d.invalid, xp.concat([xp.flip(precision), one]), xp)
     recall = B.nan_if(d.invalid | (st.P == 0), xp.concat([xp.flip(recall), 0 * one]), xp)
-    _warn_curve(d, st)
+    _warn_curve(d, st, "pr")
     return xp.astype(precision, d.out), xp.astype(recall, d.out), xp.astype(xp.flip(thr), d.out)
 
 

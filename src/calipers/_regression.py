@@ -42,14 +42,18 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
         B.check_numeric(name, a, xp)
         if xp.isdtype(a.dtype, "bool"):
             raise ValueError(f"{name} must be numeric values, not booleans")
+    if y_true.ndim != y_pred.ndim and tuple(y_true.shape)[:1] == tuple(y_pred.shape)[:1]:
+        # (n,) against (n, 1): one output, as scikit-learn reads it (the 1-D one is reshaped)
+        y_true, y_pred = V.column_or_1d(y_true), V.column_or_1d(y_pred)
+    if y_true.ndim == y_pred.ndim and y_true.shape[0] != y_pred.shape[0]:
+        V.check_same_length(y_true=y_true, y_pred=y_pred)
     if tuple(y_true.shape) != tuple(y_pred.shape):
-        # scikit-learn also accepts (n,) against (n, 1); calipers asks for equal shapes.
         raise ValueError(f"y_true has shape {tuple(y_true.shape)} but y_pred has shape "
                          f"{tuple(y_pred.shape)}; they must match")
     invalid = xp.asarray(False)
     if sample_weight is not None:
-        B.check_1d("sample_weight", sample_weight)
-        B.check_same_length(y_true=y_true, sample_weight=sample_weight)
+        V.check_1d("sample_weight", sample_weight)
+        V.check_same_length(y_true=y_true, sample_weight=sample_weight)
         invalid = V.check_weights("sample_weight", sample_weight, xp)
     B.check_nonempty("y_true", y_true)
     invalid = invalid | _check_finite_nd("y_true", y_true, xp)
@@ -312,6 +316,10 @@ def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average
     else:
         value = _aggregate(r2, d, multioutput)
     if not force_finite:
-        V.warn_if(xp.any(undefined), "R^2 is undefined when y_true is constant (zero variance); "
-                  "returning NaN for that output", xp)
+        # one sample is the constant case; scikit-learn's words for it
+        msg = ("R^2 score is not well-defined with less than two samples: returning NaN"
+               if d.yt.shape[0] < 2 else
+               "R^2 is undefined when y_true is constant (zero variance); returning NaN for "
+               "that output")
+        V.warn_if(xp.any(undefined), msg, xp)
     return value

@@ -305,6 +305,113 @@ def replay(entries, concrete) -> None:
 
 
 # --------------------------------------------------------------------------
+# shapes and lengths (calipers' rule, with scikit-learn's words in the message)
+# --------------------------------------------------------------------------
+
+def column_or_1d(x):
+    """A label or score array of shape (n, 1) as 1-D (n,); anything else unchanged.
+
+    scikit-learn's ``column_or_1d`` (as its metrics call it: silently) takes a
+    single column for a 1-D target, and ``type_of_target`` never reads an
+    (n, 1) array as multilabel; calipers does the same.  The shape is static,
+    so this also holds under ``jit``.  Called on the raw argument (list,
+    NumPy, JAX or array-api array) before the arrays are converted.
+    """
+    if x is None or isinstance(x, (str, bytes)):
+        return x
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(x)
+        except ValueError:  # ragged lists: the array conversion reports them
+            return x
+    if len(shape) == 2 and shape[1] == 1:
+        return x[:, 0] if B._is_array(x) else np.asarray(x)[:, 0]
+    return x
+
+
+def check_1d(name: str, x) -> None:
+    """``x`` must be 1-D: ``ValueError`` naming ``name``, with scikit-learn's words."""
+    if x is None or x.ndim == 1:
+        return
+    shape = tuple(x.shape)
+    if name == "sample_weight":
+        raise ValueError(f"Sample weights must be 1D array or scalar, got {x.ndim}D array: "
+                         f"sample_weight must be 1-D, got an array of shape {shape}")
+    raise ValueError(f"{name} should be a 1d array, got an array of shape {shape} instead "
+                     f"({name} must be 1-D)")
+
+
+def check_same_length(**named) -> int:
+    """All given arrays (``None`` skipped) have the same first dimension; returns it.
+
+    The message is scikit-learn's ("Found input variables with inconsistent
+    numbers of samples: [...]", lengths in the order given) followed by
+    calipers' naming of the argument that differs.
+    """
+    items = [(k, v) for k, v in named.items() if v is not None]
+    n = int(items[0][1].shape[0])
+    lengths = [int(v.shape[0]) for _, v in items]
+    for k, v in items[1:]:
+        if int(v.shape[0]) != n:
+            raise ValueError(f"Found input variables with inconsistent numbers of samples: "
+                             f"{lengths}: {k} has {int(v.shape[0])} elements but {items[0][0]} "
+                             f"has {n}; they must match")
+    return n
+
+
+def check_indicator(name: str, Y, xp, *, ranking=False):
+    """A 2-D label array must be a 0/1 (or boolean) indicator matrix (multilabel).
+
+    Concrete values outside {0, 1} raise ``ValueError`` with scikit-learn's
+    words ("multiclass-multioutput is not supported"; its ranking metrics say
+    "multiclass-multioutput format is not supported", ``ranking=True``);
+    under ``jit`` the returned 0-d flag is True instead.
+    """
+    if xp.isdtype(Y.dtype, "bool"):
+        return xp.asarray(False)
+    kind = "multiclass-multioutput format" if ranking else "multiclass-multioutput"
+
+    def message(i, v):
+        return (f"{name} must be a 0/1 indicator matrix (multilabel) when 2-D; entry {i} is "
+                f"{v!r}: {kind} is not supported")
+
+    return fail_if((Y != 0) & (Y != 1), name, "", xp, values=Y, message=message)
+
+
+def multiclass_scores_message(score_shape, n_classes) -> str:
+    """The error for 1-D scores with a multiclass ``y_true`` (scikit-learn's words first)."""
+    return ("`y_score` needs to be of shape `(n_samples, n_classes)`, since `y_true` contains "
+            f"multiple classes. Got `y_score.shape={tuple(score_shape)}`: y_true has "
+            f"{n_classes} classes, so y_score needs one column per class")
+
+
+def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> None:
+    """Eagerly, 1-D ``y_score`` with more than two classes in 1-D ``y_true`` raises.
+
+    Without ``pos_label`` the binary rule would refuse the labels anyway; this
+    says what the caller most likely meant (one score column per class), in
+    scikit-learn's words.  Numeric labels within [-1, 1] take a two-reduction fast path.
+    """
+    if pos_label is not None or B.is_traced(y_true) or np.ndim(y_score) != 1 \
+            or np.ndim(y_true) != 1:
+        return
+    y = np.asarray(B.to_numpy(y_true) if B._is_array(y_true) else y_true)
+    if y.size == 0 or y.dtype.kind == "b":
+        return
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        return  # NaN / inf labels: the binary rule names the element
+    if y.dtype.kind in "iuf" and y.min() >= -1 and y.max() <= 1:
+        return  # at most the binary codes (anything else there the binary rule reports)
+    try:
+        k = np.unique(y).shape[0]
+    except TypeError:  # mixed kinds: the label encoding reports them
+        return
+    if k > 2:
+        raise ValueError(multiclass_scores_message(np.shape(y_score), k) + note)
+
+
+# --------------------------------------------------------------------------
 # labels
 # --------------------------------------------------------------------------
 
@@ -378,13 +485,16 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
                 raise ValueError(f"{name} element {i} is {shown}, which is not among the "
                                  f"classes of {', '.join(names[:infer_from])}: "
                                  f"{classes.tolist()}")
-            raise ValueError(f"'{name}' contains labels not in parameter 'labels': element {i} "
-                             f"is {shown}, which is not in labels {classes.tolist()}")
+            missing = set(np.asarray(a).reshape(-1)[~np.asarray(ok).reshape(-1)].tolist())
+            # both of scikit-learn's wordings (ranking; log loss) before calipers' own
+            raise ValueError(f"'{name}' contains labels not in parameter 'labels': {name} "
+                             f"contains values {missing} not belonging to the passed labels "
+                             f"{classes.tolist()}. (element {i} is {shown})")
         codes.append(order[pos].astype(np.int64))
     return classes, codes
 
 
-def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
+def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=None):
     """Validate binary labels and return ``(y01, invalid)``: the one binary-label rule.
 
     ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
@@ -395,7 +505,8 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     without ``pos_label``, more than two classes and the mix {-1, 0} in
     scikit-learn's words); under ``jit`` the returned ``invalid`` flag (0-d
     bool) is True instead and callers turn the result into NaN.  The ranking
-    family calls it as ``B.binary_labels``.
+    family calls it as ``B.binary_labels``.  ``multiclass_hint`` opens the
+    message for more than two classes (the caller's own scikit-learn wording).
     """
     if pos_label is not None:
         y = xp.astype(y_true == pos_label, B.acc_int(xp))
@@ -419,7 +530,8 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true"):
     if not B.is_traced(y_true) and y_true.size:
         classes = np.unique(B.to_numpy(y_true))
         if classes.shape[0] > 2:
-            raise ValueError(f"{name} must contain only 0 and 1 (or -1 and 1, or booleans) unless "
+            raise ValueError(f"{multiclass_hint + ' ' if multiclass_hint else ''}"
+                             f"{name} must contain only 0 and 1 (or -1 and 1, or booleans) unless "
                              f"pos_label is given; it has {classes.shape[0]} classes "
                              f"{classes.tolist()[:10]}: multiclass format is not supported")
     bad = (y_true != 0) & (y_true != 1) & (y_true != -1)
