@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _backend as B
+from . import _rankstats as R
 from . import _validation as V
 from ._compile import compiled
 
@@ -194,7 +195,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
         V.check_1d("sample_weight", w)
         V.check_same_length(**{true_name: yt}, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
-    cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
+    cdt = R.count_dtype(xp, w)
     out = B.out_float(xp, w)
     keep = None
     if ignore_index is not None:
@@ -1250,7 +1251,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
         ahead = (s > s_true) | ((s == s_true) & (cols > ti_c))
         rank = xp.sum(xp.astype(ahead, B.acc_int(xp)), axis=1)
         hit = rank < k
-    cdt = B.acc_int(xp) if w is None or xp.isdtype(w.dtype, "integral") else B.acc_float(xp)
+    cdt = R.count_dtype(xp, w)
     ww = xp.ones(yt.shape[0], dtype=cdt) if w is None else xp.astype(w, cdt)
     hits = xp.sum(ww * xp.astype(hit, cdt))
     out = B.out_float(xp, w)

@@ -542,6 +542,8 @@ def _prep_weight(sample_weight, n, xp):
         raise ValueError(f"sample_weight has {sample_weight.shape[0]} elements but there are "
                          f"{n} rows; they must match")
     V.check_weights("sample_weight", sample_weight, xp)
+    if xp.isdtype(sample_weight.dtype, "bool"):    # a mask: 0/1 integer weights
+        sample_weight = xp.astype(sample_weight, B.acc_int(xp))
     if not B.is_traced(sample_weight) and not bool(xp.sum(sample_weight) > 0):
         raise ValueError("sample_weight must have a positive sum")
     return sample_weight

@@ -357,7 +357,8 @@ class ROCHistogramState(NamedTuple):
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
         if sample_weight is not None:
-            if integral_state and not xp.isdtype(sample_weight.dtype, "integral"):
+            if integral_state and not (xp.isdtype(sample_weight.dtype, "integral")
+                                       or xp.isdtype(sample_weight.dtype, "bool")):
                 raise ValueError("real-valued sample_weight needs a state made with "
                                  "init(..., weighted=True); integer weights (repetitions) "
                                  "are accepted as they are")

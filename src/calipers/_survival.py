@@ -157,12 +157,6 @@ def _to_ns(x, xp):
     return x
 
 
-def _count_dtype(xp, w):
-    if w is None or xp.isdtype(w.dtype, "integral"):
-        return B.acc_int(xp)
-    return B.acc_float(xp)
-
-
 # --------------------------------------------------------------------------
 # the pair-counting kernel
 # --------------------------------------------------------------------------
@@ -477,7 +471,7 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         B.check_1d("sample_weight", w)
         B.check_same_length(time=d.t, sample_weight=w)
         V.check_weights("sample_weight", w, xp)
-    cdt = _count_dtype(xp, w)
+    cdt = R.count_dtype(xp, w)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)

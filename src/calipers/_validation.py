@@ -208,9 +208,9 @@ def check_weights(name: str, w, xp):
 
     Raises eagerly (naming ``name``); returns the 0-d invalid flag under ``jit``.
     """
+    if xp.isdtype(w.dtype, "bool"):   # 0/1 integer weights (a mask keeps its rows)
+        return xp.asarray(False)
     B.check_numeric(name, w, xp)
-    if xp.isdtype(w.dtype, "bool"):
-        raise ValueError(f"{name} must be numeric weights, not booleans")
     invalid = check_finite(name, w, xp)
     invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
     B.check_int_sum(name, w, xp)

@@ -332,6 +332,15 @@ def check_weights(entry, backend):
                         **{k: convert(backend, v) for k, v in rkw.items()}, **entry.options)
     view = entry.weights_view or (lambda r: r)
     assert_same(view(weighted), view(repeated), 1e-12, 1e-14)
+    # boolean weights are 0/1 integer weights (scikit-learn reads them so): a mask
+    # keeps its rows
+    mask = np.ones(N, dtype=bool)
+    mask[np.random.default_rng(6).choice(N, 3, replace=False)] = False
+    masked = entry.fn(*conv, **kwc, sample_weight=convert(backend, mask), **entry.options)
+    kargs, kkw = take(args, kw, np.flatnonzero(mask))
+    kept = entry.fn(*[convert(backend, a) for a in kargs],
+                    **{k: convert(backend, v) for k, v in kkw.items()}, **entry.options)
+    assert_same(view(masked), view(kept), 1e-12, 1e-14)
 
 
 def check_invalid(entry, backend):
