@@ -212,13 +212,14 @@ def _order_key(s):
     return jnp.where(b >= sign, ~b, b | sign)
 
 
-def _flags(keys):
-    """JAX: first and last row of each tie group of sorted keys (neighbour comparisons)."""
+def _flag_groups(keys, y=None) -> TieGroups:
+    """JAX: tie groups of sorted keys as first / last flags (neighbour comparisons)."""
     import jax.numpy as jnp
 
     neq = keys[1:] != keys[:-1]
     one = jnp.ones(1, dtype=bool)
-    return jnp.concatenate([one, neq]), jnp.concatenate([neq, one])
+    return TieGroups(None, None, y, None, None, first=jnp.concatenate([one, neq]),
+                     last=jnp.concatenate([neq, one]))
 
 
 def carry_groups(y, s, w):
@@ -233,9 +234,7 @@ def carry_groups(y, s, w):
 
     k = _order_key(s)
     out = lax.sort((k, y) if w is None else (k, y, w), num_keys=1, is_stable=False)
-    first, last = _flags(out[0])
-    return (TieGroups(None, None, out[1], None, None, first=first, last=last),
-            None if w is None else out[2])
+    return _flag_groups(out[0], out[1]), None if w is None else out[2]
 
 
 class ClassWeights(NamedTuple):
@@ -373,7 +372,7 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
 
 
 def _weighted_sum(wpos, twice, xp, sdt):
-    """``sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`): ``U2`` from per-row doubled counts."""
+    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`) from per-row doubled counts."""
     return xp.sum(xp.astype(wpos, sdt) * xp.astype(twice, sdt))
 
 
@@ -579,10 +578,9 @@ def _average_precision_split_jax(y01, s, xp):
     :func:`_ap_value`, the step sum of :func:`ap_steps`.
     """
     kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
-    first, last = _flags(kp)
-    tg = TieGroups(None, None, real, None, None, first=first, last=last)
-    before = _edge_lo(xp.arange(kp.shape[0] + 1, dtype=P.dtype), tg, xp)
-    k_lo = xp.minimum(xp.astype(xp.searchsorted(kn, kp, side="left"), P.dtype), N)
+    # positives before each one's tie group: C[lo] of unit weights' prefix sums
+    before = _edge_lo(xp.arange(kp.shape[0] + 1, dtype=P.dtype), _flag_groups(kp), xp)
+    k_lo = split_ranks(kn, kp, xp, N)[0]      # under jit the unused k_hi is dropped
     return _ap_value(P - before, N - k_lo, real, P, xp)
 
 
@@ -647,12 +645,9 @@ def split_ranks(neg_sorted, pos, xp, n_neg=None):
     idt = B.acc_int(xp)
     lo = xp.astype(xp.searchsorted(neg_sorted, pos, side="left"), idt)
     if B.is_jax(xp) and neg_sorted.shape[0] > 0:
-        from jax import lax
-
         m = neg_sorted.shape[0]
-        _, last = _flags(neg_sorted)
-        end = lax.cummin(xp.where(last, xp.arange(1, m + 1, dtype=idt),
-                                  xp.asarray(m, dtype=idt)), reverse=True)
+        # one past each tie group: C[hi + 1] of unit weights' prefix sums
+        end = _edge_hi(xp.arange(m + 1, dtype=idt), _flag_groups(neg_sorted), xp)
         at = xp.minimum(lo, m - 1)
         hi = xp.where(xp.take(neg_sorted, at) == pos, xp.take(end, at), lo)
     else:
