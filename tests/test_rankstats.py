@@ -471,3 +471,16 @@ def test_carry_groups_kernel_matches_brute_force(weights):
     for g, v in zip(got, want):
         assert g[:3] == v[:3]
         assert g[3] == pytest.approx(v[3], rel=1e-12) and g[4] == pytest.approx(v[4], rel=1e-12)
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_jax_binary_paths_with_one_class(x64, weighted):
+    # all padding on one side: AUC undefined (NaN); AP NaN without positives, 1 without negatives
+    s = np.array([0.3, 0.1, 0.3, 0.7])
+    w = np.array([1, 2, 1, 1]) if weighted else None
+    dt = "float64" if x64 else "float32"
+    auc, ap = _jax_binary(np.ones(4, dtype=np.int32), s, w, jit=True, x64=x64, dt=dt)
+    assert np.isnan(auc) and ap == 1.0
+    auc, ap = _jax_binary(np.zeros(4, dtype=np.int32), s, w, jit=True, x64=x64, dt=dt)
+    assert np.isnan(auc) and np.isnan(ap)
