@@ -552,7 +552,7 @@ def _split_keys_jax(y01, s, xp):
     top = jnp.asarray(jnp.iinfo(k.dtype).max, dtype=k.dtype)
     pos = y01 == 1
     n = k.shape[0]
-    P = xp.sum(xp.astype(pos, B.acc_int(xp)))
+    P = xp.sum(xp.astype(pos, count_dtype(xp, None)))   # unweighted: integer counts
     kp = jnp.sort(jnp.where(pos, k, top))
     kn = jnp.sort(jnp.where(pos, top, k))
     return kp, kn, xp.arange(n, dtype=P.dtype) < P, P, n - P
