@@ -335,3 +335,152 @@ def test_delong_placements_exact_without_x64():
     np.testing.assert_allclose(np.asarray(v10), want10, rtol=2e-7)
     np.testing.assert_allclose(np.asarray(v01), want01, rtol=2e-7)
     assert abs(float(auc) - brute_auc(y, s, np.ones_like(y))) < 1e-6
+
+
+# --------------------------------------------------------------------------
+# the JAX binary paths: order keys, classes sorted apart, payload sort with tie flags
+# --------------------------------------------------------------------------
+
+_KEY_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint16",
+               "uint64"]
+
+
+def _key_values(dt, rng):
+    import jax.numpy as jnp
+
+    if dt in ("float64", "float32", "float16", "bfloat16"):
+        fi = jnp.finfo(jnp.dtype(dt))
+        edge = [0.0, -0.0, float(fi.max), -float(fi.max), float(fi.tiny), -float(fi.tiny),
+                float("inf"), -float("inf"), 1.0, -1.0]
+        vals = np.concatenate([edge, np.round(rng.normal(size=60), 1)])
+        return np.asarray(jnp.asarray(vals, dtype=dt).astype(jnp.float64))
+    ii = np.iinfo(np.dtype(dt))
+    edge = [ii.min, ii.max, 0, 1, ii.max - 1, ii.min + 1]
+    return np.array(edge + list(rng.integers(max(ii.min, -5), min(ii.max, 5), 60)), dtype=dt)
+
+
+@pytest.mark.parametrize("dt", _KEY_DTYPES)
+def test_order_key_is_exact_and_order_preserving(dt):
+    import jax
+    import jax.numpy as jnp
+
+    v = _key_values(dt, np.random.default_rng(0))
+    with jax.enable_x64(True):
+        k = np.asarray(jax.jit(R._order_key)(jnp.asarray(v, dtype=dt)))
+    assert k.dtype == np.dtype(f"uint{jnp.dtype(dt).itemsize * 8}")
+    vv = v.astype(object) if v.dtype.kind in "iu" else v    # exact comparisons of big ints
+    for i in range(len(v)):
+        for j in range(len(v)):
+            assert (k[i] < k[j]) == (vv[i] < vv[j]) and (k[i] == k[j]) == (vv[i] == vv[j])
+
+
+def _jax_binary(y, s, w, *, jit, x64, dt=None):
+    import jax
+    import jax.numpy as jnp
+
+    def f(y, s, w):
+        return (R.roc_auc(y, s, w, jnp)[0], R.average_precision(y, s, w, jnp)[0])
+
+    with jax.enable_x64(x64):
+        args = (jnp.asarray(y), jnp.asarray(s, dtype=dt),
+                None if w is None else jnp.asarray(w))
+        auc, ap = (jax.jit(f) if jit else f)(*args)
+        return float(auc), float(ap)
+
+
+@pytest.mark.parametrize("weights", ["none", "int", "float"])
+@pytest.mark.parametrize("mode", [(False, True), (True, True), (True, False)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_jax_binary_paths_match_brute_force(weights, mode, seed):
+    # unweighted: classes sorted apart (two key sorts, one binary search);
+    # weighted: one payload sort with tie flags into binary_auc / ap_steps
+    jit, x64 = mode
+    y, s, w = _data(seed, n=50, levels=5, weights="int" if weights == "none" else weights)
+    wb = np.ones_like(y) if weights == "none" else w
+    auc, ap = _jax_binary(y, s, None if weights == "none" else w, jit=jit, x64=x64,
+                          dt="float64" if x64 else "float32")
+    s32 = s if x64 else s.astype(np.float32)
+    tol = 1e-12 if x64 else 1e-5
+    assert auc == pytest.approx(brute_auc(y, s32, wb), rel=tol)
+    assert ap == pytest.approx(brute_ap(y, s32, wb), rel=tol)
+
+
+@pytest.mark.parametrize("dt", ["int64", "int8", "uint16", "float16", "float64"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_jax_binary_paths_at_the_key_range_ends(dt, weighted):
+    # scores equal to the padding key (the dtype's maximum) and -0.0 tied with 0.0
+    rng = np.random.default_rng(5)
+    v = _key_values(dt, rng)
+    v = v[np.isfinite(v.astype(np.float64))]
+    y = rng.integers(0, 2, v.shape[0])
+    y[:2] = [0, 1]
+    w = rng.integers(0, 3, v.shape[0]) if weighted else None
+    wb = np.ones_like(y) if w is None else w
+    auc, ap = _jax_binary(y, v, w, jit=True, x64=True, dt=dt)
+    sv = v.astype(object) if v.dtype.kind in "iu" else v.astype(np.float64)
+    assert auc == pytest.approx(brute_auc(y, list(sv), wb), rel=1e-12)
+    assert ap == pytest.approx(brute_ap(y, list(sv), wb), rel=1e-12)
+
+
+def test_jax_split_ranks_clip_and_match_two_searches():
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(9)
+    neg = np.sort(rng.integers(0, 6, 30))
+    pos = rng.integers(-1, 8, 40)
+    lo, hi = R.split_ranks(jnp.asarray(neg), jnp.asarray(pos), jnp)
+    assert np.asarray(lo).tolist() == np.searchsorted(neg, pos, "left").tolist()
+    assert np.asarray(hi).tolist() == np.searchsorted(neg, pos, "right").tolist()
+    padded = np.where(np.arange(30) < 20, neg, 5)          # the last 10 are padding
+    lo, hi = R.split_ranks(jnp.asarray(padded), jnp.asarray(pos), jnp, 20)
+    assert np.asarray(lo).tolist() == np.searchsorted(padded[:20], pos, "left").tolist()
+    assert np.asarray(hi).tolist() == np.searchsorted(padded[:20], pos, "right").tolist()
+
+
+@pytest.mark.parametrize("weights", ["int", "float"])
+def test_carry_groups_kernel_matches_brute_force(weights):
+    # TieGroups from the payload sort (first/last flags, running max/min edges):
+    # placements, U2, AUC, leave-one-out AUC and AP as the gather path gives them
+    import jax
+    import jax.numpy as jnp
+
+    y, s, w = _data(6, n=45, levels=5, weights=weights)
+
+    def f(y, s, w):
+        tg, ws = R.carry_groups(y, s, w)
+        cw = R.class_weights(tg, ws, jnp)
+        return (R.u2(tg, cw.wp, cw.Cn, jnp), R.placements(tg, cw, jnp), tg.y, ws,
+                R.loo_auc(tg, cw, jnp), R.ap_steps(tg, cw, jnp)[0])
+
+    u2, twice, ys, ws, loo, ap = jax.jit(f)(jnp.asarray(y), jnp.asarray(s), jnp.asarray(w))
+    close(u2, float(brute_u2(y, s, w)), None)
+    assert float(ap) == pytest.approx(brute_ap(y, s, w), rel=1e-12)
+    # rows come back in ascending score order (ties in any order): key each row by
+    # (score, label, weight), which determines its placement and leave-one-out AUC
+    ss = np.sort(s)
+    got = sorted(zip(ss.tolist(), np.asarray(ys).tolist(), np.asarray(ws).tolist(),
+                     np.asarray(twice).tolist(), np.asarray(loo).tolist()))
+    keep = np.ones(len(y), dtype=bool)
+    want = []
+    for i, t in zip(range(len(y)), brute_twice(y, s, w)):
+        keep[i] = False
+        want.append((float(s[i]), int(y[i]), w[i].item(), float(t),
+                     brute_auc(y[keep], s[keep], w[keep])))
+        keep[i] = True
+    want.sort()
+    for g, v in zip(got, want):
+        assert g[:3] == v[:3]
+        assert g[3] == pytest.approx(v[3], rel=1e-12) and g[4] == pytest.approx(v[4], rel=1e-12)
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_jax_binary_paths_with_one_class(x64, weighted):
+    # all padding on one side: AUC undefined (NaN); AP NaN without positives, 1 without negatives
+    s = np.array([0.3, 0.1, 0.3, 0.7])
+    w = np.array([1, 2, 1, 1]) if weighted else None
+    dt = "float64" if x64 else "float32"
+    auc, ap = _jax_binary(np.ones(4, dtype=np.int32), s, w, jit=True, x64=x64, dt=dt)
+    assert np.isnan(auc) and ap == 1.0
+    auc, ap = _jax_binary(np.zeros(4, dtype=np.int32), s, w, jit=True, x64=x64, dt=dt)
+    assert np.isnan(auc) and np.isnan(ap)

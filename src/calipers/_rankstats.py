@@ -46,10 +46,15 @@ classes apart (keys only, no argsort) and count by binary search, which is
 the same count (``twice = left + (left + tied)``, the prefix sums of unit
 weights) and faster than an argsort.
 
-JAX: :func:`roc_auc` and :func:`average_precision` sort the scores with the
-labels (and weights) carried as payload, and read ``C[lo]`` / ``C[hi + 1]``
-by a running max / min of the prefix sums: the same counts without an index
-vector or gathers.
+JAX: scores are sorted as order-preserving unsigned integer keys of their
+own width (:func:`_order_key`: exact, ties stay ties), which XLA sorts far
+faster than floats. Unweighted, :func:`roc_auc` and :func:`average_precision`
+sort the two classes' keys apart and count by one binary search
+(:func:`split_ranks`, :func:`u2_split`: the bootstrap's split layout, the
+same count as the NumPy path). Weighted, one sort carries labels and weights
+as payload (:func:`carry_groups`) and the tie groups come as first/last flags:
+:func:`binary_auc` and :func:`ap_steps` then read the prefix sums at the group
+bounds by a running max / min instead of gathers.
 """
 
 from __future__ import annotations
@@ -142,6 +147,11 @@ class TieGroups(NamedTuple):
     ``start``/``end``/``seg`` are None. Segmented: descending scores within each
     segment; ``start``/``end`` the row's segment bounds (``end`` one past the
     last), ``seg_lo``/``seg_end`` the bounds per segment (Q,).
+
+    ``first``/``last`` (JAX, :func:`carry_groups`): flags of a tie group's
+    first and last row, given instead of ``lo``/``hi``; prefix sums are then
+    read at the group bounds by a running max / min (:func:`_edge_lo`,
+    :func:`_edge_hi`) instead of gathers.
     """
 
     order: Any      # sorted position -> input row (None: input already in sorted order)
@@ -154,11 +164,17 @@ class TieGroups(NamedTuple):
     seg_lo: Any = None
     seg_end: Any = None
     descending: bool = False
+    first: Any = None
+    last: Any = None
 
 
 def sort_groups(y, s, xp) -> TieGroups:
-    """One ascending sort of the scores and its tie groups (keys compared for equality only)."""
-    order = xp.argsort(s, stable=False)
+    """One ascending sort of the scores and its tie groups (keys compared for equality only).
+
+    JAX sorts the unsigned order keys (:func:`_order_key`), cheaper to compare
+    than floats; the order is the same up to the order of tied rows.
+    """
+    order = xp.argsort(_order_key(s) if B.is_jax(xp) else s, stable=False)
     ss = xp.take(s, order)
     lo, hi = B.group_bounds(ss, xp)
     return TieGroups(order, ss, xp.take(y, order), lo, hi)
@@ -176,6 +192,53 @@ def from_segment_sort(ss, y, xp) -> TieGroups:
     return TieGroups(ss.order, None, xp.take(y, ss.order), start + ss.tie_lo,
                      start + ss.tie_hi, start, xp.take(end_seg, ss.seg), ss.seg_start,
                      end_seg, True)
+
+
+def _order_key(s):
+    """JAX: unsigned integers of the scores' width in the scores' order (equal iff equal).
+
+    Floats: the sign bit flipped for non-negative values, all bits for
+    negative ones (after mapping -0.0 to 0.0, so the two still tie); signed
+    integers: the sign bit flipped. XLA sorts such keys alone far faster than
+    floats (no total-order comparator), and the keys are exact: ties stay
+    ties, nothing is rounded. NaN keys land anywhere; NaN scores are invalid.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    if jnp.issubdtype(s.dtype, jnp.unsignedinteger):
+        return s
+    udt = jnp.dtype(f"uint{8 * s.dtype.itemsize}")
+    sign = jnp.asarray(1 << (8 * s.dtype.itemsize - 1), dtype=udt)
+    if jnp.issubdtype(s.dtype, jnp.integer):
+        return lax.bitcast_convert_type(s, udt) ^ sign
+    b = lax.bitcast_convert_type(jnp.where(s == 0, jnp.zeros_like(s), s), udt)
+    return jnp.where(b >= sign, ~b, b | sign)
+
+
+def _flag_groups(keys, y=None) -> TieGroups:
+    """JAX: tie groups of sorted keys as first / last flags (neighbour comparisons)."""
+    import jax.numpy as jnp
+
+    neq = keys[1:] != keys[:-1]
+    one = jnp.ones(1, dtype=bool)
+    return TieGroups(None, None, y, None, None, first=jnp.concatenate([one, neq]),
+                     last=jnp.concatenate([neq, one]))
+
+
+def carry_groups(y, s, w):
+    """JAX: one sort of the scores' keys carrying labels (and weights) along.
+
+    Returns the :class:`TieGroups` (labels in sorted order, tie groups as
+    ``first``/``last`` flags) and the weights in sorted order (or None). The
+    sort moves the payload with the keys: no index vector and none of the
+    gathers an argsort needs.
+    """
+    from jax import lax
+
+    k = _order_key(s)
+    out = lax.sort((k, y) if w is None else (k, y, w), num_keys=1, is_stable=False)
+    return _flag_groups(out[0], out[1]), None if w is None else out[2]
 
 
 class ClassWeights(NamedTuple):
@@ -230,13 +293,43 @@ def _bounds_sum(C, lo, hi1, xp):
 
     With ``C`` the prefix sums of a class's weight over an order, and
     ``[lo, hi1)`` a tie group, this is ``2 * (weight before) + (weight tied)``:
-    the doubled Mann-Whitney count. ``C`` may be (n + 1,) or (n + 1, k).
+    the doubled Mann-Whitney count. ``C`` may be (n + 1,) or (n + 1, k), or
+    None for unit weights (``C[k] = k``).
     """
+    if C is None:
+        return lo + hi1
     return xp.take(C, lo, axis=0) + xp.take(C, hi1, axis=0)
 
 
+def _edge_lo(C, tg: TieGroups, xp):
+    """``C[lo]`` per sorted row: the prefix sum before the row's tie group.
+
+    With ``first`` flags (JAX) no gather: ``C`` is non-decreasing (weights
+    are non-negative; negative weights are invalid input, NaN), so its value
+    at each group's first row carries forward by a running maximum.
+    """
+    if tg.first is None:
+        return xp.take(C, tg.lo, axis=0)
+    from jax import lax
+
+    head = C[:C.shape[0] - 1, ...]
+    first = tg.first if C.ndim == 1 else xp.reshape(tg.first, (-1, 1))
+    return lax.cummax(xp.where(first, head, xp.zeros_like(head)), axis=0)
+
+
+def _edge_hi(C, tg: TieGroups, xp):
+    """``C[hi + 1]`` per sorted row: the prefix sum through the row's tie group (running min)."""
+    if tg.first is None:
+        return xp.take(C, tg.hi + 1, axis=0)
+    from jax import lax
+
+    tail = C[1:, ...]
+    last = tg.last if C.ndim == 1 else xp.reshape(tg.last, (-1, 1))
+    return lax.cummin(xp.where(last, tail, C[C.shape[0] - 1, ...]), axis=0, reverse=True)
+
+
 def _twice_toward(C, tg: TieGroups, xp, *, low_end: bool):
-    a = _bounds_sum(C, tg.lo, tg.hi + 1, xp)
+    a = _edge_lo(C, tg, xp) + _edge_hi(C, tg, xp)
     if low_end:
         return a if tg.start is None else a - 2 * xp.take(C, tg.start, axis=0)
     last = C[C.shape[0] - 1, ...] if tg.end is None else xp.take(C, tg.end, axis=0)
@@ -277,10 +370,14 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
     wp = xp.astype(wpos, sdt)
     if Cneg.ndim == 2:
         return xp.sum(xp.reshape(wp, (-1, 1)) * t, axis=0)
-    prod = wp * t
     if tg.seg_lo is None:
-        return xp.sum(prod)
-    return _segment_total(B.prefix_sum(prod, xp, sdt), tg, xp)
+        return _weighted_sum(wp, t, xp, sdt)
+    return _segment_total(B.prefix_sum(wp * t, xp, sdt), tg, xp)
+
+
+def _weighted_sum(wpos, twice, xp, sdt):
+    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`) from per-row doubled counts."""
+    return xp.sum(xp.astype(wpos, sdt) * xp.astype(twice, sdt))
 
 
 def auc_from_u2(u2_value, P, N, xp):
@@ -322,25 +419,34 @@ def _at_or_above(C, tg: TieGroups, xp):
     """Per sorted row: the weight with a score at least the row's (same segment)."""
     if tg.descending:
         first = C[0] if tg.start is None else xp.take(C, tg.start)
-        return xp.take(C, tg.hi + 1) - first
+        return _edge_hi(C, tg, xp) - first
     last = C[C.shape[0] - 1, ...] if tg.end is None else xp.take(C, tg.end)
-    return last - xp.take(C, tg.lo)
+    return last - _edge_lo(C, tg, xp)
 
 
 def ap_steps(tg: TieGroups, cw: ClassWeights, xp):
     """Average precision (step sum, ties together): ``(ap, undefined)``, per segment if any."""
-    f = B.acc_float(xp)
-    tp = _f(_at_or_above(cw.Cp, tg, xp), xp)
-    fp = _f(_at_or_above(cw.Cn, tg, xp), xp)
+    return _ap_value(_at_or_above(cw.Cp, tg, xp), _at_or_above(cw.Cn, tg, xp), cw.wp, cw.P,
+                     xp, tg)
+
+
+def _ap_value(tp, fp, wp, P, xp, tg=None):
+    """``sum(wp * tp / (tp + fp)) / P``: the precision at each positive's score, weighted.
+
+    ``tp``/``fp``: per row, the positive / negative weight scored at least the
+    row's; ``wp`` the row's positive weight (0 for other rows). Per segment
+    when ``tg`` is segmented. Returns ``(ap, undefined)``, NaN without positives.
+    """
+    tp, fp = _f(tp, xp), _f(fp, xp)
     den = tp + fp
     prec = tp / xp.where(den > 0, den, xp.ones_like(den))
-    wp = _f(cw.wp, xp)
+    wp = _f(wp, xp)
     term = xp.where(wp > 0, wp * prec, xp.zeros_like(prec))
-    if tg.seg_lo is None:
+    if tg is None or tg.seg_lo is None:
         num = xp.sum(term)
     else:
-        num = _segment_total(B.prefix_sum(term, xp, f), tg, xp)
-    P = _f(cw.P, xp)
+        num = _segment_total(B.prefix_sum(term, xp, B.acc_float(xp)), tg, xp)
+    P = _f(P, xp)
     undefined = P == 0
     return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(P), P), xp), undefined
 
@@ -435,81 +541,51 @@ def _twice_u_numpy(neg, pos):
     return int(((lo + hi) * counts).sum(dtype=np.int64))
 
 
-def _sorted_carry_jax(y01, s, w):
-    """JAX: one sort of the scores carrying labels (and weights) along, no argsort.
+def _split_keys_jax(y01, s, xp):
+    """JAX, unweighted: each class's score keys sorted apart, as two key-only sorts.
 
-    The sort moves the payload with the keys, so there is neither an index
-    vector nor the two or three full-length gathers an argsort needs; tie
-    groups come from neighbour comparisons.
+    Static shapes: each class is sorted in a full-length array with the other
+    class's rows set to the largest key, so the first ``P`` (``N``) entries are
+    the positives' (negatives') keys in ascending order, whatever ties the
+    padding makes. Returns ``(pos_keys, neg_keys, is_real_pos, P, N)`` with
+    integer ``P``, ``N`` (count dtype).
     """
-    from jax import lax
     import jax.numpy as jnp
 
-    out = lax.sort((s, y01) if w is None else (s, y01, w), num_keys=1, is_stable=False)
-    ss = out[0]
-    neq = ss[1:] != ss[:-1]
-    one = jnp.ones(1, dtype=bool)
-    new = jnp.concatenate([one, neq])   # first row of a tie group
-    end = jnp.concatenate([neq, one])   # last row of a tie group
-    return out[1], (None if w is None else out[2]), new, end
+    k = _order_key(s)
+    top = jnp.asarray(jnp.iinfo(k.dtype).max, dtype=k.dtype)
+    pos = y01 == 1
+    n = k.shape[0]
+    P = xp.sum(xp.astype(pos, count_dtype(xp, None)))   # unweighted: integer counts
+    kp = jnp.sort(jnp.where(pos, k, top))
+    kn = jnp.sort(jnp.where(pos, top, k))
+    return kp, kn, xp.arange(n, dtype=P.dtype) < P, P, n - P
 
 
-def _weights_jax(y_sorted, w_sorted, xp):
-    cdt = count_dtype(xp, w_sorted)
-    wp = xp.astype(y_sorted, cdt)
-    if w_sorted is None:
-        return wp, 1 - wp
-    w = xp.astype(w_sorted, cdt)
-    return w * wp, w - w * wp
+def _roc_auc_split_jax(y01, s, xp):
+    """:func:`roc_auc` on JAX, unweighted: classes sorted apart, one binary search.
 
-
-def _before_group(w, new):
-    """Per row: the weight before its tie group (``C[lo]``) without a gather.
-
-    The exclusive prefix sum is non-decreasing (weights are non-negative;
-    negative weights make the result NaN through ``invalid``), so its value at
-    each group's first row carries forward by a running maximum.
+    The count of :func:`u2_split` with unit weights (``twice = k_lo + k_hi``
+    per positive, the bootstrap's split layout), exact integers, one division.
     """
-    from jax import lax
-    import jax.numpy as jnp
-
-    excl = jnp.cumsum(w, dtype=w.dtype) - w
-    return lax.cummax(jnp.where(new, excl, jnp.zeros_like(excl)))
+    kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
+    k_lo, k_hi = split_ranks(kn, kp, xp, N)
+    return auc_from_u2(u2_split(None, k_lo, k_hi, real, xp), P, N, xp)
 
 
-def _through_group(w, end):
-    """Per row: the weight up to the end of its tie group (``C[hi + 1]``), no gather."""
-    from jax import lax
-    import jax.numpy as jnp
+def _average_precision_split_jax(y01, s, xp):
+    """:func:`average_precision` on JAX, unweighted: classes sorted apart.
 
-    incl = jnp.cumsum(w, dtype=w.dtype)
-    return lax.cummin(jnp.where(end, incl, incl[-1]), reverse=True)
-
-
-def _roc_auc_jax(y01, s, w, xp):
-    """:func:`binary_auc` on JAX: the same integer counts, from one payload sort and scans."""
-    y, ws, new, end = _sorted_carry_jax(y01, s, w)
-    wp, wn = _weights_jax(y, ws, xp)
-    sdt = _sum_dtype(xp, wn.dtype)
-    twice = _before_group(wn, new) + _through_group(wn, end)   # 2 x below + tied
-    u2_value = xp.sum(xp.astype(wp, sdt) * xp.astype(twice, sdt))
-    return auc_from_u2(u2_value, xp.sum(wp), xp.sum(wn), xp)
-
-
-def _average_precision_jax(y01, s, w, xp):
-    """:func:`ap_steps` on JAX: at-or-above counts from one payload sort and scans."""
-    y, ws, new, end = _sorted_carry_jax(y01, s, w)
-    wp, wn = _weights_jax(y, ws, xp)
-    P, N = xp.sum(wp), xp.sum(wn)
-    tp = _f(P - _before_group(wp, new), xp)   # weight with a score >= the row's
-    fp = _f(N - _before_group(wn, new), xp)
-    den = tp + fp
-    prec = tp / xp.where(den > 0, den, xp.ones_like(den))
-    wpf = _f(wp, xp)
-    num = xp.sum(xp.where(wpf > 0, wpf * prec, xp.zeros_like(prec)))
-    Pf = _f(P, xp)
-    undefined = Pf == 0
-    return B.nan_if(undefined, num / xp.where(undefined, xp.ones_like(Pf), Pf), xp), undefined
+    Per positive (ascending): ``tp = P - (positives before its tie group)``,
+    read by a running max over the sorted positives' tie groups, and
+    ``fp = N - (negatives strictly below)`` from one binary search; then
+    :func:`_ap_value`, the step sum of :func:`ap_steps`.
+    """
+    kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
+    # positives before each one's tie group: C[lo] of unit weights' prefix sums
+    before = _edge_lo(xp.arange(kp.shape[0] + 1, dtype=P.dtype), _flag_groups(kp), xp)
+    k_lo = split_ranks(kn, kp, xp, N)[0]      # under jit the unused k_hi is dropped
+    return _ap_value(P - before, N - k_lo, real, P, xp)
 
 
 def roc_auc(y01, s, w, xp):
@@ -521,11 +597,10 @@ def roc_auc(y01, s, w, xp):
             return np.float64(math.nan), True
         twice = _twice_u_numpy(neg, pos)
         return np.float64(twice / (2.0 * P * N)), False   # exact integers, one division
-    if B.is_jax(xp):
-        return _roc_auc_jax(y01, s, w, xp)
-    tg = sort_groups(y01, s, xp)
-    cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
-    return binary_auc(tg, cw, xp)
+    if B.is_jax(xp) and w is None:
+        return _roc_auc_split_jax(y01, s, xp)
+    tg, ws = _groups(y01, s, w, xp)
+    return binary_auc(tg, class_weights(tg, ws, xp), xp)
 
 
 def average_precision(y01, s, w, xp):
@@ -544,29 +619,53 @@ def average_precision(y01, s, w, xp):
         tp = P - starts                                 # positives with score >= the group's
         fp = neg.shape[0] - np.searchsorted(neg, pos[starts], side="left")
         return np.float64(np.dot(counts, tp / (tp + fp)) / P), False
+    if B.is_jax(xp) and w is None:
+        return _average_precision_split_jax(y01, s, xp)
+    tg, ws = _groups(y01, s, w, xp)
+    return ap_steps(tg, class_weights(tg, ws, xp), xp)
+
+
+def _groups(y01, s, w, xp):
+    """The one sort for a binary count: payload sort on JAX, argsort elsewhere."""
     if B.is_jax(xp):
-        return _average_precision_jax(y01, s, w, xp)
+        return carry_groups(y01, s, w)
     tg = sort_groups(y01, s, xp)
-    cw = class_weights(tg, None if w is None else xp.take(w, tg.order), xp)
-    return ap_steps(tg, cw, xp)
+    return tg, None if w is None else xp.take(w, tg.order)
 
 
 # --------------------------------------------------------------------------
 # classes sorted apart: the bootstrap's [negatives | positives] layout
 # --------------------------------------------------------------------------
 
-def split_ranks(neg_sorted, pos, xp):
-    """Tie-group bounds ``[k_lo, k_hi)`` of each positive among the sorted negatives."""
+def split_ranks(neg_sorted, pos, xp, n_neg=None):
+    """Tie-group bounds ``[k_lo, k_hi)`` of each positive among the sorted negatives.
+
+    ``n_neg``: only the first ``n_neg`` entries of ``neg_sorted`` are negatives
+    (the rest padding no smaller than any of them); the bounds are clipped to it.
+    JAX: one binary search; ``k_hi`` is then the end of the tie group found
+    there (a running min over the negatives, one gather), which costs far less
+    than a second binary search.
+    """
     idt = B.acc_int(xp)
-    return (xp.astype(xp.searchsorted(neg_sorted, pos, side="left"), idt),
-            xp.astype(xp.searchsorted(neg_sorted, pos, side="right"), idt))
+    lo = xp.astype(xp.searchsorted(neg_sorted, pos, side="left"), idt)
+    if B.is_jax(xp) and neg_sorted.shape[0] > 0:
+        m = neg_sorted.shape[0]
+        # one past each tie group: C[hi + 1] of unit weights' prefix sums
+        end = _edge_hi(xp.arange(m + 1, dtype=idt), _flag_groups(neg_sorted), xp)
+        at = xp.minimum(lo, m - 1)
+        hi = xp.where(xp.take(neg_sorted, at) == pos, xp.take(end, at), lo)
+    else:
+        hi = xp.astype(xp.searchsorted(neg_sorted, pos, side="right"), idt)
+    if n_neg is not None:
+        lo, hi = xp.minimum(lo, n_neg), xp.minimum(hi, n_neg)
+    return lo, hi
 
 
 def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
     """``U2`` with the classes sorted apart: ``sum wpos * (Cneg[k_lo] + Cneg[k_hi])``.
 
     The same count as :func:`u2` (:func:`_bounds_sum` with the negatives'
-    prefix sums ``Cneg``). ``ties=False`` (no positive ties a negative, so
+    prefix sums ``Cneg``; None: unit weights). ``ties=False`` (no positive ties a negative, so
     ``k_hi == k_lo``) skips one gather. NumPy int64: ``scratch`` is a pair of
     int64 buffers of the positives' length (no allocation per call) and the
     result a Python int.
@@ -578,8 +677,7 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
             return 2 * int(np.dot(wpos, g1))
         np.add(g1, np.take(Cneg, k_hi, out=g2), out=g1)
         return int(np.dot(wpos, g1))
-    sdt = _sum_dtype(xp, Cneg.dtype)
-    wp = xp.astype(wpos, sdt)
+    sdt = _sum_dtype(xp, k_lo.dtype if Cneg is None else Cneg.dtype)
     if not ties:
-        return 2 * xp.sum(wp * xp.astype(xp.take(Cneg, k_lo), sdt))
-    return xp.sum(wp * xp.astype(_bounds_sum(Cneg, k_lo, k_hi, xp), sdt))
+        return 2 * _weighted_sum(wpos, k_lo if Cneg is None else xp.take(Cneg, k_lo), xp, sdt)
+    return _weighted_sum(wpos, _bounds_sum(Cneg, k_lo, k_hi, xp), xp, sdt)
