@@ -530,7 +530,7 @@ def test_paired_bootstrap_input_errors():
         paired_bootstrap("auc", Y, A, Bs)
     with pytest.raises(ValueError, match="y_score_b has 4 elements"):
         paired_bootstrap("roc_auc", Y, A, Bs[:4])
-    with pytest.raises(ValueError, match="y_true must contain only 0 and 1"):
+    with pytest.raises(ValueError, match="y_true has 3 classes, so y_score needs one column per class"):
         paired_bootstrap("roc_auc", [0, 2, 1, 1, 0], A, Bs)
     with pytest.raises(ValueError, match="must be finite"):
         paired_bootstrap("roc_auc", Y, [0.1, np.nan, 0.3, 0.4, 0.5], Bs)

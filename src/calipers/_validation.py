@@ -330,34 +330,9 @@ def column_or_1d(x):
     return x
 
 
-def check_1d(name: str, x) -> None:
-    """``x`` must be 1-D: ``ValueError`` naming ``name``, with scikit-learn's words."""
-    if x is None or x.ndim == 1:
-        return
-    shape = tuple(x.shape)
-    if name == "sample_weight":
-        raise ValueError(f"Sample weights must be 1D array or scalar, got {x.ndim}D array: "
-                         f"sample_weight must be 1-D, got an array of shape {shape}")
-    raise ValueError(f"{name} should be a 1d array, got an array of shape {shape} instead "
-                     f"({name} must be 1-D)")
-
-
-def check_same_length(**named) -> int:
-    """All given arrays (``None`` skipped) have the same first dimension; returns it.
-
-    The message is scikit-learn's ("Found input variables with inconsistent
-    numbers of samples: [...]", lengths in the order given) followed by
-    calipers' naming of the argument that differs.
-    """
-    items = [(k, v) for k, v in named.items() if v is not None]
-    n = int(items[0][1].shape[0])
-    lengths = [int(v.shape[0]) for _, v in items]
-    for k, v in items[1:]:
-        if int(v.shape[0]) != n:
-            raise ValueError(f"Found input variables with inconsistent numbers of samples: "
-                             f"{lengths}: {k} has {int(v.shape[0])} elements but {items[0][0]} "
-                             f"has {n}; they must match")
-    return n
+# The shape checks live in the backend layer (used below it too); one copy, scikit-learn's words.
+check_1d = B.check_1d
+check_same_length = B.check_same_length
 
 
 def check_indicator(name: str, Y, xp, *, ranking=False):
