@@ -490,7 +490,13 @@ class _Dense(_PerQuery):
             # by row then score descending, in the first n_above columns of each row
             p = np.flatnonzero(S > vk[:, None])
             rows = p // L
-            p = p[np.lexsort((-S.reshape(-1)[p], rows))]     # rows stay ascending
+            # order by (row, score descending): the rank of each entry among its row's
+            # top values (count of greater ones, < k comparisons each) makes one integer
+            # key; NumPy's stable sort of integers is a radix sort (no float lexsort).
+            # Tied entries keep their column order; a tie group's slots share one weight.
+            x = S.reshape(-1)[p]
+            rank = (vs[rows] > x[:, None]).sum(axis=1)
+            p = p[np.argsort(rows * kk + rank, kind="stable")]
             F = np.full((Q, kk), -1, dtype=np.int64)
             F[rows, np.arange(p.shape[0]) - np.repeat(np.cumsum(n_above) - n_above,
                                                       n_above)] = p
