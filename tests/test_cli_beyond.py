@@ -167,8 +167,12 @@ def test_survival_text_times_and_clusters(capsys, surv_file):
      "column 'model_a', row 1 (line 2): label"),
 ])
 def test_survival_errors_exit_2(capsys, surv_file, args, message):
-    f, *_ = surv_file
-    code, out, err = run_cli(capsys, "report", str(f), *args, "--no-progress")
+    _assert_one_line_error(capsys, surv_file[0], args, message)
+
+
+def _assert_one_line_error(capsys, path, args, message):
+    """``calipers report PATH ARGS`` exits 2 with one line on stderr naming the rule."""
+    code, out, err = run_cli(capsys, "report", str(path), *args, "--no-progress")
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
@@ -265,9 +269,7 @@ def test_offpolicy_one_target_column_text(capsys, logged_file):
      "propensity"),
 ])
 def test_offpolicy_errors_exit_2(capsys, logged_file, args, message):
-    f, *_ = logged_file
-    code, out, err = run_cli(capsys, "report", str(f), *args, "--no-progress")
-    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+    _assert_one_line_error(capsys, logged_file[0], args, message)
 
 
 # --------------------------------------------------------------------------- selective
