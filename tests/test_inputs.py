@@ -499,3 +499,61 @@ def test_error_texts_carry_sklearn_words_and_the_argument(call, sklearn_words, o
         call()
     assert re.search(sklearn_words, str(info.value)), str(info.value)
     assert re.search(ours, str(info.value)), str(info.value)
+
+
+# --------------------------------------------------------------------------
+# labels that name score columns: the columns follow the sorted labels, everywhere
+# --------------------------------------------------------------------------
+
+def _column_label_functions():
+    """Every public function taking ``labels`` beside a 2-D score/probability matrix."""
+    import inspect
+
+    found = []
+    for name in calipers.__all__:
+        fn = getattr(calipers, name)
+        if isinstance(fn, type) or not callable(fn):
+            continue
+        params = inspect.signature(fn).parameters
+        if "labels" in params and ({"y_score", "y_prob"} & set(params)):
+            found.append(name)
+    return found
+
+
+COLUMN_LABEL_FUNCTIONS = _column_label_functions()
+_ORDER_Y = np.array([2, 2, 0, 1, 0, 1])
+_ORDER_P = np.array([[.2, .1, .7], [.4, .3, .3], [.3, .4, .3], [.1, .5, .4], [.6, .2, .2],
+                     [.3, .4, .3]])
+
+
+def test_column_label_functions_are_all_found():
+    # the list below is derived from signatures, so a new function joins the check by itself
+    assert {"roc_auc_score", "multiclass_roc_auc_score", "top_k_accuracy_score", "log_loss",
+            "brier_score_loss"} <= set(COLUMN_LABEL_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", COLUMN_LABEL_FUNCTIONS)
+@pytest.mark.parametrize("text", [False, True])
+def test_unsorted_column_labels_are_never_read_in_the_given_order(name, text):
+    """scikit-learn: roc_auc_score and top_k_accuracy_score raise "must be ordered", log_loss
+    and brier_score_loss warn and use the sorted order. Never the given order, silently."""
+    fn = getattr(calipers, name)
+    kw = {"multi_class": "ovr"} if name == "roc_auc_score" else {}
+    codes = np.array(["a", "b", "c"])
+    y = codes[_ORDER_Y] if text else _ORDER_Y
+    labels = [codes[i] if text else i for i in (0, 2, 1)]
+    srt = sorted(labels)
+    expected = fn(y, _ORDER_P, labels=srt, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            got = fn(y, _ORDER_P, labels=labels, **kw)
+        except ValueError as exc:
+            assert re.match(r"Parameter 'labels' must be ordered", str(exc)), exc
+            return
+    assert any("ordered lexicographically" in str(w.message) for w in caught), name
+    assert float(got) == float(expected)  # the sorted order, not the given one
+    sk = getattr(skm, name, None)
+    if sk is not None:
+        with pytest.warns(UserWarning, match="ordered lexicographically"):
+            assert float(got) == pytest.approx(float(sk(y, _ORDER_P, labels=labels)), abs=1e-12)

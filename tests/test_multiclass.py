@@ -152,11 +152,13 @@ def test_unnormalised_scores_and_labels():
     s = RNG.normal(size=(N, K)).round(1)
     per = MC.multiclass_roc_auc_score(YT, s, average=None)
     close(per, [calipers.roc_auc_score(YT == c, s[:, c]) for c in range(K)])
-    # labels name the columns; any order
-    lab = [40, 10, 30, 20]
+    # labels name the columns, in sorted order (scikit-learn's rule); unsorted ones raise
+    lab = [10, 20, 30, 40]
     y = np.array(lab)[YT]
     close(MC.multiclass_roc_auc_score(y, s, labels=lab, multi_class="ovo"),
           MC.multiclass_roc_auc_score(YT, s, multi_class="ovo"))
+    with pytest.raises(ValueError, match="Parameter 'labels' must be ordered"):
+        MC.multiclass_roc_auc_score(np.array([40, 10, 30, 20])[YT], s, labels=[40, 10, 30, 20])
 
 
 @pytest.mark.parametrize("call, match", [

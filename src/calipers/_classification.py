@@ -1174,7 +1174,9 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
         ``k >= C`` gives 1 (every label is in the top k) with an
         :class:`UndefinedMetricWarning`, as scikit-learn warns.
     labels : list, optional
-        Label of each column. Default, eagerly: the sorted distinct values of
+        Label of each column, sorted (scikit-learn's rule: the columns follow
+        the sorted labels, as ``predict_proba`` orders classes; unsorted
+        ``labels`` raise). Default, eagerly: the sorted distinct values of
         ``y_true`` (scikit-learn's rule), which must be C of them (otherwise
         ``labels`` is required); under ``jit``: ``0..C-1``. String labels
         are accepted eagerly.
@@ -1184,14 +1186,16 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     Returns a 0-d float; NaN with an :class:`UndefinedMetricWarning` when the
     total weight is zero.
 
-    Raises ``ValueError`` for a ``y_true`` label not in ``labels``, ``k`` not a
-    positive integer, NaN/inf scores, shape errors; under ``jit`` invalid input
-    gives NaN.
+    Raises ``ValueError`` for a ``y_true`` label not in ``labels``, unsorted
+    ``labels``, ``k`` not a positive integer, NaN/inf scores, shape errors;
+    under ``jit`` invalid input gives NaN.
     """
     k = V.positive_int(k, "k")
     y_true = V.column_or_1d(y_true)  # an (n, 1) column is 1-D (scikit-learn's column_or_1d)
     C = 2 if np.ndim(y_score) == 1 else (np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0)
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
+        if labels is not None:
+            V.check_ordered_labels(V._host_labels(labels, "labels"))
         classes, (y_true,) = V.encode_labels(y_true, labels=labels)
         labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight,
@@ -1203,7 +1207,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     yt, invalid = _check_label_scores(yt, s, w, xp, traced)
     # scikit-learn's rules, in its words where its tests match them
     if labels is not None:
-        lab = _static_labels(labels)
+        lab = V.check_ordered_labels(_static_labels(labels))
         if lab.shape[0] != C:
             raise ValueError(f"Number of given labels ({lab.shape[0]}) not equal to the number "
                              f"of classes in 'y_score' ({C}).")

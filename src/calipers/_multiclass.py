@@ -61,7 +61,9 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     sample_weight : array (n,), optional
         Non-negative weights (also for 'ovo', where scikit-learn refuses them).
     labels : list, optional
-        Label of each column (unique, any order). Default, eagerly: the sorted
+        Label of each column (unique and sorted: the columns follow the sorted
+        labels, as ``predict_proba`` orders classes; unsorted ``labels`` raise,
+        as in scikit-learn). Default, eagerly: the sorted
         distinct labels of ``y_true`` (scikit-learn's rule; strings too), which
         must be C of them; under ``jit``: ``0..C-1``.
 
@@ -79,8 +81,8 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     ValueError
         Shapes (``y_score`` not (n, C) with C >= 2, lengths that differ), empty
         input, NaN/inf scores, negative weights, a ``y_true`` label not in
-        ``labels``, ``labels`` not unique or not one per column, a number of
-        distinct ``y_true`` labels other than C without ``labels``, unknown
+        ``labels``, ``labels`` not unique, not sorted or not one per column, a
+        number of distinct ``y_true`` labels other than C without ``labels``, unknown
         ``multi_class``/``average`` (messages in scikit-learn's words). Under
         ``jit`` invalid input gives NaN.
     NotImplementedError
@@ -88,7 +90,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
 
     Differences from scikit-learn: scores need not sum to 1 over classes
     (scikit-learn requires probabilities; the AUCs are defined without it);
-    ``labels`` need not be sorted; weights are supported for 'ovo'; absent
+    weights are supported for 'ovo'; absent
     classes are left out of averages instead of making them NaN.
     """
     # scikit-learn's option rules and wording (its tests match these messages)
@@ -188,13 +190,13 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
 def _column_labels(yt, labels, C):
     """The label of each score column, with scikit-learn's rules and messages.
 
-    ``labels`` given: unique, one per column (order free: calipers does not
-    require them sorted). Otherwise the sorted distinct values of ``yt`` (a
+    ``labels`` given: unique, sorted, one per column. Otherwise the sorted distinct values of ``yt`` (a
     NumPy array; scikit-learn's rule), which must be ``C`` of them; under
     ``jit`` (``yt`` None) the columns are ``0..C-1``.
     """
     if labels is not None:
         lab = V._host_labels(labels, "labels") if V.is_text(labels) else _static_labels(labels)
+        V.check_ordered_labels(lab)
         if lab.shape[0] != C:
             raise ValueError(f"Number of given labels, {lab.shape[0]}, not equal to the number "
                              f"of columns in 'y_score', {C}")

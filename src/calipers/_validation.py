@@ -402,6 +402,24 @@ def _host_labels(x, name):
     return arr
 
 
+def check_ordered_labels(lab, name="labels"):
+    """Refuse column labels that are not in sorted order (scikit-learn's rule).
+
+    Where ``labels`` names the columns of a score matrix, the columns follow
+    the sorted labels, as a classifier's ``predict_proba`` orders its classes
+    (``classes_`` is sorted). An unsorted list is therefore either a typo or a
+    score matrix whose columns do not match the labels: both are refused,
+    never read in the given order. (``log_loss`` and ``brier_score_loss``
+    follow scikit-learn there too: a warning, and the sorted order.)
+    """
+    srt = np.sort(lab)
+    if not np.array_equal(srt, lab):
+        raise ValueError(f"Parameter '{name}' must be ordered: the columns of y_score follow "
+                         f"the sorted labels, got {lab.tolist()}; pass {name}="
+                         f"{srt.tolist()} with the score columns in that order")
+    return lab
+
+
 def densify(x):
     """A SciPy sparse matrix/array (scikit-learn's multilabel input) as a dense NumPy array."""
     if hasattr(x, "toarray") and hasattr(x, "nnz"):
