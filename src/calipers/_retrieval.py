@@ -498,60 +498,81 @@ class _Dense(_PerQuery):
         return self._rel
 
     def _top(self, k):
-        """The top k of each row in order, with their tie groups: ``(kk, P, pad, lo, hi)``.
+        """The top k of each row in order, with their tie groups: ``(kk, P, pad, lo, hi, bd)``.
 
         A partition by value gives each row's k-th largest score ``vk``; one
-        comparison pass finds the candidates, the entries scoring ``>= vk``
-        (exactly k per row unless a tie group straddles position k). They sit
-        in a (Q, c) block ``P`` of flat positions, each row sorted by score
-        descending; rows with fewer than c candidates are padded (``pad``
-        True) after their last one. ``lo``/``hi`` are the first and last
-        column of each entry's tie group; the boundary group (score ``vk``)
-        may end past column k, which the weights clip (``min(., k)``).
+        comparison pass finds the candidates, the entries scoring ``>= vk``.
+        Usually there are exactly k per row (no tie group straddles position
+        k): they form a (Q, k) block ``P`` of flat positions, each row sorted
+        by score descending, ``bd`` None. Otherwise the block holds only the
+        entries scoring above ``vk`` (fewer than k per row; rows padded with
+        ``pad`` True after their last one), and ``bd = (positions, rows,
+        n_above, m)`` describes each row's boundary group, the ``m`` entries
+        scoring ``vk``, which share the weights of ranks ``n_above .. k-1``
+        (no order needed). ``lo``/``hi`` are the first and last column of each
+        block entry's tie group (None when there is no tie in the block).
         """
         L = self.S.shape[1]
         kk = L if k is None else min(k, L)
         if kk not in self._part:
             Sm = self.S
             Q = Sm.shape[0]
-            pad = None
+            pad = bd = None
             if kk == L:
                 P = np.arange(Q * L, dtype=np.int64).reshape(Q, L)
+                X = Sm
             else:
                 vk = np.partition(Sm, L - kk, axis=1)[:, L - kk]
                 p = np.flatnonzero(Sm >= vk[:, None])
+                x = Sm.reshape(-1)[p]
                 if p.shape[0] == Q * kk:        # no tie group straddles position k
-                    P = p.reshape(Q, kk)
+                    P, X = p.reshape(Q, kk), x.reshape(Q, kk)
                 else:
                     rows = p // L
-                    cnt = np.bincount(rows, minlength=Q)
-                    c = int(cnt.max())
-                    # right-aligned: pads first, so a stable ascending sort keeps them
-                    # below the row's smallest candidate, and last once reversed
-                    col = np.arange(p.shape[0]) - np.repeat(np.cumsum(cnt) - cnt, cnt) \
-                        + np.repeat(c - cnt, cnt)
-                    P = np.full((Q, c), -1, dtype=np.int64)
-                    P[rows, col] = p
-                    pad = P < 0
-                    P[pad] = 0                       # any valid position: masked below
-            X = Sm.reshape(-1)[P]
+                    above = x > vk[rows]
+                    ra, pa = rows[above], p[above]
+                    n_above = np.bincount(ra, minlength=Q)
+                    eq = ~above
+                    bd = (p[eq], rows[eq], n_above, np.bincount(rows[eq], minlength=Q))
+                    c = max(int(n_above.max()), 1)
+                    # rows left-aligned in a (Q, c) block; pads score vk, below every
+                    # entry of their row, so they sort last
+                    dest = np.arange(pa.shape[0]) + np.repeat(
+                        np.arange(Q, dtype=np.int64) * c - (np.cumsum(n_above) - n_above),
+                        n_above)
+                    P = np.zeros(Q * c, dtype=np.int64)
+                    P[dest] = pa
+                    X = np.repeat(vk, c)
+                    X[dest] = x[above]
+                    pad = np.ones(Q * c, dtype=bool)
+                    pad[dest] = False
+                    P, X, pad = P.reshape(Q, c), X.reshape(Q, c), pad.reshape(Q, c)
+            Q, c = P.shape
+            # each row's descending order as flat indices into the (Q, c) block: plain
+            # 1-D gathers (take_along_axis builds a 2-D fancy index, several times slower)
+            order = np.argsort(X, axis=1)
+            order += (np.arange(Q, dtype=order.dtype) * c)[:, None]
+            order = order[:, ::-1].reshape(-1)
+            P = P.reshape(-1)[order].reshape(Q, c)
+            X = X.reshape(-1)[order]
             if pad is not None:
-                X = np.where(pad, vk[:, None], X)   # the row's smallest candidate score
-            order = np.argsort(X, axis=1, kind="stable")[:, ::-1]
-            P = np.take_along_axis(P, order, axis=1)
-            X = np.take_along_axis(X, order, axis=1)
-            c = P.shape[1]
-            new = np.ones(P.shape, dtype=bool)
-            np.not_equal(X[:, 1:], X[:, :-1], out=new[:, 1:])
-            if pad is not None:
-                pad = np.take_along_axis(pad, order, axis=1)
-                new[:, 1:] |= pad[:, 1:] != pad[:, :-1]     # a pad never joins a tie group
-            ar = np.arange(c)
-            lo = np.maximum.accumulate(np.where(new, ar, 0), axis=1)
-            end = np.ones(P.shape, dtype=bool)
-            end[:, :-1] = new[:, 1:]
-            hi = np.minimum.accumulate(np.where(end, ar, c - 1)[:, ::-1], axis=1)[:, ::-1]
-            self._part[kk] = (kk, P, pad, lo, hi)
+                pad = pad.reshape(-1)[order].reshape(Q, c)
+            new = np.empty(Q * c, dtype=bool)          # first entry of a tie group
+            new[0] = True
+            np.not_equal(X[1:], X[:-1], out=new[1:])
+            new[::c] = True
+            lo = hi = None                              # no ties: column j is rank j
+            if not new.all():
+                # group bounds by 1-D running max/min (every row starts a group, so
+                # none crosses a row), as columns
+                ar = np.arange(Q * c)
+                lo = np.maximum.accumulate(np.where(new, ar, 0))
+                end = np.empty_like(new)
+                end[:-1] = new[1:]
+                end[-1] = True
+                hi = np.minimum.accumulate(np.where(end, ar, Q * c - 1)[::-1])[::-1]
+                lo, hi = (lo % c).reshape(Q, c), (hi % c).reshape(Q, c)
+            self._part[kk] = (kk, P, pad, lo, hi, bd)
         return self._part[kk]
 
     def top_sum(self, V_at, W, k):
@@ -559,12 +580,20 @@ class _Dense(_PerQuery):
 
         ``V_at(flat positions)`` gives the per-row values where they are needed.
         """
-        kk, P, pad, lo, hi = self._top(k)
-        w = (W[np.minimum(hi + 1, kk)] - W[np.minimum(lo, kk)]) / (hi - lo + 1)
+        kk, P, pad, lo, hi, bd = self._top(k)
         v = V_at(P)
         if pad is not None:
             v = np.where(pad, 0.0, v)
-        return (v * w).sum(axis=1)
+        if lo is None:                  # no ties in the block: column j has rank j
+            out = v @ np.diff(W[:P.shape[1] + 1])
+        else:
+            w = (W[np.minimum(hi + 1, kk)] - W[np.minimum(lo, kk)]) / (hi - lo + 1)
+            out = (v * w).sum(axis=1)
+        if bd is not None:              # the boundary group: m entries share ranks n_above..k-1
+            pe, re, n_above, m = bd
+            bsum = np.bincount(re, weights=V_at(pe), minlength=P.shape[0])
+            out = out + bsum / m * (W[kk] - W[n_above])
+        return out
 
     def _gain_rows(self):
         return self._gain_at
