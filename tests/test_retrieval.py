@@ -766,3 +766,20 @@ def test_numpy_fast_path_other_id_layouts_fall_back_correctly(layout):
             a = R.recall_at_k(y, s, q, k=3, **kw)
             b = R.recall_at_k(y, s, q.astype(float), k=3, **kw)   # the segment sort
         np.testing.assert_allclose(a.values, b.values, rtol=1e-12, atol=1e-12)
+
+
+def test_numpy_fast_path_every_row_one_tie_group_and_strided_input():
+    """Every row one tie group (nothing scores above the k-th score: the top-k block is all
+    padding) and a transposed (non-contiguous) 2-D input, against the segment sort and the
+    closed form: with all scores tied, DCG@k = sum(gains) / L * sum_{r<k} 1/log2(r+2)."""
+    rng = np.random.default_rng(33)
+    y = rng.integers(-1, 4, (15, 7))
+    s = np.ones((15, 7))
+    d = _dense_equals_general((y, s, None), (1, 3, 7, 9, None))
+    disc = 1 / np.log2(np.arange(7) + 2)
+    for k in (1, 3, 7):
+        np.testing.assert_allclose(d.dcg(k), np.maximum(y, 0).sum(1) / 7 * disc[:k].sum(),
+                                   rtol=1e-13)
+    yt, st_ = rng.integers(0, 3, (9, 20)).T, np.round(rng.normal(size=(9, 20)), 1).T
+    assert not st_.flags.c_contiguous
+    _dense_equals_general((yt, st_, None), (1, 4, 9, None))
