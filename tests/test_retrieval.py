@@ -735,8 +735,10 @@ def test_numpy_fast_path_ideal_dcg_from_grade_counts(top):
 
 def test_equal_runs_recognises_only_increasing_runs_of_one_length():
     from calipers._retrieval import _equal_runs
-    ids, L = _equal_runs(np.repeat(np.array([2, 5, 9]), 4))
+    q = np.repeat(np.array([2, 5, 9]), 4)
+    ids, L = _equal_runs(q)
     assert L == 4 and ids.tolist() == [2, 5, 9]
+    assert not np.shares_memory(ids, q)            # query_ids never alias the input
     ids, L = _equal_runs(np.full(7, 3))
     assert L == 7 and ids.tolist() == [3]
     for q in ([0, 0, 1, 1, 1, 2], [1, 1, 0, 0], [0, 0, 1, 1, 0, 0], [0, 0, 1, 2, 2, 2],

@@ -397,7 +397,7 @@ def _equal_runs(q):
     first = A[:, 0]
     if not (np.all(first[1:] > first[:-1]) and np.all(A == first[:, None])):
         return None
-    return first, L
+    return first.copy(), L          # a copy: the result must not alias the caller's ids
 
 
 class _Dense(_PerQuery):
