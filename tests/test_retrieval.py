@@ -731,6 +731,10 @@ def test_numpy_fast_path_ideal_dcg_from_grade_counts(top):
     # exponential gains of grade 20 (2**20) leave float noise above 1e-12 in either path
     for gain in ("linear", "exponential") if top < 10 else ("linear",):
         _dense_equals_general((y, s, None), (1, 10, 99, 100, 101, None), gain=gain)
+    for dt in (np.uint64, np.uint8, np.int8):         # other integer dtypes, same routes
+        if np.iinfo(dt).max >= top:
+            yd = np.maximum(y, 0).astype(dt)
+            _dense_equals_general((yd, s, None), (1, 10, None))
 
 
 def test_equal_runs_recognises_only_increasing_runs_of_one_length():

@@ -634,7 +634,7 @@ class _Dense(_PerQuery):
                     shifts = np.arange(top - 1, -1, -1, dtype=np.int64) * b   # grades top .. 1
                     cnt = (packed[:, None] >> shifts) & ((1 << b) - 1)
                 elif 0 < top and Q * (top + 1) <= 4 * Y.size + 1024:
-                    G = np.maximum(Y, 0)
+                    G = np.maximum(Y, 0).astype(np.int64, copy=False)   # uint64 + int64: float
                     cnt = np.bincount((np.arange(Q, dtype=np.int64)[:, None] * (top + 1)
                                        + G).reshape(-1), minlength=Q * (top + 1))
                     cnt = cnt.reshape(Q, top + 1)[:, :0:-1]      # grades top .. 1
