@@ -668,3 +668,124 @@ def test_numpy_fast_path_top_k_with_ties_above_the_kth_score(k):
     # up to 100 terms summed in another order: the suite's float64 agreement, 1e-12
     np.testing.assert_allclose(dense.dcg(k), general.dcg(k), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dense.hits(k), general.hits(k), rtol=1e-12, atol=1e-12)
+
+
+def _dense_equals_general(args, ks, **kw):
+    """Every piece the dense path serves equals the segment sort's (float64 agreement 1e-12)."""
+    from calipers._retrieval import _Dense, _Ranking
+    dense = _Dense.build(*args, ties="average", doc_id=None, retrieved=None, **kw)
+    assert dense is not None
+    general = _Ranking(*args, **kw)
+    for k in ks:
+        np.testing.assert_allclose(dense.dcg(k), general.dcg(k), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dense.idcg(k), general.idcg(k), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(dense.hits(k), general.hits(k), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(dense.n_rel(), general.n_rel())
+    np.testing.assert_array_equal(dense.no_gain(), general.no_gain())
+    np.testing.assert_array_equal(dense.ss.query_ids, general.ss.query_ids)
+    return dense
+
+
+@pytest.mark.parametrize("score_kind", ["float", "int", "float32"])
+@pytest.mark.parametrize("gain", ["linear", "exponential"])
+def test_numpy_fast_path_flat_equal_runs_with_ties_straddling_k(score_kind, gain):
+    """Flat ids in equal runs (the reshape route): tie groups straddling position k (rows
+    padded to the longest candidate list), rows of one score, k beyond the list length,
+    negative grades, a query without relevant documents; against the segment sort."""
+    rng = np.random.default_rng(31)
+    Q, L = 40, 12
+    q = np.repeat(np.arange(Q) * 3 + 7, L)
+    y = rng.integers(-1, 4, Q * L)
+    y[q == 10] = np.minimum(y[q == 10], 0)
+    s = rng.integers(0, 4, Q * L).astype(float)
+    s[(q >= 20) & (q < 30)] = 1.5                         # whole rows tied
+    s[q == 40] = rng.normal(size=L)                       # one row without ties
+    if score_kind == "int":
+        s = (s * 2).astype(np.int64)
+    elif score_kind == "float32":
+        s = s.astype(np.float32)
+    for kw in ({"gain": gain}, {"relevance_level": 2}, {"relevance_level": 0}):
+        if "relevance_level" in kw and gain == "exponential":
+            continue
+        _dense_equals_general((y, s, q), (1, 2, 5, 11, 12, 13, 40, None), **kw)
+    with pytest.warns(UndefinedMetricWarning, match="ndcg is undefined for 1 of 40"):
+        r = R.ndcg(y, s, q, k=5, gain=gain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        ref = R.ndcg(y, s, q.astype(float), k=5, gain=gain)     # float ids: the segment sort
+    assert np.isnan(r.values[q[::L] == 10]).all() and r.n_undefined == 1
+    np.testing.assert_allclose(r.values, ref.values, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(r.query_ids, q[::L])
+
+
+@pytest.mark.parametrize("top", [1, 4, 5, 9, 20, 10**6])
+def test_numpy_fast_path_ideal_dcg_from_grade_counts(top):
+    """Integer grades: the ideal DCG from per-row grade counts (packed in one int32 or int64
+    row sum up to 62 bits, else one bincount, else a sort), against the segment sort."""
+    rng = np.random.default_rng(top)
+    Q, L = 30, 100
+    y = rng.integers(-2, top + 1, (Q, L)) * (rng.random((Q, L)) < 0.4)
+    y[3] = 0
+    y[4, 7] = top                                      # a single relevant document
+    s = np.round(rng.normal(size=(Q, L)), 1)
+    # exponential gains of grade 20 (2**20) leave float noise above 1e-12 in either path
+    for gain in ("linear", "exponential") if top < 10 else ("linear",):
+        _dense_equals_general((y, s, None), (1, 10, 99, 100, 101, None), gain=gain)
+    for dt in (np.uint64, np.uint8, np.int8):         # other integer dtypes, same routes
+        if np.iinfo(dt).max >= top:
+            yd = np.maximum(y, 0).astype(dt)
+            _dense_equals_general((yd, s, None), (1, 10, None))
+
+
+def test_equal_runs_recognises_only_increasing_runs_of_one_length():
+    from calipers._retrieval import _equal_runs
+    q = np.repeat(np.array([2, 5, 9]), 4)
+    ids, L = _equal_runs(q)
+    assert L == 4 and ids.tolist() == [2, 5, 9]
+    assert not np.shares_memory(ids, q)            # query_ids never alias the input
+    ids, L = _equal_runs(np.full(7, 3))
+    assert L == 7 and ids.tolist() == [3]
+    for q in ([0, 0, 1, 1, 1, 2], [1, 1, 0, 0], [0, 0, 1, 1, 0, 0], [0, 0, 1, 2, 2, 2],
+              [0, 0, 1, 0]):
+        assert _equal_runs(np.asarray(q)) is None, q
+
+
+@pytest.mark.parametrize("layout", ["ragged", "shuffled", "descending_runs"])
+def test_numpy_fast_path_other_id_layouts_fall_back_correctly(layout):
+    """Ids that are not increasing equal runs take the grouping route (sorted, padded);
+    padded slots never count as relevant, even with relevance_level <= 0."""
+    rng = np.random.default_rng(32)
+    sizes = rng.integers(1, 15, 25) if layout == "ragged" else np.full(25, 8)
+    q = np.repeat(np.arange(25), sizes)
+    if layout == "descending_runs":
+        q = q.max() - q
+    y = rng.integers(-1, 3, q.shape[0])
+    s = rng.integers(0, 3, q.shape[0]).astype(float)
+    if layout == "shuffled":
+        p = rng.permutation(q.shape[0])
+        q, y, s = q[p], y[p], s[p]
+    for kw in ({}, {"relevance_level": 0}, {"relevance_level": -1}):
+        _dense_equals_general((y, s, q), (1, 3, 8, 14, 30, None), **kw)
+    for kw in ({"relevance_level": 0}, {}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            a = R.recall_at_k(y, s, q, k=3, **kw)
+            b = R.recall_at_k(y, s, q.astype(float), k=3, **kw)   # the segment sort
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-12, atol=1e-12)
+
+
+def test_numpy_fast_path_every_row_one_tie_group_and_strided_input():
+    """Every row one tie group (nothing scores above the k-th score: the top-k block is all
+    padding) and a transposed (non-contiguous) 2-D input, against the segment sort and the
+    closed form: with all scores tied, DCG@k = sum(gains) / L * sum_{r<k} 1/log2(r+2)."""
+    rng = np.random.default_rng(33)
+    y = rng.integers(-1, 4, (15, 7))
+    s = np.ones((15, 7))
+    d = _dense_equals_general((y, s, None), (1, 3, 7, 9, None))
+    disc = 1 / np.log2(np.arange(7) + 2)
+    for k in (1, 3, 7):
+        np.testing.assert_allclose(d.dcg(k), np.maximum(y, 0).sum(1) / 7 * disc[:k].sum(),
+                                   rtol=1e-13)
+    yt, st_ = rng.integers(0, 3, (9, 20)).T, np.round(rng.normal(size=(9, 20)), 1).T
+    assert not st_.flags.c_contiguous
+    _dense_equals_general((yt, st_, None), (1, 4, 9, None))

@@ -378,17 +378,38 @@ class _DenseSegments(NamedTuple):
     query_ids: Any
 
 
+def _equal_runs(q):
+    """``(ids, L)`` when NumPy integer ids come in increasing runs of one common length L.
+
+    The common layout of ranking data (every query with the same number of
+    documents, rows grouped): one comparison pass, no run-length encoding.
+    None otherwise (the caller then groups the general way).
+    """
+    n = q.shape[0]
+    head = q[:min(n, 1 << 16)]
+    j = np.flatnonzero(head != head[0])
+    if j.shape[0] == 0:
+        return (q[:1], n) if head.shape[0] == n else None
+    L = int(j[0])
+    if n % L:
+        return None
+    A = q.reshape(-1, L)
+    first = A[:, 0]
+    if not (np.all(first[1:] > first[:-1]) and np.all(A == first[:, None])):
+        return None
+    return first.copy(), L          # a copy: the result must not alias the caller's ids
+
+
 class _Dense(_PerQuery):
     """NumPy layout for DCG/NDCG/P@k/recall@k with averaged ties: a padded (Q, L) block.
 
     Used for 2-D input and for flat input of integer query ids (grouped, then
     padded to the longest query by :func:`calipers._segments.pad_segments` when
     that stays small). The formulas are :class:`_PerQuery`'s; only the two sums
-    differ. Only the top k of each query are
-    ordered: one partial sort (``argpartition``) per row finds them, the tie
-    group straddling position k is found by comparing with the k-th largest
-    score, and only the k leading columns are sorted. Same values as
-    :class:`_Ranking` (tested against it), several times faster.
+    differ. Only the top k of each query are ordered (see :meth:`_top`), and
+    per-row values are read at those positions only; the ideal DCG of integer
+    relevance comes from per-row counts of each grade, with no sort. Same
+    values as :class:`_Ranking` (tested against it), several times faster.
     """
 
     @classmethod
@@ -412,6 +433,12 @@ class _Dense(_PerQuery):
         else:
             if nseg is not None:
                 return None
+            runs = _equal_runs(q) if q.dtype.kind in "iu" else None
+            if runs is not None:
+                qids, L = runs
+                Q = qids.shape[0]
+                Y, Sm = y.reshape(Q, L), s.reshape(Q, L)
+                return cls(Y, Sm, qids, gain, relevance_level)
             gs = S.grouped_sizes_numpy(q)
             if gs is None and q.dtype.kind in "iu":
                 perm = S.argsort_ints(q)    # group the rows (order inside a query is irrelevant)
@@ -427,7 +454,9 @@ class _Dense(_PerQuery):
                 Y, Sm = y.reshape(Q, L), s.reshape(Q, L)
             elif Q * L <= 4 * n + 1024:
                 starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-                Y = S.pad_segments(y.astype(np.float64), starts, sizes, L, np, fill=0.0)[0]
+                # relevance -inf: gain 0 and never relevant, whatever relevance_level
+                Y = S.pad_segments(y.astype(np.float64), starts, sizes, L, np,
+                                   fill=-np.inf)[0]
                 Sm = S.pad_segments(s.astype(np.float64), starts, sizes, L, np,
                                     fill=-np.inf)[0]
             else:
@@ -440,23 +469,27 @@ class _Dense(_PerQuery):
         self.invalid = np.False_
         self.traced = False
         self.dev = "cpu"
-        if Y.dtype.kind in "iu" and gain == "linear":
-            # Integer gains: exact, and small ranges sort fastest as int16.
-            lo_, hi_ = (int(Y.min()), int(Y.max())) if Y.size else (0, 0)
-            G = Y if lo_ >= 0 else np.maximum(Y, 0)
-            if hi_ < 2**15:
-                G = G.astype(np.int16)
-        else:
-            G = np.maximum(Y.astype(np.float64, copy=False), 0.0)
-            if gain == "exponential":
-                G = np.exp2(G) - 1.0
-        self.G, self.S = G, Sm
-        self.Y, self.level = Y, relevance_level
+        # C order once: values are read at flat positions (a strided view would copy per read)
+        self.Y, self.S = np.ascontiguousarray(Y), np.ascontiguousarray(Sm)
+        self.gain, self.level = gain, relevance_level
         self._rel = None
         self._part = {}
         L = Y.shape[1]
         self.D = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(L) + 2.0))])
         self.C = np.arange(L + 1, dtype=np.float64)
+
+    def _gain_of(self, y):
+        g = np.maximum(y.astype(np.float64, copy=False), 0.0)  # negative relevance: gain 0
+        return np.exp2(g) - 1.0 if self.gain == "exponential" else g
+
+    def _gain_at(self, idx):
+        """Gains at flat positions ``idx`` of the (Q, L) block."""
+        return self._gain_of(self.Y.reshape(-1)[idx])
+
+    def _rel_at(self, idx):
+        y = self.Y.reshape(-1)[idx]
+        lv = self.level
+        return (y > 0 if lv is None else y >= lv).astype(np.float64)
 
     def rel(self):
         if self._rel is None:
@@ -465,68 +498,108 @@ class _Dense(_PerQuery):
         return self._rel
 
     def _top(self, k):
-        """The documents ranked above the k-th largest score, in order, and the boundary group.
+        """The top k of each row in order, with their tie groups: ``(kk, P, pad, lo, hi, bd)``.
 
-        ``argpartition`` finds the k largest scores of each row; only those k
-        columns are sorted. Rows scoring above the k-th largest score ``vk``
-        (fewer than k) get their exact tie groups; the tie group at position k
-        is every row with score ``vk`` (it may extend past position k).
+        A partition by value gives each row's k-th largest score ``vk``; one
+        comparison pass finds the candidates, the entries scoring ``>= vk``.
+        Usually there are exactly k per row (no tie group straddles position
+        k): they form a (Q, k) block ``P`` of flat positions, each row sorted
+        by score descending, ``bd`` None. Otherwise the block holds only the
+        entries scoring above ``vk`` (fewer than k per row; rows padded with
+        ``pad`` True after their last one), and ``bd = (positions, rows,
+        n_above, m)`` describes each row's boundary group, the ``m`` entries
+        scoring ``vk``, which share the weights of ranks ``n_above .. k-1``
+        (no order needed). ``lo``/``hi`` are the first and last column of each
+        block entry's tie group (None when there is no tie in the block).
         """
         L = self.S.shape[1]
         kk = L if k is None else min(k, L)
         if kk not in self._part:
-            S = self.S
-            Q = S.shape[0]
-            # the k largest scores of each row, sorted (values only: a partition of
-            # values is several times faster than argpartition)
-            vs = np.partition(S, L - kk, axis=1)[:, L - kk:] if kk < L else S
-            vs = np.sort(vs, axis=1)[:, ::-1]
-            vk = vs[:, kk - 1]
-            eq = S == vk[:, None]
-            m = eq.sum(axis=1)
-            above = vs > vk[:, None]
-            n_above = above.sum(axis=1)
-            # flat positions of the (fewer than k) entries above the k-th largest score,
-            # by row then score descending, in the first n_above columns of each row
-            p = np.flatnonzero(S > vk[:, None])
-            rows = p // L
-            # order by (row, score descending): the rank of each entry among its row's
-            # top values (count of greater ones, < k comparisons each) makes one integer
-            # key; NumPy's stable sort of integers is a radix sort (no float lexsort).
-            # Tied entries keep their column order; a tie group's slots share one weight.
-            x = S.reshape(-1)[p]
-            rank = (vs[rows] > x[:, None]).sum(axis=1)
-            p = p[np.argsort(rows * kk + rank, kind="stable")]
-            F = np.full((Q, kk), -1, dtype=np.int64)
-            F[rows, np.arange(p.shape[0]) - np.repeat(np.cumsum(n_above) - n_above,
-                                                      n_above)] = p
-            new = np.ones(vs.shape, dtype=bool)
-            np.not_equal(vs[:, 1:], vs[:, :-1], out=new[:, 1:])
-            ar = np.arange(kk)
-            lo = np.maximum.accumulate(np.where(new, ar, 0), axis=1)
-            end = np.ones(vs.shape, dtype=bool)
-            end[:, :-1] = new[:, 1:]
-            hi = np.minimum.accumulate(np.where(end, ar, kk - 1)[:, ::-1], axis=1)[:, ::-1]
-            self._part[kk] = (kk, F, eq, m, n_above, lo, hi)
+            Sm = self.S
+            Q = Sm.shape[0]
+            pad = bd = None
+            if kk == L:
+                P = np.arange(Q * L, dtype=np.int64).reshape(Q, L)
+                X = Sm
+            else:
+                vk = np.partition(Sm, L - kk, axis=1)[:, L - kk]
+                p = np.flatnonzero(Sm >= vk[:, None])
+                x = Sm.reshape(-1)[p]
+                if p.shape[0] == Q * kk:        # no tie group straddles position k
+                    P, X = p.reshape(Q, kk), x.reshape(Q, kk)
+                else:
+                    rows = p // L
+                    above = x > vk[rows]
+                    ra, pa = rows[above], p[above]
+                    n_above = np.bincount(ra, minlength=Q)
+                    eq = ~above
+                    bd = (p[eq], rows[eq], n_above, np.bincount(rows[eq], minlength=Q))
+                    c = max(int(n_above.max()), 1)
+                    # rows left-aligned in a (Q, c) block; pads score vk, below every
+                    # entry of their row, so they sort last
+                    dest = np.arange(pa.shape[0]) + np.repeat(
+                        np.arange(Q, dtype=np.int64) * c - (np.cumsum(n_above) - n_above),
+                        n_above)
+                    P = np.zeros(Q * c, dtype=np.int64)
+                    P[dest] = pa
+                    X = np.repeat(vk, c)
+                    X[dest] = x[above]
+                    pad = np.ones(Q * c, dtype=bool)
+                    pad[dest] = False
+                    P, X, pad = P.reshape(Q, c), X.reshape(Q, c), pad.reshape(Q, c)
+            Q, c = P.shape
+            # each row's descending order as flat indices into the (Q, c) block: plain
+            # 1-D gathers (take_along_axis builds a 2-D fancy index, several times slower)
+            order = np.argsort(X, axis=1)
+            order += (np.arange(Q, dtype=order.dtype) * c)[:, None]
+            order = order[:, ::-1].reshape(-1)
+            P = P.reshape(-1)[order].reshape(Q, c)
+            X = X.reshape(-1)[order]
+            if pad is not None:
+                pad = pad.reshape(-1)[order].reshape(Q, c)
+            new = np.empty(Q * c, dtype=bool)          # first entry of a tie group
+            new[0] = True
+            np.not_equal(X[1:], X[:-1], out=new[1:])
+            new[::c] = True
+            lo = hi = None                              # no ties: column j is rank j
+            if not new.all():
+                # group bounds by 1-D running max/min (every row starts a group, so
+                # none crosses a row), as columns
+                ar = np.arange(Q * c)
+                lo = np.maximum.accumulate(np.where(new, ar, 0))
+                end = np.empty_like(new)
+                end[:-1] = new[1:]
+                end[-1] = True
+                hi = np.minimum.accumulate(np.where(end, ar, Q * c - 1)[::-1])[::-1]
+                lo, hi = (lo % c).reshape(Q, c), (hi % c).reshape(Q, c)
+            self._part[kk] = (kk, P, pad, lo, hi, bd)
         return self._part[kk]
 
-    def _expected_top(self, V, W, k):
-        """Expected sum over the top k positions of V times position weight (prefix W)."""
-        kk, F, eq, m, n_above, lo, hi = self._top(k)
-        valid = F >= 0
-        vv = np.where(valid, V.reshape(-1)[np.where(valid, F, 0)], 0)
-        w = (W[hi + 1] - W[lo]) / (hi - lo + 1)
-        inside = (vv * w).sum(axis=1)
-        boundary = V.sum(axis=1, where=eq) / m * (W[kk] - W[n_above])
-        return inside + boundary
+    def top_sum(self, V_at, W, k):
+        """Expected sum over the top k positions of V times position weight (prefix W).
 
-    top_sum = _expected_top
+        ``V_at(flat positions)`` gives the per-row values where they are needed.
+        """
+        kk, P, pad, lo, hi, bd = self._top(k)
+        v = V_at(P)
+        if pad is not None:
+            v = np.where(pad, 0.0, v)
+        if lo is None:                  # no ties in the block: column j has rank j
+            out = v @ np.diff(W[:P.shape[1] + 1])
+        else:
+            w = (W[np.minimum(hi + 1, kk)] - W[np.minimum(lo, kk)]) / (hi - lo + 1)
+            out = (v * w).sum(axis=1)
+        if bd is not None:              # the boundary group: m entries share ranks n_above..k-1
+            pe, re, n_above, m = bd
+            bsum = np.bincount(re, weights=V_at(pe), minlength=P.shape[0])
+            out = out + bsum / m * (W[kk] - W[n_above])
+        return out
 
     def _gain_rows(self):
-        return self.G
+        return self._gain_at
 
     def _rel_rows(self):
-        return self.rel()
+        return self._rel_at
 
     def _disc_prefix(self):
         return self.D
@@ -537,35 +610,48 @@ class _Dense(_PerQuery):
     def _ideal(self):
         """Gains of each row sorted descending (the ideal ranking), computed once."""
         if "ideal" not in self._part:
-            self._part["ideal"] = np.sort(self.G, axis=1)[:, ::-1]
+            self._part["ideal"] = np.sort(self._gain_of(self.Y), axis=1)[:, ::-1]
         return self._part["ideal"]
 
     def _levels(self):
-        """Small non-negative integer gains: per row, the count of each positive gain
-        level, highest first, as ``(gains (V,), rows' first rank of each level (Q, V), one
-        past the last (Q, V))``; None for other gains (the ideal ranking is then sorted)."""
+        """Integer relevance: per row, the count of each positive grade, highest first, as
+        ``(gains (V,), rows' first rank of each grade (Q, V), one past the last (Q, V))``;
+        None for other relevance (the ideal ranking is then sorted)."""
         if "levels" not in self._part:
-            G, got = self.G, None
-            if G.dtype.kind in "iu" and G.size:
-                top = int(G.max())
-                Q = G.shape[0]
-                if 0 < top and Q * (top + 1) <= 4 * G.size + 1024:
+            Y, got = self.Y, None
+            if Y.dtype.kind in "iu" and Y.size:
+                top = int(Y.max())
+                Q, L = Y.shape
+                b = L.bit_length()                   # a row's count of one grade fits b bits
+                cnt = None
+                if 0 < top and top * b <= 62:
+                    # one gather and one row sum: grade v >= 1 adds 1 to bit field v-1 of
+                    # the row's packed counts; 'clip' maps negative grades to entry 0 (none)
+                    dt = np.int32 if top * b <= 31 else np.int64
+                    lut = np.zeros(top + 1, dtype=dt)
+                    lut[1:] = [1 << (b * v) for v in range(top)]
+                    packed = np.take(lut, Y, mode="clip").sum(axis=1, dtype=np.int64)
+                    shifts = np.arange(top - 1, -1, -1, dtype=np.int64) * b   # grades top .. 1
+                    cnt = (packed[:, None] >> shifts) & ((1 << b) - 1)
+                elif 0 < top and Q * (top + 1) <= 4 * Y.size + 1024:
+                    G = np.maximum(Y, 0).astype(np.int64, copy=False)   # uint64 + int64: float
                     cnt = np.bincount((np.arange(Q, dtype=np.int64)[:, None] * (top + 1)
                                        + G).reshape(-1), minlength=Q * (top + 1))
-                    cnt = cnt.reshape(Q, top + 1)[:, :0:-1]      # levels top .. 1
-                    hi = np.cumsum(cnt, axis=1)
-                    got = (np.arange(top, 0, -1, dtype=np.float64), hi - cnt, hi)
-                elif top == 0:
+                    cnt = cnt.reshape(Q, top + 1)[:, :0:-1]      # grades top .. 1
+                elif top <= 0:
                     got = (np.zeros(0), np.zeros((Q, 0), np.int64), np.zeros((Q, 0), np.int64))
+                if cnt is not None:
+                    hi = np.cumsum(cnt, axis=1)
+                    got = (self._gain_of(np.arange(top, 0, -1)), hi - cnt, hi)
             self._part["levels"] = got
         return self._part["levels"]
 
     def ideal_sum(self, W, k):
-        L = self.G.shape[1]
+        L = self.Y.shape[1]
         kk = L if k is None else min(k, L)
         lv = self._levels()
         if lv is not None:
-            # the ideal ranking holds each level's rows together: gain x its weights
+            # the ideal ranking holds each grade's rows together: gain x its weights
             g, lo, hi = lv
             return (W[np.minimum(hi, kk)] - W[np.minimum(lo, kk)]) @ g
         return self._ideal()[:, :kk] @ np.diff(W[:kk + 1])
@@ -576,7 +662,7 @@ class _Dense(_PerQuery):
     def no_gain(self):   # gains are >= 0: ideal DCG is 0 iff the largest gain is
         lv = self._levels()
         if lv is not None:
-            return lv[2][:, -1] == 0 if lv[2].shape[1] else np.ones(self.G.shape[0], bool)
+            return lv[2][:, -1] == 0 if lv[2].shape[1] else np.ones(self.Y.shape[0], bool)
         return self._ideal()[:, 0] <= 0
 
 
