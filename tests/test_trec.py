@@ -625,6 +625,46 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
             np.testing.assert_array_equal(a.values[name], s.values[name], err_msg=name)
 
 
+def _equal_blocks_trec(rng, n_q=12, m=30, shuffle=False):
+    # every query has m run rows and m judgements (query ids 1..12: string order differs
+    # from numeric order, so the blocks are not in query-code order)
+    rq = np.repeat(np.arange(1, n_q + 1), m)
+    rd = np.concatenate([rng.permutation(40)[:m] for _ in range(n_q)])
+    rs = rng.integers(0, 5, rq.shape[0]) / 4          # ties: docno string order decides
+    jq = np.repeat(np.arange(1, n_q + 1), m)
+    jd = np.concatenate([rng.permutation(45)[:m] for _ in range(n_q)])
+    jr = rng.integers(-1, 4, jq.shape[0])
+    if shuffle:
+        o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
+        rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
+    return (jq, jd, jr), (rq, rd, rs)
+
+
+@pytest.mark.parametrize("seed,equal,shuffle", [(0, False, False), (1, False, True),
+                                                (2, True, False), (3, True, True)])
+def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
+    # The join and the ranking sort each query's rows as one row of a padded 2-D array
+    # (ragged blocks padded; equal blocks copied whole, in query-code order); the same
+    # values as the flat packed sort and as the argsorts, ties and missing queries included.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    qrels, run = _equal_blocks_trec(rng, shuffle=shuffle) if equal else \
+        _int_trec(rng, shuffle=shuffle)
+    for kw in ({}, {"complete_qrels": True}):
+        a = R.evaluate(qrels, run, "all_trec", **kw)
+        for attr in ("_ROW_SORT", "_PACK_BITS"):
+            with monkeypatch.context() as m:
+                m.setattr(T, attr, 0)
+                b = R.evaluate(qrels, run, "all_trec", **kw)
+            assert a.query_ids.tolist() == b.query_ids.tolist()
+            for name in a.values:
+                if name == "relstring":
+                    assert a.values[name].tolist() == b.values[name].tolist()
+                else:
+                    np.testing.assert_array_equal(a.values[name], b.values[name],
+                                                  err_msg=f"{attr} {name}")
+
+
 def test_packed_join_reports_duplicates_as_the_general_join():
     from calipers import retrieval as R
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))

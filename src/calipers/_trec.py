@@ -497,6 +497,29 @@ def _blocks(q, Q):
     return first, int(cnt.max()), perm, cnt
 
 
+# Sort each query's rows as one row of a padded (queries x longest block) array when the
+# padding stays small: many short sorts are several times faster than one long sort of keys
+# that carry the query too. Tests turn it off to compare with the flat sort.
+_ROW_SORT = True
+
+
+def _put_rows(P, col, key, q, first, cnt, L):
+    """Write the keys of grouped rows (query codes ``q``; blocks :func:`_blocks`'s
+    ``first``/``cnt``, longest ``L``) into columns ``col .. col + L - 1`` of ``P`` (queries x
+    columns), query ``q``'s row at offset ``i - first[q]``; ``key`` gets each row's offset
+    added (it is a fresh array)."""
+    Q, W = P.shape
+    if Q and int(cnt.min()) == L:
+        # every block has L rows: block b is rows b*L .. b*L + L - 1, copied whole
+        key = key.reshape(Q, L)
+        key += np.arange(L, dtype=np.int64)
+        np.take(key, first // L, axis=0, out=P[:, col:col + L], mode="clip")
+    else:
+        off = np.arange(key.shape[0], dtype=np.int64) - first[q]
+        key += off
+        P.reshape(-1)[q * W + col + off] = key
+
+
 def _grouped_join(jq, jd, rq, rd, Q):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
@@ -513,6 +536,38 @@ def _grouped_join(jq, jd, rq, rd, Q):
     bj, br = _blocks(jq, Q), _blocks(rq, Q)
     bo = _bits(max(bj[1], br[1]) - 1)
     bd = _bits(span)
+    W = bj[1] + br[1]
+    mask = (1 << bo) - 1
+    if _ROW_SORT and Q * W <= 2 * (nj + nr) + 1024 and \
+            _bits((1 << bd) + W) + 1 + bo <= min(_PACK_BITS, 63):
+        # One row per query: its judgements then its run rows, keys (doc, side, offset);
+        # padding keys are past every doc, a different doc per column (never a match).
+        P = np.empty((Q, W), dtype=np.int64)
+        pads = W if int(br[3].min()) < br[1] else bj[1]    # the run's columns all full?
+        P[:, :pads] = ((1 << bd) + np.arange(pads, dtype=np.int64)) << (1 + bo)
+        for (q, d, (first, big, perm, cnt)), side, col in (
+                ((jq, jd, bj), 0, 0), ((rq, rd, br), 1, bj[1])):
+            if perm is not None:
+                q, d = q[perm], d[perm]
+            key = d.astype(np.int64) - lo      # a fresh array
+            key <<= 1 + bo
+            key += side << bo
+            _put_rows(P, col, key, q, first, cnt, big)
+        P.sort(axis=1)
+        x = P[:, 1:] ^ P[:, :-1]
+        if x.size and int(x.min()) < 1 << bo:     # a pair twice on one side
+            return None
+        m = np.flatnonzero(x < 1 << (bo + 1))
+        q = m // (W - 1)
+        i = m + q          # flat index in P of the judged row of the pair
+        Pf = P.reshape(-1)
+        jrow = bj[0][q] + (Pf[i] & mask)
+        rrow = br[0][q] + (Pf[i + 1] & mask)
+        if bj[2] is not None:
+            jrow = bj[2][jrow]
+        if br[2] is not None:
+            rrow = br[2][rrow]
+        return rrow, jrow, br
     if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
         return None
     # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
@@ -535,7 +590,6 @@ def _grouped_join(jq, jd, rq, rd, Q):
     if x.shape[0] and int(x.min()) < 1 << bo:     # a pair twice on one side
         return None
     m = np.flatnonzero(x < 1 << (bo + 1))
-    mask = (1 << bo) - 1
     km = keys[m]
     q = km >> (bd + 1 + bo)
     jrow = bj[0][q] + (km & mask)
@@ -988,7 +1042,31 @@ def _ranked_rows(ta, Q):
         else _blocks(q, Q)
     bo = _bits(big - 1)
     u = np.uint64
-    if _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
+    if _ROW_SORT and Q * big <= 2 * nr + 1024 and 33 + bo <= min(_PACK_BITS, 63):
+        # one row per query of (score, offset) keys; padding keys past every score
+        if perm is not None:
+            q, s = q[perm], s[perm]
+        P = np.empty((Q, big), dtype=np.int64)
+        full = Q * big == nr
+        if not full:
+            P[...] = ((1 << 32) + np.arange(big, dtype=np.int64)) << bo
+        key = _float32_key(s).astype(np.int64)
+        key <<= bo
+        _put_rows(P, 0, key, q, first, cnt, big)
+        P.sort(axis=1)
+        x = P[:, 1:] ^ P[:, :-1]
+        has_tie = x.size > 0 and int(x.min()) < 1 << bo
+        O = P & ((1 << bo) - 1)
+        O += first[:, None]
+        valid = None if full else np.arange(big) < cnt[:, None]
+        o = O.reshape(-1) if full else O[valid]
+        qs = np.repeat(np.arange(Q, dtype=np.int64), cnt)
+        if perm is not None:
+            o = perm[o]
+        if has_tie:
+            k = P >> bo
+            k = (k.reshape(-1) if full else k[valid]) | (qs << 32)
+    elif _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
         # int64 keys (query, score, offset in the block); offset = row - first[q], the
