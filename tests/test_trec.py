@@ -715,3 +715,17 @@ def test_many_queries_match_pytrec_eval_to_rounding():
     for name, v in res.values.items():
         want = np.array([ref[q][name] for q in res.query_ids])
         np.testing.assert_allclose(v, want, rtol=0, atol=2e-15, err_msg=name)
+
+
+def test_float32_key_orders_scores_descending():
+    # the ranking's packed score key: ascending keys = descending float32 scores, -0.0
+    # tied with 0.0, every key in 0 .. 2**32 - 1
+    rng = np.random.default_rng(5)
+    s = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500),
+                        [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38]])
+    s = s.astype(np.float32)
+    k = T._float32_key(s)
+    assert k.dtype == np.int64 and k.min() >= 0 and k.max() < 2 ** 32
+    i, j = rng.integers(0, s.shape[0], (2, 5000))
+    np.testing.assert_array_equal(k[i] < k[j], s[i] > s[j])
+    np.testing.assert_array_equal(k[i] == k[j], s[i] == s[j])

@@ -1011,10 +1011,15 @@ def _div(a, b):
 
 
 def _float32_key(s):
-    """uint32 keys whose ascending order is the scores' descending order (-0.0 ties 0.0)."""
-    bits = (s + np.float32(0.0)).view(np.uint32)
-    asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
-    return ~asc
+    """int64 keys in ``0 .. 2**32 - 1`` whose ascending order is the float32 scores'
+    descending order (-0.0 ties 0.0)."""
+    i = (s + np.float32(0.0)).view(np.int32)
+    # bits as signed integers, the magnitude bits flipped for negative floats: the same
+    # order as the floats (four passes over 32-bit words)
+    m = i >> 31
+    m &= np.int32(0x7FFFFFFF)
+    m ^= i
+    return np.int64(2 ** 31 - 1) - m
 
 
 def _ranked_rows(ta, Q):
@@ -1050,7 +1055,7 @@ def _ranked_rows(ta, Q):
         full = Q * big == nr
         if not full:
             P[...] = ((1 << 32) + np.arange(big, dtype=np.int64)) << bo
-        key = _float32_key(s).astype(np.int64)
+        key = _float32_key(s)
         key <<= bo
         _put_rows(P, 0, key, q, first, cnt, big)
         P.sort(axis=1)
@@ -1072,7 +1077,7 @@ def _ranked_rows(ta, Q):
         # int64 keys (query, score, offset in the block); offset = row - first[q], the
         # query's part from one table
         key = np.take((np.arange(Q, dtype=np.int64) << (32 + bo)) - first, q)
-        key += _float32_key(s).astype(np.int64) << bo
+        key += _float32_key(s) << bo
         key += np.arange(nr, dtype=np.int64)
         key.sort()
         qs = key >> (32 + bo)
@@ -1137,6 +1142,13 @@ def _range_sums(x, a, b, padded=False):
     return np.where(a < np.asarray(b), got, 0.0)
 
 
+def _prefix_count(mask):
+    """``[0, cumsum(mask)]``: 32-bit counts when they fit (half the memory traffic)."""
+    c = np.zeros(mask.shape[0] + 1, dtype=np.int32 if mask.shape[0] < 2 ** 31 else np.int64)
+    np.cumsum(mask, out=c[1:])
+    return c
+
+
 class _Sub:
     """The ranked rows where ``mask`` holds (relevant rows, rows with a gain), kept in
     ranked order: ``rows`` (ranked positions), ``cnt``/``start`` per query, and the count
@@ -1145,22 +1157,25 @@ class _Sub:
     def __init__(self, L, mask):
         self.L = L
         self.rows = np.flatnonzero(mask)
-        c = np.zeros(mask.shape[0] + 1, dtype=np.int64)
-        np.cumsum(mask, out=c[1:])
+        c = _prefix_count(mask)
         self.prefix = c
         self.cnt = c[L.start + L.nret] - c[L.start]
         self.start = c[L.start]
-        self.q_start = np.repeat(L.start, self.cnt)     # the query's first ranked row
+        self._pos = self._nth = None
 
     @property
     def pos(self):
         """Rank (0-based) of each row within its query."""
-        return self.rows - self.q_start
+        if self._pos is None:
+            self._pos = self.rows - np.repeat(self.L.start, self.cnt)
+        return self._pos
 
     @property
     def nth(self):
         """1-based rank of each row among its query's rows in the subset."""
-        return np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+        if self._nth is None:
+            self._nth = np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+        return self._nth
 
     def top(self, m):
         """Rows of the subset among the first ``m`` ranks of each query."""
@@ -1242,9 +1257,7 @@ class _Lists:
         """At each relevant row: non-relevant rows ranked above it that are not judged
         (code < 0)."""
         sub = self.relsub
-        neg = (self.code < 0) & ~self.rel
-        c = np.zeros(neg.shape[0] + 1, dtype=np.int64)
-        np.cumsum(neg, out=c[1:])
+        c = _prefix_count((self.code < 0) & ~self.rel)
         return c[sub.rows] - np.repeat(c[self.start], sub.cnt)
 
     def total(self, x):
@@ -1429,7 +1442,7 @@ def _trec_values(ta, measures, *, relevance_level):
     """Per-query values of trec_eval's measures (trec_eval's ordering) from one sort."""
     L = _Lists(ta, relevance_level)
     R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
-    rel, pos = L.rel, L.pos
+    rel = L.rel
     res = {}
     for fam, k in measures:
         if fam in ("runid", "num_q"):
@@ -1473,7 +1486,7 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "infAP":
             nj = L.cum((L.code >= 0) & ~rel)
             pu = L.cum(L.code == _UNJUDGED)
-            j = pos.astype(np.float64)
+            j = L.pos.astype(np.float64)
             rs1 = L.relcum - 1.0
             js = np.where(j > 0, j, 1.0)
             eps = _INFAP_EPSILON
@@ -1481,7 +1494,7 @@ def _trec_values(ta, measures, *, relevance_level):
                 ((rs1 + eps) / (rs1 + nj + 2 * eps))
             v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
         elif fam == "binG":
-            v = _div(L.total(rel / np.log2(2.0 + pos + 1.0 - L.relcum)), R)
+            v = _div(L.total(rel / np.log2(2.0 + L.pos + 1.0 - L.relcum)), R)
         elif fam == "iprec_at_recall":
             v = L.iprec(k, _iprec_round)
         elif fam == "11pt_avg":
