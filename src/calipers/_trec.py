@@ -1063,14 +1063,22 @@ def _ranked_rows(ta, Q):
         has_tie = x.size > 0 and int(x.min()) < 1 << bo
         O = P & ((1 << bo) - 1)
         O += first[:, None]
-        valid = None if full else np.arange(big) < cnt[:, None]
-        o = O.reshape(-1) if full else O[valid]
+        o = O.reshape(-1) if full else O[np.arange(big) < cnt[:, None]]
         qs = np.repeat(np.arange(Q, dtype=np.int64), cnt)
         if perm is not None:
             o = perm[o]
         if has_tie:
-            k = P >> bo
-            k = (k.reshape(-1) if full else k[valid]) | (qs << 32)
+            # neighbours that differ only in the offset bits tie on (query, score): their
+            # ranked positions (a row's entries are a prefix of it), then (query, score)
+            tp = np.flatnonzero(x.reshape(-1) < 1 << bo)
+            tq = tp // (big - 1)
+            a = tp + tq * (1 - big) + (np.cumsum(cnt) - cnt)[tq]
+            idx = np.unique(np.concatenate([a, a + 1]))
+            qi = qs[idx]
+            k = (P.reshape(-1)[idx + (qi * big - (np.cumsum(cnt) - cnt)[qi])] >> bo) | (qi << 32)
+            sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
+            o[idx] = o[idx][sub]
+        return (o if first_rows else r[o]), qs, cnt
     elif _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
