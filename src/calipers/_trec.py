@@ -481,9 +481,10 @@ def _bits(x):
 
 def _blocks(q, Q):
     """Rows of each query as one block: ``(first row of each query's block (Q,), largest
-    block, permutation, rows per query (Q,))``; the permutation (a stable sort by query, cheap for a few sorted
-    runs) is None when the rows are grouped by query already. Row ``i`` of the grouped
-    rows is at offset ``i - first[q]`` of its block."""
+    block, permutation, rows per query (Q,), grouped query codes)``; the permutation (a
+    stable sort by query, cheap for a few sorted runs) is None when the rows are grouped by
+    query already. Row ``i`` of the grouped rows is at offset ``i - first[q]`` of its
+    block."""
     cnt = np.bincount(q, minlength=Q)
     perm = None
     heads = np.flatnonzero(q[1:] != q[:-1]) + 1
@@ -494,7 +495,7 @@ def _blocks(q, Q):
     first = np.zeros(Q, dtype=np.int64)
     first[q[heads]] = heads
     first[q[0]] = 0
-    return first, int(cnt.max()), perm, cnt
+    return first, int(cnt.max()), perm, cnt, q
 
 
 # Sort each query's rows as one row of a padded (queries x longest block) array when the
@@ -503,21 +504,22 @@ def _blocks(q, Q):
 _ROW_SORT = True
 
 
-def _put_rows(P, col, key, q, first, cnt, L):
-    """Write the keys of grouped rows (query codes ``q``; blocks :func:`_blocks`'s
-    ``first``/``cnt``, longest ``L``) into columns ``col .. col + L - 1`` of ``P`` (queries x
-    columns), query ``q``'s row at offset ``i - first[q]``; ``key`` gets each row's offset
-    added (it is a fresh array)."""
+def _put_rows(P, col, key, blocks):
+    """Write one key per row (rows in input order, :func:`_blocks` of their query codes)
+    into columns ``col ..`` of ``P`` (queries x columns): query ``q``'s rows, grouped, from
+    column ``col`` of row ``q`` on."""
+    first, L, perm, cnt, q = blocks
     Q, W = P.shape
+    if perm is not None:
+        key = key[perm]
     if Q and int(cnt.min()) == L:
         # every block has L rows: block b is rows b*L .. b*L + L - 1, copied whole
-        key = key.reshape(Q, L)
-        key += np.arange(L, dtype=np.int64)
-        np.take(key, first // L, axis=0, out=P[:, col:col + L], mode="clip")
+        np.take(key.reshape(Q, L), first // L, axis=0, out=P[:, col:col + L], mode="clip")
     else:
-        off = np.arange(key.shape[0], dtype=np.int64) - first[q]
-        key += off
-        P.reshape(-1)[q * W + col + off] = key
+        dest = q * W
+        dest += col - first[q]
+        dest += np.arange(key.shape[0], dtype=np.int64)
+        P.reshape(-1)[dest] = key
 
 
 def _grouped_join(jq, jd, rq, rd, Q):
@@ -536,45 +538,43 @@ def _grouped_join(jq, jd, rq, rd, Q):
     bj, br = _blocks(jq, Q), _blocks(rq, Q)
     bo = _bits(max(bj[1], br[1]) - 1)
     bd = _bits(span)
-    W = bj[1] + br[1]
     mask = (1 << bo) - 1
+    nb = _bits(max(nj, nr) - 1)
+    W = bj[1] + br[1] + 1
     if _ROW_SORT and Q * W <= 2 * (nj + nr) + 1024 and \
-            _bits((1 << bd) + W) + 1 + bo <= min(_PACK_BITS, 63):
-        # One row per query: its judgements then its run rows, keys (doc, side, offset);
-        # padding keys are past every doc, a different doc per column (never a match).
+            _bits((1 << bd) + W) + 1 + nb <= min(_PACK_BITS, 63):
+        # One row per query: its judgements, its run rows, then padding (at least one);
+        # keys (doc, side, row number), so a matched pair names its two rows. Padding keys
+        # are past every doc, a different one per column: never matched, never equal.
         P = np.empty((Q, W), dtype=np.int64)
-        pads = W if int(br[3].min()) < br[1] else bj[1]    # the run's columns all full?
-        P[:, :pads] = ((1 << bd) + np.arange(pads, dtype=np.int64)) << (1 + bo)
-        for (q, d, (first, big, perm, cnt)), side, col in (
-                ((jq, jd, bj), 0, 0), ((rq, rd, br), 1, bj[1])):
-            if perm is not None:
-                q, d = q[perm], d[perm]
+        pad = ((1 << bd) + np.arange(W, dtype=np.int64)) << (1 + nb)
+        if int(br[3].min()) == br[1]:     # the run's columns all filled
+            P[:, :bj[1]] = pad[:bj[1]]
+            P[:, -1] = pad[-1]
+        else:
+            P[...] = pad
+        for d, blocks, side, col in ((jd, bj, 0, 0), (rd, br, 1, bj[1])):
             key = d.astype(np.int64) - lo      # a fresh array
-            key <<= 1 + bo
-            key += side << bo
-            _put_rows(P, col, key, q, first, cnt, big)
+            key <<= 1 + nb
+            key += np.arange(side << nb, (side << nb) + d.shape[0], dtype=np.int64)
+            _put_rows(P, col, key, blocks)
         P.sort(axis=1)
-        x = P[:, 1:] ^ P[:, :-1]
-        if x.size and int(x.min()) < 1 << bo:     # a pair twice on one side
-            return None
-        m = np.flatnonzero(x < 1 << (bo + 1))
-        q = m // (W - 1)
-        i = m + q          # flat index in P of the judged row of the pair
+        # neighbours in the flat order (each row ends with padding): the same doc and side
+        # is a pair twice; the same doc is a judged row followed by its run row
         Pf = P.reshape(-1)
-        jrow = bj[0][q] + (Pf[i] & mask)
-        rrow = br[0][q] + (Pf[i + 1] & mask)
-        if bj[2] is not None:
-            jrow = bj[2][jrow]
-        if br[2] is not None:
-            rrow = br[2][rrow]
-        return rrow, jrow, br
+        x = Pf[1:] ^ Pf[:-1]
+        if int(x.min()) < 1 << nb:
+            return None
+        m = np.flatnonzero(x < 1 << (nb + 1))
+        low = (1 << nb) - 1
+        return Pf[m + 1] & low, Pf[m] & low, br
     if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
         return None
     # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
     # arithmetic: q's part and -first[q] (the offset's base) from one table per side
     keys = np.empty(nj + nr, dtype=np.int64)
     qs = np.arange(Q, dtype=np.int64) << (bd + 1 + bo)
-    for part, (q, d, (first, _, perm, _)), side in (
+    for part, (q, d, (first, _, perm, _, _)), side in (
             (keys[:nj], (jq, jd, bj), 0), (keys[nj:], (rq, rd, br), 1)):
         if perm is not None:
             q, d = q[perm], d[perm]
@@ -1043,39 +1043,37 @@ def _ranked_rows(ta, Q):
         return r[o], q[o], None
     if nr == 0:
         return r, q, None
-    first, big, perm, cnt = ta.run_blocks if first_rows and ta.run_blocks is not None \
-        else _blocks(q, Q)
+    blocks = ta.run_blocks if first_rows and ta.run_blocks is not None else _blocks(q, Q)
+    first, big, perm, cnt, _ = blocks
     bo = _bits(big - 1)
+    nb = _bits(nr - 1)
     u = np.uint64
-    if _ROW_SORT and Q * big <= 2 * nr + 1024 and 33 + bo <= min(_PACK_BITS, 63):
-        # one row per query of (score, offset) keys; padding keys past every score
-        if perm is not None:
-            q, s = q[perm], s[perm]
+    if _ROW_SORT and Q * big <= 2 * nr + 1024 and 33 + nb <= min(_PACK_BITS, 63):
+        # one row per query of (score, row number) keys; padding keys past every score
         P = np.empty((Q, big), dtype=np.int64)
         full = Q * big == nr
         if not full:
-            P[...] = ((1 << 32) + np.arange(big, dtype=np.int64)) << bo
+            P[...] = ((1 << 32) + np.arange(big, dtype=np.int64)) << nb
         key = _float32_key(s)
-        key <<= bo
-        _put_rows(P, 0, key, q, first, cnt, big)
+        key <<= nb
+        key += np.arange(nr, dtype=np.int64)
+        _put_rows(P, 0, key, blocks)
         P.sort(axis=1)
         x = P[:, 1:] ^ P[:, :-1]
-        has_tie = x.size > 0 and int(x.min()) < 1 << bo
-        O = P & ((1 << bo) - 1)
-        O += first[:, None]
+        has_tie = x.size > 0 and int(x.min()) < 1 << nb
+        O = P & ((1 << nb) - 1)
         o = O.reshape(-1) if full else O[np.arange(big) < cnt[:, None]]
         qs = np.repeat(np.arange(Q, dtype=np.int64), cnt)
-        if perm is not None:
-            o = perm[o]
         if has_tie:
-            # neighbours that differ only in the offset bits tie on (query, score): their
+            # neighbours that differ only in the row bits tie on (query, score): their
             # ranked positions (a row's entries are a prefix of it), then (query, score)
-            tp = np.flatnonzero(x.reshape(-1) < 1 << bo)
+            start = np.cumsum(cnt) - cnt
+            tp = np.flatnonzero(x.reshape(-1) < 1 << nb)
             tq = tp // (big - 1)
-            a = tp + tq * (1 - big) + (np.cumsum(cnt) - cnt)[tq]
+            a = tp + tq * (1 - big) + start[tq]
             idx = np.unique(np.concatenate([a, a + 1]))
             qi = qs[idx]
-            k = (P.reshape(-1)[idx + (qi * big - (np.cumsum(cnt) - cnt)[qi])] >> bo) | (qi << 32)
+            k = (P.reshape(-1)[idx + (qi * big - start[qi])] >> nb) | (qi << 32)
             sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
             o[idx] = o[idx][sub]
         return (o if first_rows else r[o]), qs, cnt
