@@ -278,8 +278,13 @@ class TrecArrays:
     run_blocks: Any = None
 
 
+def _every(mask, n):
+    """A row mask, ``None`` meaning every one of the ``n`` rows."""
+    return np.ones(n, bool) if mask is None else mask
+
+
 def _keep(a, mask):
-    return a if mask.all() else a[mask]
+    return a if mask is None else a[mask]
 
 
 def _pair_hash(q, dhash):
@@ -382,7 +387,18 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
         rdoc = _cached(run, rd_s, 1).view(np.int64)
     elif str_docs:
         _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
-    qrel_queries, run_queries = _unique(qq), _unique(rqid)
+    def dense(a):
+        """``(lowest id, id - lowest per row, distinct ids)`` for integer ids of a small span
+        (a count per id, no sort), else None."""
+        d = _dense_span(a)
+        if d is None:
+            return None
+        idx = a - d[0]
+        return d[0], idx, np.flatnonzero(np.bincount(idx, minlength=d[1])) + d[0]
+
+    dq, dr = dense(qq), dense(rqid)
+    qrel_queries = _unique(qq) if dq is None else dq[2]
+    run_queries = _unique(rqid) if dr is None else dr[2]
     if queries is None:
         sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
     else:
@@ -405,25 +421,28 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
 
-    def position(a):
-        """``(output code of each row's query (0 where not selected), selected)``."""
-        if a.shape[0] and sel.shape[0] and _is_int(a):
-            lo, hi = min(int(a.min()), int(sel[0])), max(int(a.max()), int(sel[-1]))
-            if hi - lo < 4 * a.shape[0] + 1_000_000:
-                # a lookup table instead of a binary search per row
-                table = np.full(hi - lo + 1, -1, dtype=np.int64)
-                table[sel - lo] = rank
-                t = table[a - lo]
-                keep = t >= 0
-                return (t if keep.all() else np.maximum(t, 0)), keep
+    def position(a, dn):
+        """``(output code of each row's query (0 where not selected), selected rows or None
+        for all)``."""
+        if dn is not None and sel.shape[0]:
+            # a lookup table (one entry per id in the span) instead of a binary search
+            lo, idx, ids = dn
+            table = np.full(int(ids[-1]) - lo + 1, -1, dtype=np.int64)
+            inside = (sel >= lo) & (sel <= ids[-1])
+            table[sel[inside] - lo] = rank[inside]
+            t = table[idx]
+            if bool(np.all(table[ids - lo] >= 0)):     # every query of a is selected
+                return t, None
+            keep = t >= 0
+            return np.maximum(t, 0), keep
         p = np.searchsorted(sel, a)
         pc = np.minimum(p, max(sel.shape[0] - 1, 0))
-        return rank[pc] if sel.shape[0] else pc, \
-            ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
-             else np.zeros(a.shape[0], bool))
+        keep = (p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0] \
+            else np.zeros(a.shape[0], bool)
+        return rank[pc] if sel.shape[0] else pc, None if keep.all() else keep
 
-    rpos, keep_run = position(rqid)
-    jpos, keep_q = position(qq)
+    rpos, keep_run = position(rqid, dr)
+    jpos, keep_q = position(qq, dq)
     rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
     jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
@@ -443,7 +462,8 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
         run_code = np.full(nr, _NONPOOL, dtype=np.int64)
         run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
     else:
-        hit, rel_run, judged_hit = _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq,
+        hit, rel_run, judged_hit = _sorted_join(qrels, run, _every(keep_q, qq.shape[0]),
+                                                _every(keep_run, rqid.shape[0]), jq, jd, jr, rq,
                                                 rd, jd_s, rd_s)
         run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
     miss = ~judged_hit                                  # judged, not retrieved
@@ -460,7 +480,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64, copy=False)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
     in_run = np.zeros(sel.shape[0], bool)
-    in_run[rq] = True
+    in_run[rank[np.isin(sel, run_queries)]] = True
     pos_rel = jr >= 0
     judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
