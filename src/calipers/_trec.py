@@ -45,7 +45,7 @@ class Qrels:
     docno: np.ndarray    # str (m,)
     rel: np.ndarray      # int64 (m,)
     path: str = ""
-    # string ids factorized once (see _id_codes); filled by the readers and evaluate
+    # ids factorized once (see _id_codes); filled by the readers and evaluate
     ids: Any = field(default=None, repr=False, compare=False)
 
 
@@ -188,9 +188,9 @@ def _heads(a):
 
 
 def _id_codes(qid, docno):
-    """String ids factorized once, when qrels or a run is built: ``(query-id run heads,
-    row -> head, docno hashes)`` (None entries for integer ids)."""
-    qh = None if _is_int(qid) else _heads(qid)
+    """Ids factorized once, when qrels or a run is built: ``((query id of each run of equal
+    consecutive query ids, row -> run), docno hashes (None for integer docnos))``."""
+    qh = _heads(qid)
     dh = None if _is_int(docno) else _str_hash(docno)
     return qh, dh
 
@@ -343,7 +343,8 @@ class _HashCollision(Exception):
 
 def _cached(obj, a, which):
     """``obj.ids[which]`` (computed when ``obj`` was built) when it is for ``a``, else computed."""
-    got = obj.ids[which] if obj.ids is not None and a.dtype.kind == "U" else None
+    own = obj.qid if which == 0 else obj.docno
+    got = obj.ids[which] if obj.ids is not None and a is own else None
     if got is not None:
         return got
     return _heads(a) if which == 0 else _str_hash(a)
@@ -371,13 +372,12 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
 def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs):
     qq, rqid = qrels.qid, run.qid
     names: Any = None
-    if queries is not None or not (_is_int(qq) and _is_int(rqid)):
-        # Codes are ranks in string order from here on; only the first id of each run of
-        # equal consecutive ids is sorted (query ids come grouped).
-        hj, ij = _cached(qrels, _as_str(qq), 0)
-        hr, ir = _cached(run, _as_str(rqid), 0)
-        names, cj, cr = _codes(hj, hr)
-        qq, rqid = cj[ij], cr[ir]
+    # Query ids are handled per run of equal consecutive ids (query ids come grouped): a
+    # few values to sort and look up, then one gather per row.
+    hj, ij = _cached(qrels, qq, 0)
+    hr, ir = _cached(run, rqid, 0)
+    if queries is not None or not (_is_int(hj) and _is_int(hr)):
+        names, hj, hr = _codes(_as_str(hj), _as_str(hr))    # ranks in string order
     jdoc, rdoc = qrels.docno, run.docno
     str_docs = not (_is_int(jdoc) and _is_int(rdoc))
     jd_s = rd_s = None
@@ -387,18 +387,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
         rdoc = _cached(run, rd_s, 1).view(np.int64)
     elif str_docs:
         _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
-    def dense(a):
-        """``(lowest id, id - lowest per row, distinct ids)`` for integer ids of a small span
-        (a count per id, no sort), else None."""
-        d = _dense_span(a)
-        if d is None:
-            return None
-        idx = a - d[0]
-        return d[0], idx, np.flatnonzero(np.bincount(idx, minlength=d[1])) + d[0]
-
-    dq, dr = dense(qq), dense(rqid)
-    qrel_queries = _unique(qq) if dq is None else dq[2]
-    run_queries = _unique(rqid) if dr is None else dr[2]
+    qrel_queries, run_queries = _unique(hj), _unique(hr)
     if queries is None:
         sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
     else:
@@ -421,28 +410,19 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
 
-    def position(a, dn):
+    def position(h, ih):
         """``(output code of each row's query (0 where not selected), selected rows or None
-        for all)``."""
-        if dn is not None and sel.shape[0]:
-            # a lookup table (one entry per id in the span) instead of a binary search
-            lo, idx, ids = dn
-            table = np.full(int(ids[-1]) - lo + 1, -1, dtype=np.int64)
-            inside = (sel >= lo) & (sel <= ids[-1])
-            table[sel[inside] - lo] = rank[inside]
-            t = table[idx]
-            if bool(np.all(table[ids - lo] >= 0)):     # every query of a is selected
-                return t, None
-            keep = t >= 0
-            return np.maximum(t, 0), keep
-        p = np.searchsorted(sel, a)
+        for all)`` from the query id ``h`` of each run of rows and each row's run ``ih``."""
+        p = np.searchsorted(sel, h)
         pc = np.minimum(p, max(sel.shape[0] - 1, 0))
-        keep = (p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0] \
-            else np.zeros(a.shape[0], bool)
-        return rank[pc] if sel.shape[0] else pc, None if keep.all() else keep
+        if not sel.shape[0]:
+            return np.zeros(ih.shape[0], np.int64), np.zeros(ih.shape[0], bool)
+        keep = (p < sel.shape[0]) & (sel[pc] == h)
+        code = rank[pc]
+        return code[ih], None if keep.all() else keep[ih]
 
-    rpos, keep_run = position(rqid, dr)
-    jpos, keep_q = position(qq, dq)
+    rpos, keep_run = position(hr, ir)
+    jpos, keep_q = position(hj, ij)
     rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
     jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
@@ -505,16 +485,20 @@ def _blocks(q, Q):
     stable sort by query, cheap for a few sorted runs) is None when the rows are grouped by
     query already. Row ``i`` of the grouped rows is at offset ``i - first[q]`` of its
     block."""
-    cnt = np.bincount(q, minlength=Q)
     perm = None
-    heads = np.flatnonzero(q[1:] != q[:-1]) + 1
-    if heads.shape[0] + 1 != int(np.count_nonzero(cnt)):
+    if q.shape[0] == 0:
+        z = np.zeros(Q, dtype=np.int64)
+        return z, 0, None, z, q
+    starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
+    if int(np.bincount(q[starts], minlength=Q).max()) > 1:   # a query in two places
         perm = np.argsort(q, kind="stable")
         q = q[perm]
-        heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+        starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
+    # block sizes from the block starts: no count over every row
+    cnt = np.zeros(Q, dtype=np.int64)
+    cnt[q[starts]] = np.diff(np.append(starts, q.shape[0]))
     first = np.zeros(Q, dtype=np.int64)
-    first[q[heads]] = heads
-    first[q[0]] = 0
+    first[q[starts]] = starts
     return first, int(cnt.max()), perm, cnt, q
 
 
@@ -1273,12 +1257,17 @@ class _Lists:
         else:
             jm = ta.judged & (ta.y_true >= 0)
             self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
-        judged_q = np.bincount(self.jq, minlength=Q)
-        self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
+        self._cache: dict = {}
+        lc = self.level_counts()
+        if lc is not None:
+            judged_q = lc.sum(axis=1)
+            self.R = lc[:, max(level, 0):].sum(axis=1)
+        else:
+            judged_q = np.bincount(self.jq, minlength=Q)
+            self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
         self.N = judged_q - self.R                                    # judged non-relevant
         self.relsub = _Sub(self, self.rel)
         self.relret = self.relsub.cnt.astype(np.float64)
-        self._cache: dict = {}
 
     @property
     def pos(self):
@@ -1359,6 +1348,19 @@ class _Lists:
         out[ok] = smax[relrows[relstart[ok] + c[ok] - 1]]
         return out
 
+    def level_counts(self):
+        """Judgements of each query at each relevance level 0 .. highest, ``(Q, levels)``
+        (one count over the judgements serves R, the judged count and the ideal rankings);
+        None when that table would be large."""
+        if "levels" not in self._cache:
+            nlev = int(self.jy.max(initial=0)) + 1
+            lc = None
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                lc = np.bincount(self.jq * nlev + self.jy,
+                                 minlength=self.Q * nlev).reshape(self.Q, nlev)
+            self._cache["levels"] = lc
+        return self._cache["levels"]
+
     # -- gains ---------------------------------------------------------------
     def gain_table(self, params):
         """Gain of each relevance level (0 .. the highest judged level)."""
@@ -1398,15 +1400,13 @@ class _Lists:
         key = ("ideal", params)
         if key not in self._cache:
             table = self.gain_table(params)
-            nlev = table.shape[0]
-            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+            if self.level_counts() is not None:
                 # Per query, the judged count of each level with a positive gain, levels
                 # in gain order (equal gains are interchangeable): the ideal DCG over the
                 # first m ranks is a sum over levels of gain x (discounts of its ranks).
                 by_gain = np.argsort(-table, kind="stable")
                 by_gain = by_gain[table[by_gain] > 0]
-                counts = np.bincount(self.jq * nlev + self.jy, minlength=self.Q * nlev)
-                counts = counts.reshape(self.Q, nlev)[:, by_gain]
+                counts = self.level_counts()[:, by_gain]
                 hi = np.cumsum(counts, axis=1)
                 lo = hi - counts
                 big = int(hi[:, -1].max(initial=0)) if hi.shape[1] else 0
@@ -1435,13 +1435,11 @@ class _Lists:
             table, g = self.gain_table(params), self.row_gains(params)
             top = table.shape[0] - 1
             nlev = top + 1
-            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+            if self.level_counts() is not None:
                 # Ideal ranking without a sort: per query, the judged count of each level,
                 # levels in gain order (descending; equal gains are interchangeable).
                 by_gain = np.argsort(-table, kind="stable")
-                counts = np.bincount(self.jq.astype(np.int64) * nlev + self.jy,
-                                     minlength=self.Q * nlev).reshape(self.Q, nlev)
-                counts = counts[:, by_gain].ravel()
+                counts = self.level_counts()[:, by_gain].ravel()
                 ig = np.repeat(np.tile(table[by_gain], self.Q), counts)
                 iq = np.repeat(np.repeat(np.arange(self.Q), nlev), counts)
             else:
