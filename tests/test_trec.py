@@ -558,9 +558,9 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
     calls = []
     real = T._trec_arrays
 
-    def spy(*args):
+    def spy(*args, **kw):
         calls.append(args[-1])
-        return real(*args)
+        return real(*args, **kw)
 
     monkeypatch.setattr(T, "_trec_arrays", spy)
     monkeypatch.setattr(T, "_str_hash", lambda s: np.zeros(s.shape[0], dtype=np.uint64))

@@ -256,13 +256,14 @@ class TrecArrays:
 
     query_id: np.ndarray   # int64 codes 0..Q-1
     queries: np.ndarray    # str (Q,) query names, sorted
-    y_true: np.ndarray     # int64 relevance (0 for unjudged)
+    y_true: np.ndarray     # int64 relevance (0 for unjudged); None in evaluate's lean join
     y_score: np.ndarray    # float32/float64 score (0 where not retrieved)
     doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first), or the
                            # integer docno (see doc_id_is_string_rank)
     retrieved: np.ndarray  # bool
     in_run: np.ndarray     # bool (Q,): the query appears in the run
-    judged: np.ndarray     # bool: the row's document is in the qrels of its query
+    judged: np.ndarray     # bool: the row's document is in the qrels of its query (None:
+                           # lean join)
     # doc_id is the docno's rank in string order (else: integer docnos themselves, whose
     # string order is found for tied scores only)
     doc_id_is_string_rank: bool = True
@@ -361,15 +362,25 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     pairs are compared as strings; a collision redoes the join on exact codes); the
     docnos' string order is then found only for rows with tied scores.
     """
+    return _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, False)
+
+
+def _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, lean):
+    """:func:`trec_arrays`; ``lean``: the retrieved rows only (see :func:`_trec_arrays`)."""
     if hash_docs:
         try:
-            return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True)
+            return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True,
+                                lean=lean)
         except _HashCollision:   # pragma: no cover - about 1e-7 at 10^6 rows
             pass
-    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False)
+    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False, lean=lean)
 
 
-def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs):
+def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs, *,
+                 lean=False):
+    """The join. ``lean`` (evaluate's trec_eval measures, which read the retrieved rows,
+    ``run_code`` and ``judgements`` only; see :class:`_Lists`): no rows for the judged
+    documents that were not retrieved, and ``y_true`` and ``judged`` are None."""
     qq, rqid = qrels.qid, run.qid
     names: Any = None
     # Query ids are handled per run of equal consecutive ids (query ids come grouped): a
@@ -433,22 +444,33 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     if fast is not None:
         rrow, jrow, run_blocks = fast
         nr, jrel = rq.shape[0], jr[jrow]
-        hit = np.zeros(nr, dtype=bool)
-        hit[rrow] = True
-        rel_run = np.zeros(nr, dtype=np.int64)
-        rel_run[rrow] = jrel
-        judged_hit = np.zeros(jq.shape[0], dtype=bool)
-        judged_hit[jrow] = True
         run_code = np.full(nr, _NONPOOL, dtype=np.int64)
         run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
+        if not lean:
+            hit = np.zeros(nr, dtype=bool)
+            hit[rrow] = True
+            rel_run = np.zeros(nr, dtype=np.int64)
+            rel_run[rrow] = jrel
+            judged_hit = np.zeros(jq.shape[0], dtype=bool)
+            judged_hit[jrow] = True
     else:
         hit, rel_run, judged_hit = _sorted_join(qrels, run, _every(keep_q, qq.shape[0]),
                                                 _every(keep_run, rqid.shape[0]), jq, jd, jr, rq,
                                                 rd, jd_s, rd_s)
         run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rank[np.isin(sel, run_queries)]] = True
+    pos_rel = jr >= 0
+    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
+    sdt = np.float32 if float32_scores else np.float64
+    if lean:
+        return TrecArrays(rq.astype(np.int64, copy=False), out_queries, None, rs.astype(sdt),
+                          rd.astype(np.int64, copy=False), np.ones(rq.shape[0], bool), in_run,
+                          None, str_docs and jd_s is None,
+                          None if jd_s is None else (rd_s, jd_s[:0]), run_code, judgements,
+                          run_blocks)
     miss = ~judged_hit                                  # judged, not retrieved
     nmiss = int(miss.sum())
-    sdt = np.float32 if float32_scores else np.float64
     score = np.empty(rq.shape[0] + nmiss, dtype=sdt)
     score[:rq.shape[0]] = rs
     score[rq.shape[0]:] = 0
@@ -459,10 +481,6 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     # string docnos: their rank in string order; integer docnos: themselves
     doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64, copy=False)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
-    in_run = np.zeros(sel.shape[0], bool)
-    in_run[rank[np.isin(sel, run_queries)]] = True
-    pos_rel = jr >= 0
-    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
                       str_docs and jd_s is None,
                       None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements,
@@ -1830,8 +1848,8 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
-    ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
-                     queries=queries, hash_docs=ties == "trec_eval")
+    ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
+               ties == "trec_eval")
     if queries is None and rn.qid.shape[0] and not np.any(ta.in_run):
         # Almost always the wrong qrels (or query ids written differently): trec_eval
         # would print zeros over no query.
