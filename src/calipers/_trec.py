@@ -444,7 +444,9 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs,
     if fast is not None:
         rrow, jrow, run_blocks = fast
         nr, jrel = rq.shape[0], jr[jrow]
-        run_code = np.full(nr, _NONPOOL, dtype=np.int64)
+        # 32-bit codes when the levels fit (half the memory traffic of every pass over them)
+        small = jr.shape[0] == 0 or (int(jr.min()) >= -2 ** 31 and int(jr.max()) < 2 ** 31)
+        run_code = np.full(nr, _NONPOOL, dtype=np.int32 if small else np.int64)
         run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
         if not lean:
             hit = np.zeros(nr, dtype=bool)
@@ -1085,7 +1087,7 @@ def _ranked_rows(ta, Q):
         has_tie = x.size > 0 and int(x.min()) < 1 << nb
         O = P & ((1 << nb) - 1)
         o = O.reshape(-1) if full else O[np.arange(big) < cnt[:, None]]
-        qs = np.repeat(np.arange(Q, dtype=np.int64), cnt)
+        qs = None           # the rows' queries follow from cnt (_Lists.q)
         if has_tie:
             # neighbours that differ only in the row bits tie on (query, score): their
             # ranked positions (a row's entries are a prefix of it), then (query, score)
@@ -1094,7 +1096,7 @@ def _ranked_rows(ta, Q):
             tq = tp // (big - 1)
             a = tp + tq * (1 - big) + start[tq]
             idx = np.unique(np.concatenate([a, a + 1]))
-            qi = qs[idx]
+            qi = np.searchsorted(start, idx, side="right") - 1
             k = (P.reshape(-1)[idx + (qi * big - start[qi])] >> nb) | (qi << 32)
             sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
             o[idx] = o[idx][sub]
@@ -1261,13 +1263,14 @@ class _Lists:
         Q = int(ta.queries.shape[0])
         r, q, nret = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
-        self.q = q
+        self._q = q
         if ta.run_code is not None:
             self.code = ta.run_code[r]
         else:
             y = ta.y_true[r]
             self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
         self.nret = np.bincount(q, minlength=Q) if nret is None else nret
+        self.n = int(r.shape[0])
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
         if ta.judgements is not None:
@@ -1288,9 +1291,16 @@ class _Lists:
         self.relret = self.relsub.cnt.astype(np.float64)
 
     @property
+    def q(self):
+        """Query of each ranked row (built on first use: few measures need it)."""
+        if self._q is None:
+            self._q = np.repeat(np.arange(self.Q, dtype=np.int64), self.nret)
+        return self._q
+
+    @property
     def pos(self):
         if "pos" not in self._cache:
-            self._cache["pos"] = np.arange(self.q.shape[0]) - np.repeat(self.start, self.nret)
+            self._cache["pos"] = np.arange(self.n) - np.repeat(self.start, self.nret)
         return self._cache["pos"]
 
     @property
