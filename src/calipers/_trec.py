@@ -578,7 +578,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
         else:
             P[...] = pad
         for d, blocks, side, col in ((jd, bj, 0, 0), (rd, br, 1, bj[1])):
-            key = d.astype(np.int64) - lo      # a fresh array
+            key = np.subtract(d, lo, dtype=np.int64)      # a fresh array
             key <<= 1 + nb
             key += np.arange(side << nb, (side << nb) + d.shape[0], dtype=np.int64)
             _put_rows(P, col, key, blocks)
@@ -587,9 +587,9 @@ def _grouped_join(jq, jd, rq, rd, Q):
         # is a pair twice; the same doc is a judged row followed by its run row
         Pf = P.reshape(-1)
         x = Pf[1:] ^ Pf[:-1]
-        if int(x.min()) < 1 << nb:
-            return None
         m = np.flatnonzero(x < 1 << (nb + 1))
+        if m.shape[0] and int(x[m].min()) < 1 << nb:
+            return None
         low = (1 << nb) - 1
         return Pf[m + 1] & low, Pf[m] & low, br
     if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
