@@ -732,3 +732,34 @@ def test_float32_key_orders_scores_descending():
     i, j = rng.integers(0, s.shape[0], (2, 5000))
     np.testing.assert_array_equal(k[i] < k[j], s[i] > s[j])
     np.testing.assert_array_equal(k[i] == k[j], s[i] == s[j])
+
+
+def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
+    # One query with far more relevant documents than the others: the running sums would
+    # pad every query to its length, so the per-query sums come from range sums instead
+    # (the same values to rounding).
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    rng = np.random.default_rng(6)
+    Q, D, big = 600, 5, 3000
+    qid = np.concatenate([np.repeat(np.arange(Q), D), np.full(big, Q)])
+    doc = np.concatenate([np.tile(np.arange(D), Q), np.arange(big)])
+    score = rng.permutation(qid.shape[0]) / 8.0
+    rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
+    qrels, run = (qid, doc, rel), (qid, doc, score)
+    ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
+    sub = T._Lists(ta, 1).relsub
+    assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
+    fams = ["map", "map_cut", "bpref", "ndcg_cut"]
+    res = R.evaluate(qrels, run, fams)
+
+    def nested(q, d, v):
+        out: dict = {}
+        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
+            out.setdefault(a, {})[b] = c
+        return out
+
+    ref = pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+    for name, v in res.values.items():
+        want = np.array([ref[q][name] for q in res.query_ids])
+        np.testing.assert_allclose(v, want, rtol=0, atol=1e-14, err_msg=name)
