@@ -652,9 +652,10 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
         _int_trec(rng, shuffle=shuffle)
     for kw in ({}, {"complete_qrels": True}):
         a = R.evaluate(qrels, run, "all_trec", **kw)
-        for attr in ("_ROW_SORT", "_PACK_BITS"):
+        # (and the join's neighbour scan in slices of 7 keys)
+        for attr, value in (("_ROW_SORT", 0), ("_PACK_BITS", 0), ("_SLICE", 7)):
             with monkeypatch.context() as m:
-                m.setattr(T, attr, 0)
+                m.setattr(T, attr, value)
                 b = R.evaluate(qrels, run, "all_trec", **kw)
             assert a.query_ids.tolist() == b.query_ids.tolist()
             for name in a.values:
@@ -665,8 +666,10 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
                                                   err_msg=f"{attr} {name}")
 
 
-def test_packed_join_reports_duplicates_as_the_general_join():
+@pytest.mark.parametrize("slice_", [1 << 20, 1, 2])
+def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch):
     from calipers import retrieval as R
+    monkeypatch.setattr(T, "_SLICE", slice_)
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
     with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document 6 "
                                          r"\(first on line 2\)"):

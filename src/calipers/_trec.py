@@ -494,6 +494,10 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs,
 _PACK_BITS = 64
 
 
+# Elements per slice when scanning a large sorted key array for neighbours (tests lower it).
+_SLICE = 1 << 20
+
+
 def _bits(x):
     """Bits needed for the non-negative integer ``x``."""
     return int(x).bit_length()
@@ -585,11 +589,17 @@ def _grouped_join(jq, jd, rq, rd, Q):
         P.sort(axis=1)
         # neighbours in the flat order (each row ends with padding): the same doc and side
         # is a pair twice; the same doc is a judged row followed by its run row
+        # (in slices of the array: small temporaries that stay in cache)
         Pf = P.reshape(-1)
-        x = Pf[1:] ^ Pf[:-1]
-        m = np.flatnonzero(x < 1 << (nb + 1))
-        if m.shape[0] and int(x[m].min()) < 1 << nb:
-            return None
+        found = []
+        for a in range(0, Pf.shape[0] - 1, _SLICE):
+            b = min(a + _SLICE, Pf.shape[0] - 1)
+            x = Pf[a + 1:b + 1] ^ Pf[a:b]
+            m = np.flatnonzero(x < 1 << (nb + 1))
+            if m.shape[0] and int(x[m].min()) < 1 << nb:
+                return None
+            found.append(m + a)
+        m = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         low = (1 << nb) - 1
         return Pf[m + 1] & low, Pf[m] & low, br
     if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
