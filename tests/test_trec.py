@@ -558,9 +558,9 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
     calls = []
     real = T._trec_arrays
 
-    def spy(*args):
+    def spy(*args, **kw):
         calls.append(args[-1])
-        return real(*args)
+        return real(*args, **kw)
 
     monkeypatch.setattr(T, "_trec_arrays", spy)
     monkeypatch.setattr(T, "_str_hash", lambda s: np.zeros(s.shape[0], dtype=np.uint64))
@@ -625,8 +625,51 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
             np.testing.assert_array_equal(a.values[name], s.values[name], err_msg=name)
 
 
-def test_packed_join_reports_duplicates_as_the_general_join():
+def _equal_blocks_trec(rng, n_q=12, m=30, shuffle=False):
+    # every query has m run rows and m judgements (query ids 1..12: string order differs
+    # from numeric order, so the blocks are not in query-code order)
+    rq = np.repeat(np.arange(1, n_q + 1), m)
+    rd = np.concatenate([rng.permutation(40)[:m] for _ in range(n_q)])
+    rs = rng.integers(0, 5, rq.shape[0]) / 4          # ties: docno string order decides
+    jq = np.repeat(np.arange(1, n_q + 1), m)
+    jd = np.concatenate([rng.permutation(45)[:m] for _ in range(n_q)])
+    jr = rng.integers(-1, 4, jq.shape[0])
+    if shuffle:
+        o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
+        rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
+    return (jq, jd, jr), (rq, rd, rs)
+
+
+@pytest.mark.parametrize("seed,equal,shuffle", [(0, False, False), (1, False, True),
+                                                (2, True, False), (3, True, True)])
+def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
+    # The join and the ranking sort each query's rows as one row of a padded 2-D array
+    # (ragged blocks padded; equal blocks copied whole, in query-code order); the same
+    # values as the flat packed sort and as the argsorts, ties and missing queries included.
     from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    qrels, run = _equal_blocks_trec(rng, shuffle=shuffle) if equal else \
+        _int_trec(rng, shuffle=shuffle)
+    for kw in ({}, {"complete_qrels": True}):
+        a = R.evaluate(qrels, run, "all_trec", **kw)
+        # (and the join's neighbour scan in slices of 7 keys)
+        for attr, value in (("_ROW_SORT", 0), ("_PACK_BITS", 0), ("_SLICE", 7)):
+            with monkeypatch.context() as m:
+                m.setattr(T, attr, value)
+                b = R.evaluate(qrels, run, "all_trec", **kw)
+            assert a.query_ids.tolist() == b.query_ids.tolist()
+            for name in a.values:
+                if name == "relstring":
+                    assert a.values[name].tolist() == b.values[name].tolist()
+                else:
+                    np.testing.assert_array_equal(a.values[name], b.values[name],
+                                                  err_msg=f"{attr} {name}")
+
+
+@pytest.mark.parametrize("slice_", [1 << 20, 1, 2])
+def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch):
+    from calipers import retrieval as R
+    monkeypatch.setattr(T, "_SLICE", slice_)
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
     with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document 6 "
                                          r"\(first on line 2\)"):
@@ -675,3 +718,51 @@ def test_many_queries_match_pytrec_eval_to_rounding():
     for name, v in res.values.items():
         want = np.array([ref[q][name] for q in res.query_ids])
         np.testing.assert_allclose(v, want, rtol=0, atol=2e-15, err_msg=name)
+        if name.startswith(("map", "bpref", "P_", "Rprec", "recip_rank")):
+            # sums in rank order within each query, as trec_eval adds: the same doubles
+            np.testing.assert_array_equal(v, want, err_msg=name)
+
+
+def test_float32_key_orders_scores_descending():
+    # the ranking's packed score key: ascending keys = descending float32 scores, -0.0
+    # tied with 0.0, every key in 0 .. 2**32 - 1
+    rng = np.random.default_rng(5)
+    s = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500),
+                        [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38]])
+    s = s.astype(np.float32)
+    k = T._float32_key(s)
+    assert k.dtype == np.int64 and k.min() >= 0 and k.max() < 2 ** 32
+    i, j = rng.integers(0, s.shape[0], (2, 5000))
+    np.testing.assert_array_equal(k[i] < k[j], s[i] > s[j])
+    np.testing.assert_array_equal(k[i] == k[j], s[i] == s[j])
+
+
+def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
+    # One query with far more relevant documents than the others: the running sums would
+    # pad every query to its length, so the per-query sums come from range sums instead
+    # (the same values to rounding).
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    rng = np.random.default_rng(6)
+    Q, D, big = 600, 5, 3000
+    qid = np.concatenate([np.repeat(np.arange(Q), D), np.full(big, Q)])
+    doc = np.concatenate([np.tile(np.arange(D), Q), np.arange(big)])
+    score = rng.permutation(qid.shape[0]) / 8.0
+    rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
+    qrels, run = (qid, doc, rel), (qid, doc, score)
+    ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
+    sub = T._Lists(ta, 1).relsub
+    assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
+    fams = ["map", "map_cut", "bpref", "ndcg_cut"]
+    res = R.evaluate(qrels, run, fams)
+
+    def nested(q, d, v):
+        out: dict = {}
+        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
+            out.setdefault(a, {})[b] = c
+        return out
+
+    ref = pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+    for name, v in res.values.items():
+        want = np.array([ref[q][name] for q in res.query_ids])
+        np.testing.assert_allclose(v, want, rtol=0, atol=1e-14, err_msg=name)

@@ -45,7 +45,7 @@ class Qrels:
     docno: np.ndarray    # str (m,)
     rel: np.ndarray      # int64 (m,)
     path: str = ""
-    # string ids factorized once (see _id_codes); filled by the readers and evaluate
+    # ids factorized once (see _id_codes); filled by the readers and evaluate
     ids: Any = field(default=None, repr=False, compare=False)
 
 
@@ -188,9 +188,9 @@ def _heads(a):
 
 
 def _id_codes(qid, docno):
-    """String ids factorized once, when qrels or a run is built: ``(query-id run heads,
-    row -> head, docno hashes)`` (None entries for integer ids)."""
-    qh = None if _is_int(qid) else _heads(qid)
+    """Ids factorized once, when qrels or a run is built: ``((query id of each run of equal
+    consecutive query ids, row -> run), docno hashes (None for integer docnos))``."""
+    qh = _heads(qid)
     dh = None if _is_int(docno) else _str_hash(docno)
     return qh, dh
 
@@ -256,13 +256,14 @@ class TrecArrays:
 
     query_id: np.ndarray   # int64 codes 0..Q-1
     queries: np.ndarray    # str (Q,) query names, sorted
-    y_true: np.ndarray     # int64 relevance (0 for unjudged)
+    y_true: np.ndarray     # int64 relevance (0 for unjudged); None in evaluate's lean join
     y_score: np.ndarray    # float32/float64 score (0 where not retrieved)
     doc_id: np.ndarray     # int64: docno rank in string order (ties: larger first), or the
                            # integer docno (see doc_id_is_string_rank)
     retrieved: np.ndarray  # bool
     in_run: np.ndarray     # bool (Q,): the query appears in the run
-    judged: np.ndarray     # bool: the row's document is in the qrels of its query
+    judged: np.ndarray     # bool: the row's document is in the qrels of its query (None:
+                           # lean join)
     # doc_id is the docno's rank in string order (else: integer docnos themselves, whose
     # string order is found for tied scores only)
     doc_id_is_string_rank: bool = True
@@ -278,8 +279,13 @@ class TrecArrays:
     run_blocks: Any = None
 
 
+def _every(mask, n):
+    """A row mask, ``None`` meaning every one of the ``n`` rows."""
+    return np.ones(n, bool) if mask is None else mask
+
+
 def _keep(a, mask):
-    return a if mask.all() else a[mask]
+    return a if mask is None else a[mask]
 
 
 def _pair_hash(q, dhash):
@@ -338,7 +344,8 @@ class _HashCollision(Exception):
 
 def _cached(obj, a, which):
     """``obj.ids[which]`` (computed when ``obj`` was built) when it is for ``a``, else computed."""
-    got = obj.ids[which] if obj.ids is not None and a.dtype.kind == "U" else None
+    own = obj.qid if which == 0 else obj.docno
+    got = obj.ids[which] if obj.ids is not None and a is own else None
     if got is not None:
         return got
     return _heads(a) if which == 0 else _str_hash(a)
@@ -355,24 +362,33 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     pairs are compared as strings; a collision redoes the join on exact codes); the
     docnos' string order is then found only for rows with tied scores.
     """
+    return _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, False)
+
+
+def _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, lean):
+    """:func:`trec_arrays`; ``lean``: the retrieved rows only (see :func:`_trec_arrays`)."""
     if hash_docs:
         try:
-            return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True)
+            return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True,
+                                lean=lean)
         except _HashCollision:   # pragma: no cover - about 1e-7 at 10^6 rows
             pass
-    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False)
+    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False, lean=lean)
 
 
-def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs):
+def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs, *,
+                 lean=False):
+    """The join. ``lean`` (evaluate's trec_eval measures, which read the retrieved rows,
+    ``run_code`` and ``judgements`` only; see :class:`_Lists`): no rows for the judged
+    documents that were not retrieved, and ``y_true`` and ``judged`` are None."""
     qq, rqid = qrels.qid, run.qid
     names: Any = None
-    if queries is not None or not (_is_int(qq) and _is_int(rqid)):
-        # Codes are ranks in string order from here on; only the first id of each run of
-        # equal consecutive ids is sorted (query ids come grouped).
-        hj, ij = _cached(qrels, _as_str(qq), 0)
-        hr, ir = _cached(run, _as_str(rqid), 0)
-        names, cj, cr = _codes(hj, hr)
-        qq, rqid = cj[ij], cr[ir]
+    # Query ids are handled per run of equal consecutive ids (query ids come grouped): a
+    # few values to sort and look up, then one gather per row.
+    hj, ij = _cached(qrels, qq, 0)
+    hr, ir = _cached(run, rqid, 0)
+    if queries is not None or not (_is_int(hj) and _is_int(hr)):
+        names, hj, hr = _codes(_as_str(hj), _as_str(hr))    # ranks in string order
     jdoc, rdoc = qrels.docno, run.docno
     str_docs = not (_is_int(jdoc) and _is_int(rdoc))
     jd_s = rd_s = None
@@ -382,7 +398,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
         rdoc = _cached(run, rd_s, 1).view(np.int64)
     elif str_docs:
         _, jdoc, rdoc = _codes(jdoc.astype(str), rdoc.astype(str))   # ranks in string order
-    qrel_queries, run_queries = _unique(qq), _unique(rqid)
+    qrel_queries, run_queries = _unique(hj), _unique(hr)
     if queries is None:
         sel = qrel_queries if complete_qrels else np.intersect1d(qrel_queries, run_queries)
     else:
@@ -405,25 +421,19 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
 
-    def position(a):
-        """``(output code of each row's query (0 where not selected), selected)``."""
-        if a.shape[0] and sel.shape[0] and _is_int(a):
-            lo, hi = min(int(a.min()), int(sel[0])), max(int(a.max()), int(sel[-1]))
-            if hi - lo < 4 * a.shape[0] + 1_000_000:
-                # a lookup table instead of a binary search per row
-                table = np.full(hi - lo + 1, -1, dtype=np.int64)
-                table[sel - lo] = rank
-                t = table[a - lo]
-                keep = t >= 0
-                return (t if keep.all() else np.maximum(t, 0)), keep
-        p = np.searchsorted(sel, a)
+    def position(h, ih):
+        """``(output code of each row's query (0 where not selected), selected rows or None
+        for all)`` from the query id ``h`` of each run of rows and each row's run ``ih``."""
+        p = np.searchsorted(sel, h)
         pc = np.minimum(p, max(sel.shape[0] - 1, 0))
-        return rank[pc] if sel.shape[0] else pc, \
-            ((p < sel.shape[0]) & (sel[pc] == a) if sel.shape[0]
-             else np.zeros(a.shape[0], bool))
+        if not sel.shape[0]:
+            return np.zeros(ih.shape[0], np.int64), np.zeros(ih.shape[0], bool)
+        keep = (p < sel.shape[0]) & (sel[pc] == h)
+        code = rank[pc]
+        return code[ih], None if keep.all() else keep[ih]
 
-    rpos, keep_run = position(rqid)
-    jpos, keep_q = position(qq)
+    rpos, keep_run = position(hr, ir)
+    jpos, keep_q = position(hj, ij)
     rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
     jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
@@ -434,21 +444,35 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     if fast is not None:
         rrow, jrow, run_blocks = fast
         nr, jrel = rq.shape[0], jr[jrow]
-        hit = np.zeros(nr, dtype=bool)
-        hit[rrow] = True
-        rel_run = np.zeros(nr, dtype=np.int64)
-        rel_run[rrow] = jrel
-        judged_hit = np.zeros(jq.shape[0], dtype=bool)
-        judged_hit[jrow] = True
-        run_code = np.full(nr, _NONPOOL, dtype=np.int64)
+        # 32-bit codes when the levels fit (half the memory traffic of every pass over them)
+        small = jr.shape[0] == 0 or (int(jr.min()) >= -2 ** 31 and int(jr.max()) < 2 ** 31)
+        run_code = np.full(nr, _NONPOOL, dtype=np.int32 if small else np.int64)
         run_code[rrow] = np.where(jrel >= 0, jrel, _UNJUDGED)
+        if not lean:
+            hit = np.zeros(nr, dtype=bool)
+            hit[rrow] = True
+            rel_run = np.zeros(nr, dtype=np.int64)
+            rel_run[rrow] = jrel
+            judged_hit = np.zeros(jq.shape[0], dtype=bool)
+            judged_hit[jrow] = True
     else:
-        hit, rel_run, judged_hit = _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq,
+        hit, rel_run, judged_hit = _sorted_join(qrels, run, _every(keep_q, qq.shape[0]),
+                                                _every(keep_run, rqid.shape[0]), jq, jd, jr, rq,
                                                 rd, jd_s, rd_s)
         run_code = np.where(hit, np.where(rel_run >= 0, rel_run, _UNJUDGED), _NONPOOL)
+    in_run = np.zeros(sel.shape[0], bool)
+    in_run[rank[np.isin(sel, run_queries)]] = True
+    pos_rel = jr >= 0
+    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
+    sdt = np.float32 if float32_scores else np.float64
+    if lean:
+        return TrecArrays(rq.astype(np.int64, copy=False), out_queries, None, rs.astype(sdt),
+                          rd.astype(np.int64, copy=False), np.ones(rq.shape[0], bool), in_run,
+                          None, str_docs and jd_s is None,
+                          None if jd_s is None else (rd_s, jd_s[:0]), run_code, judgements,
+                          run_blocks)
     miss = ~judged_hit                                  # judged, not retrieved
     nmiss = int(miss.sum())
-    sdt = np.float32 if float32_scores else np.float64
     score = np.empty(rq.shape[0] + nmiss, dtype=sdt)
     score[:rq.shape[0]] = rs
     score[rq.shape[0]:] = 0
@@ -459,10 +483,6 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
     # string docnos: their rank in string order; integer docnos: themselves
     doc_id = np.concatenate([rd, jd[miss]]).astype(np.int64, copy=False)
     judged = np.concatenate([hit, np.ones(nmiss, bool)])
-    in_run = np.zeros(sel.shape[0], bool)
-    in_run[rq] = True
-    pos_rel = jr >= 0
-    judgements = (jq, jr) if pos_rel.all() else (jq[pos_rel], jr[pos_rel])
     return TrecArrays(codes, out_queries, y, score, doc_id, retrieved, in_run, judged,
                       str_docs and jd_s is None,
                       None if jd_s is None else (rd_s, jd_s[miss]), run_code, judgements,
@@ -474,6 +494,10 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs)
 _PACK_BITS = 64
 
 
+# Elements per slice when scanning a large sorted key array for neighbours (tests lower it).
+_SLICE = 1 << 20
+
+
 def _bits(x):
     """Bits needed for the non-negative integer ``x``."""
     return int(x).bit_length()
@@ -481,20 +505,49 @@ def _bits(x):
 
 def _blocks(q, Q):
     """Rows of each query as one block: ``(first row of each query's block (Q,), largest
-    block, permutation, rows per query (Q,))``; the permutation (a stable sort by query, cheap for a few sorted
-    runs) is None when the rows are grouped by query already. Row ``i`` of the grouped
-    rows is at offset ``i - first[q]`` of its block."""
-    cnt = np.bincount(q, minlength=Q)
+    block, permutation, rows per query (Q,), grouped query codes)``; the permutation (a
+    stable sort by query, cheap for a few sorted runs) is None when the rows are grouped by
+    query already. Row ``i`` of the grouped rows is at offset ``i - first[q]`` of its
+    block."""
     perm = None
-    heads = np.flatnonzero(q[1:] != q[:-1]) + 1
-    if heads.shape[0] + 1 != int(np.count_nonzero(cnt)):
+    if q.shape[0] == 0:
+        z = np.zeros(Q, dtype=np.int64)
+        return z, 0, None, z, q
+    starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
+    if int(np.bincount(q[starts], minlength=Q).max()) > 1:   # a query in two places
         perm = np.argsort(q, kind="stable")
         q = q[perm]
-        heads = np.flatnonzero(q[1:] != q[:-1]) + 1
+        starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
+    # block sizes from the block starts: no count over every row
+    cnt = np.zeros(Q, dtype=np.int64)
+    cnt[q[starts]] = np.diff(np.append(starts, q.shape[0]))
     first = np.zeros(Q, dtype=np.int64)
-    first[q[heads]] = heads
-    first[q[0]] = 0
-    return first, int(cnt.max()), perm, cnt
+    first[q[starts]] = starts
+    return first, int(cnt.max()), perm, cnt, q
+
+
+# Sort each query's rows as one row of a padded (queries x longest block) array when the
+# padding stays small: many short sorts are several times faster than one long sort of keys
+# that carry the query too. Tests turn it off to compare with the flat sort.
+_ROW_SORT = True
+
+
+def _put_rows(P, col, key, blocks):
+    """Write one key per row (rows in input order, :func:`_blocks` of their query codes)
+    into columns ``col ..`` of ``P`` (queries x columns): query ``q``'s rows, grouped, from
+    column ``col`` of row ``q`` on."""
+    first, L, perm, cnt, q = blocks
+    Q, W = P.shape
+    if perm is not None:
+        key = key[perm]
+    if Q and int(cnt.min()) == L:
+        # every block has L rows: block b is rows b*L .. b*L + L - 1, copied whole
+        np.take(key.reshape(Q, L), first // L, axis=0, out=P[:, col:col + L], mode="clip")
+    else:
+        dest = q * W
+        dest += col - first[q]
+        dest += np.arange(key.shape[0], dtype=np.int64)
+        P.reshape(-1)[dest] = key
 
 
 def _grouped_join(jq, jd, rq, rd, Q):
@@ -513,13 +566,49 @@ def _grouped_join(jq, jd, rq, rd, Q):
     bj, br = _blocks(jq, Q), _blocks(rq, Q)
     bo = _bits(max(bj[1], br[1]) - 1)
     bd = _bits(span)
+    mask = (1 << bo) - 1
+    nb = _bits(max(nj, nr) - 1)
+    W = bj[1] + br[1] + 1
+    if _ROW_SORT and Q * W <= 2 * (nj + nr) + 1024 and \
+            _bits((1 << bd) + W) + 1 + nb <= min(_PACK_BITS, 63):
+        # One row per query: its judgements, its run rows, then padding (at least one);
+        # keys (doc, side, row number), so a matched pair names its two rows. Padding keys
+        # are past every doc, a different one per column: never matched, never equal.
+        P = np.empty((Q, W), dtype=np.int64)
+        pad = ((1 << bd) + np.arange(W, dtype=np.int64)) << (1 + nb)
+        if int(br[3].min()) == br[1]:     # the run's columns all filled
+            P[:, :bj[1]] = pad[:bj[1]]
+            P[:, -1] = pad[-1]
+        else:
+            P[...] = pad
+        for d, blocks, side, col in ((jd, bj, 0, 0), (rd, br, 1, bj[1])):
+            key = np.subtract(d, lo, dtype=np.int64)      # a fresh array
+            key <<= 1 + nb
+            key += np.arange(side << nb, (side << nb) + d.shape[0], dtype=np.int64)
+            _put_rows(P, col, key, blocks)
+        P.sort(axis=1)
+        # neighbours in the flat order (each row ends with padding): the same doc and side
+        # is a pair twice; the same doc is a judged row followed by its run row
+        # (in slices of the array: small temporaries that stay in cache)
+        Pf = P.reshape(-1)
+        found = []
+        for a in range(0, Pf.shape[0] - 1, _SLICE):
+            b = min(a + _SLICE, Pf.shape[0] - 1)
+            x = Pf[a + 1:b + 1] ^ Pf[a:b]
+            m = np.flatnonzero(x < 1 << (nb + 1))
+            if m.shape[0] and int(x[m].min()) < 1 << nb:
+                return None
+            found.append(m + a)
+        m = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        low = (1 << nb) - 1
+        return Pf[m + 1] & low, Pf[m] & low, br
     if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
         return None
     # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
     # arithmetic: q's part and -first[q] (the offset's base) from one table per side
     keys = np.empty(nj + nr, dtype=np.int64)
     qs = np.arange(Q, dtype=np.int64) << (bd + 1 + bo)
-    for part, (q, d, (first, _, perm, _)), side in (
+    for part, (q, d, (first, _, perm, _, _)), side in (
             (keys[:nj], (jq, jd, bj), 0), (keys[nj:], (rq, rd, br), 1)):
         if perm is not None:
             q, d = q[perm], d[perm]
@@ -535,7 +624,6 @@ def _grouped_join(jq, jd, rq, rd, Q):
     if x.shape[0] and int(x.min()) < 1 << bo:     # a pair twice on one side
         return None
     m = np.flatnonzero(x < 1 << (bo + 1))
-    mask = (1 << bo) - 1
     km = keys[m]
     q = km >> (bd + 1 + bo)
     jrow = bj[0][q] + (km & mask)
@@ -957,10 +1045,15 @@ def _div(a, b):
 
 
 def _float32_key(s):
-    """uint32 keys whose ascending order is the scores' descending order (-0.0 ties 0.0)."""
-    bits = (s + np.float32(0.0)).view(np.uint32)
-    asc = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))   # order-preserving
-    return ~asc
+    """int64 keys in ``0 .. 2**32 - 1`` whose ascending order is the float32 scores'
+    descending order (-0.0 ties 0.0)."""
+    i = (s + np.float32(0.0)).view(np.int32)
+    # bits as signed integers, the magnitude bits flipped for negative floats: the same
+    # order as the floats (four passes over 32-bit words)
+    m = i >> 31
+    m &= np.int32(0x7FFFFFFF)
+    m ^= i
+    return np.int64(2 ** 31 - 1) - m
 
 
 def _ranked_rows(ta, Q):
@@ -984,17 +1077,47 @@ def _ranked_rows(ta, Q):
         return r[o], q[o], None
     if nr == 0:
         return r, q, None
-    first, big, perm, cnt = ta.run_blocks if first_rows and ta.run_blocks is not None \
-        else _blocks(q, Q)
+    blocks = ta.run_blocks if first_rows and ta.run_blocks is not None else _blocks(q, Q)
+    first, big, perm, cnt, _ = blocks
     bo = _bits(big - 1)
+    nb = _bits(nr - 1)
     u = np.uint64
-    if _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
+    if _ROW_SORT and Q * big <= 2 * nr + 1024 and 33 + nb <= min(_PACK_BITS, 63):
+        # one row per query of (score, row number) keys; padding keys past every score
+        P = np.empty((Q, big), dtype=np.int64)
+        full = Q * big == nr
+        if not full:
+            P[...] = ((1 << 32) + np.arange(big, dtype=np.int64)) << nb
+        key = _float32_key(s)
+        key <<= nb
+        key += np.arange(nr, dtype=np.int64)
+        _put_rows(P, 0, key, blocks)
+        P.sort(axis=1)
+        x = P[:, 1:] ^ P[:, :-1]
+        has_tie = x.size > 0 and int(x.min()) < 1 << nb
+        O = P & ((1 << nb) - 1)
+        o = O.reshape(-1) if full else O[np.arange(big) < cnt[:, None]]
+        qs = None           # the rows' queries follow from cnt (_Lists.q)
+        if has_tie:
+            # neighbours that differ only in the row bits tie on (query, score): their
+            # ranked positions (a row's entries are a prefix of it), then (query, score)
+            start = np.cumsum(cnt) - cnt
+            tp = np.flatnonzero(x.reshape(-1) < 1 << nb)
+            tq = tp // (big - 1)
+            a = tp + tq * (1 - big) + start[tq]
+            idx = np.unique(np.concatenate([a, a + 1]))
+            qi = np.searchsorted(start, idx, side="right") - 1
+            k = (P.reshape(-1)[idx + (qi * big - start[qi])] >> nb) | (qi << 32)
+            sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
+            o[idx] = o[idx][sub]
+        return (o if first_rows else r[o]), qs, cnt
+    elif _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
         # int64 keys (query, score, offset in the block); offset = row - first[q], the
         # query's part from one table
         key = np.take((np.arange(Q, dtype=np.int64) << (32 + bo)) - first, q)
-        key += _float32_key(s).astype(np.int64) << bo
+        key += _float32_key(s) << bo
         key += np.arange(nr, dtype=np.int64)
         key.sort()
         qs = key >> (32 + bo)
@@ -1059,6 +1182,13 @@ def _range_sums(x, a, b, padded=False):
     return np.where(a < np.asarray(b), got, 0.0)
 
 
+def _prefix_count(mask):
+    """``[0, cumsum(mask)]``: 32-bit counts when they fit (half the memory traffic)."""
+    c = np.zeros(mask.shape[0] + 1, dtype=np.int32 if mask.shape[0] < 2 ** 31 else np.int64)
+    np.cumsum(mask, out=c[1:])
+    return c
+
+
 class _Sub:
     """The ranked rows where ``mask`` holds (relevant rows, rows with a gain), kept in
     ranked order: ``rows`` (ranked positions), ``cnt``/``start`` per query, and the count
@@ -1067,22 +1197,26 @@ class _Sub:
     def __init__(self, L, mask):
         self.L = L
         self.rows = np.flatnonzero(mask)
-        c = np.zeros(mask.shape[0] + 1, dtype=np.int64)
-        np.cumsum(mask, out=c[1:])
+        c = _prefix_count(mask)
         self.prefix = c
         self.cnt = c[L.start + L.nret] - c[L.start]
         self.start = c[L.start]
-        self.q_start = np.repeat(L.start, self.cnt)     # the query's first ranked row
+        self._pos = self._nth = None
+        self._running: list = []     # (x, its running sums) pairs
 
     @property
     def pos(self):
         """Rank (0-based) of each row within its query."""
-        return self.rows - self.q_start
+        if self._pos is None:
+            self._pos = self.rows - np.repeat(self.L.start, self.cnt)
+        return self._pos
 
     @property
     def nth(self):
         """1-based rank of each row among its query's rows in the subset."""
-        return np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+        if self._nth is None:
+            self._nth = np.arange(1, self.rows.shape[0] + 1) - np.repeat(self.start, self.cnt)
+        return self._nth
 
     def top(self, m):
         """Rows of the subset among the first ``m`` ranks of each query."""
@@ -1090,11 +1224,37 @@ class _Sub:
         m = np.clip(np.asarray(m, dtype=np.int64), 0, L.nret)
         return self.prefix[L.start + m] - self.start
 
+    def running(self, x):
+        """Running sums of ``x`` (:func:`_padded`, one value per subset row) within each
+        query, as a ``(Q, most rows)`` array: one sequential sum per query in rank order
+        (trec_eval's arithmetic) whose every prefix serves every cut-off. None when the
+        padding would be large (a few very long queries)."""
+        for xx, run in self._running:
+            if xx is x:
+                return run
+        Q, n = self.L.Q, self.rows.shape[0]
+        big = int(self.cnt.max(initial=0))
+        if Q * big > 2 * n + 1024:
+            return None
+        run = np.zeros((Q, big))
+        dest = np.arange(n, dtype=np.int64)
+        dest += np.repeat(np.arange(Q, dtype=np.int64) * big - self.start, self.cnt)
+        run.reshape(-1)[dest] = x[:-1]
+        np.cumsum(run, axis=1, out=run)
+        self._running.append((x, run))
+        return run
+
     def sums(self, x, m=None):
         """Per-query sum of ``x`` (:func:`_padded`, one value per subset row), over the top
         ``m`` if given."""
-        return _range_sums(x, self.start, self.start + (self.cnt if m is None else self.top(m)),
-                           padded=True)
+        t = self.cnt if m is None else self.top(m)
+        run = self.running(x)
+        if run is None:
+            return _range_sums(x, self.start, self.start + t, padded=True)
+        if run.shape[1] == 0:
+            return np.zeros(run.shape[0])
+        got = run[np.arange(run.shape[0]), np.maximum(t - 1, 0)]
+        return np.where(t > 0, got, 0.0)
 
 
 class _Lists:
@@ -1113,13 +1273,14 @@ class _Lists:
         Q = int(ta.queries.shape[0])
         r, q, nret = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
-        self.q = q
+        self._q = q
         if ta.run_code is not None:
             self.code = ta.run_code[r]
         else:
             y = ta.y_true[r]
             self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
         self.nret = np.bincount(q, minlength=Q) if nret is None else nret
+        self.n = int(r.shape[0])
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
         if ta.judgements is not None:
@@ -1127,17 +1288,29 @@ class _Lists:
         else:
             jm = ta.judged & (ta.y_true >= 0)
             self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
-        judged_q = np.bincount(self.jq, minlength=Q)
-        self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
+        self._cache: dict = {}
+        lc = self.level_counts()
+        if lc is not None:
+            judged_q = lc.sum(axis=1)
+            self.R = lc[:, max(level, 0):].sum(axis=1)
+        else:
+            judged_q = np.bincount(self.jq, minlength=Q)
+            self.R = np.bincount(self.jq[self.jy >= level], minlength=Q)
         self.N = judged_q - self.R                                    # judged non-relevant
         self.relsub = _Sub(self, self.rel)
         self.relret = self.relsub.cnt.astype(np.float64)
-        self._cache: dict = {}
+
+    @property
+    def q(self):
+        """Query of each ranked row (built on first use: few measures need it)."""
+        if self._q is None:
+            self._q = np.repeat(np.arange(self.Q, dtype=np.int64), self.nret)
+        return self._q
 
     @property
     def pos(self):
         if "pos" not in self._cache:
-            self._cache["pos"] = np.arange(self.q.shape[0]) - np.repeat(self.start, self.nret)
+            self._cache["pos"] = np.arange(self.n) - np.repeat(self.start, self.nret)
         return self._cache["pos"]
 
     @property
@@ -1164,9 +1337,7 @@ class _Lists:
         """At each relevant row: non-relevant rows ranked above it that are not judged
         (code < 0)."""
         sub = self.relsub
-        neg = (self.code < 0) & ~self.rel
-        c = np.zeros(neg.shape[0] + 1, dtype=np.int64)
-        np.cumsum(neg, out=c[1:])
+        c = _prefix_count((self.code < 0) & ~self.rel)
         return c[sub.rows] - np.repeat(c[self.start], sub.cnt)
 
     def total(self, x):
@@ -1215,6 +1386,19 @@ class _Lists:
         out[ok] = smax[relrows[relstart[ok] + c[ok] - 1]]
         return out
 
+    def level_counts(self):
+        """Judgements of each query at each relevance level 0 .. highest, ``(Q, levels)``
+        (one count over the judgements serves R, the judged count and the ideal rankings);
+        None when that table would be large."""
+        if "levels" not in self._cache:
+            nlev = int(self.jy.max(initial=0)) + 1
+            lc = None
+            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+                lc = np.bincount(self.jq * nlev + self.jy,
+                                 minlength=self.Q * nlev).reshape(self.Q, nlev)
+            self._cache["levels"] = lc
+        return self._cache["levels"]
+
     # -- gains ---------------------------------------------------------------
     def gain_table(self, params):
         """Gain of each relevance level (0 .. the highest judged level)."""
@@ -1254,15 +1438,13 @@ class _Lists:
         key = ("ideal", params)
         if key not in self._cache:
             table = self.gain_table(params)
-            nlev = table.shape[0]
-            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+            if self.level_counts() is not None:
                 # Per query, the judged count of each level with a positive gain, levels
                 # in gain order (equal gains are interchangeable): the ideal DCG over the
                 # first m ranks is a sum over levels of gain x (discounts of its ranks).
                 by_gain = np.argsort(-table, kind="stable")
                 by_gain = by_gain[table[by_gain] > 0]
-                counts = np.bincount(self.jq * nlev + self.jy, minlength=self.Q * nlev)
-                counts = counts.reshape(self.Q, nlev)[:, by_gain]
+                counts = self.level_counts()[:, by_gain]
                 hi = np.cumsum(counts, axis=1)
                 lo = hi - counts
                 big = int(hi[:, -1].max(initial=0)) if hi.shape[1] else 0
@@ -1291,13 +1473,11 @@ class _Lists:
             table, g = self.gain_table(params), self.row_gains(params)
             top = table.shape[0] - 1
             nlev = top + 1
-            if self.Q * nlev <= 4 * self.jy.shape[0] + 1_000_000:
+            if self.level_counts() is not None:
                 # Ideal ranking without a sort: per query, the judged count of each level,
                 # levels in gain order (descending; equal gains are interchangeable).
                 by_gain = np.argsort(-table, kind="stable")
-                counts = np.bincount(self.jq.astype(np.int64) * nlev + self.jy,
-                                     minlength=self.Q * nlev).reshape(self.Q, nlev)
-                counts = counts[:, by_gain].ravel()
+                counts = self.level_counts()[:, by_gain].ravel()
                 ig = np.repeat(np.tile(table[by_gain], self.Q), counts)
                 iq = np.repeat(np.repeat(np.arange(self.Q), nlev), counts)
             else:
@@ -1351,7 +1531,7 @@ def _trec_values(ta, measures, *, relevance_level):
     """Per-query values of trec_eval's measures (trec_eval's ordering) from one sort."""
     L = _Lists(ta, relevance_level)
     R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
-    rel, pos = L.rel, L.pos
+    rel = L.rel
     res = {}
     for fam, k in measures:
         if fam in ("runid", "num_q"):
@@ -1395,7 +1575,7 @@ def _trec_values(ta, measures, *, relevance_level):
         elif fam == "infAP":
             nj = L.cum((L.code >= 0) & ~rel)
             pu = L.cum(L.code == _UNJUDGED)
-            j = pos.astype(np.float64)
+            j = L.pos.astype(np.float64)
             rs1 = L.relcum - 1.0
             js = np.where(j > 0, j, 1.0)
             eps = _INFAP_EPSILON
@@ -1403,7 +1583,7 @@ def _trec_values(ta, measures, *, relevance_level):
                 ((rs1 + eps) / (rs1 + nj + 2 * eps))
             v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
         elif fam == "binG":
-            v = _div(L.total(rel / np.log2(2.0 + pos + 1.0 - L.relcum)), R)
+            v = _div(L.total(rel / np.log2(2.0 + L.pos + 1.0 - L.relcum)), R)
         elif fam == "iprec_at_recall":
             v = L.iprec(k, _iprec_round)
         elif fam == "11pt_avg":
@@ -1688,8 +1868,8 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
-    ta = trec_arrays(qr, rn, complete_qrels=complete_qrels, float32_scores=float32_scores,
-                     queries=queries, hash_docs=ties == "trec_eval")
+    ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
+               ties == "trec_eval")
     if queries is None and rn.qid.shape[0] and not np.any(ta.in_run):
         # Almost always the wrong qrels (or query ids written differently): trec_eval
         # would print zeros over no query.
