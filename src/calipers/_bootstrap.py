@@ -214,9 +214,13 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 N = int(xp.sum(1 - y01))
                 # one row's count in a replicate is at most the number of draws (rows,
                 # units of integer weights) and a Poisson count at most 12
-                bound = max(n, 16, 0 if w_rep is None else int(w_rep.sum()))
-                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp), bound)
-                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp), bound)
+                draws = n if w_rep is None else int(w_rep.sum())
+                bound = max(n, 16, draws)
+                # the sum of a replicate's counts: the number of draws (multinomial
+                # rows and moving blocks), at most 16 per unit (Poisson), else n per row
+                total = 16 * draws if poisson else (n * bound if groups is not None else draws)
+                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp), bound, total)
+                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp), bound, total)
         else:
             layout = None
             ka = kb = _MeanKernel(name)
