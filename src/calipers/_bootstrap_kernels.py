@@ -97,8 +97,9 @@ class _AUCSplitKernel:
         if w is not None:
             wneg = w[:N] if identity else xp.take(w[:N], perm)
             wpos = w[N:]
-        # the layout is not one sorted order: the general state sorts for itself
-        general = _AUCKernel().prepare(y01, s, w, xp, False)
+        # leave-one-out values (BCa only) sort for themselves, on demand: the layout
+        # is not one sorted order
+        general = (y01, s, w)
         # NumPy: buffers reused across replicates (no allocation and page faults
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
@@ -198,7 +199,8 @@ class _AUCSplitKernel:
         return num2, int(cpos.sum(dtype=np.int64)), int(cum0[N])
 
     def loo(self, state, xp):
-        return _AUCKernel().loo(state[6], xp)
+        y01, s, w = state[6]
+        return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
 _IBLOCK = 32   # ranks per block of the JAX prefix sums (16 and 64 were no faster)
