@@ -722,3 +722,22 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
             got = [np.asarray(g) for g in got]
         np.testing.assert_array_equal(got[0], ref[0])
         np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
+    """All positives (no negatives to sum over) or all negatives: every replicate is NaN on
+    JAX as on NumPy (the blocked prefix sums are skipped when there are no negatives)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    a = np.random.default_rng(0).normal(size=40)
+    b = a[::-1].copy()
+    for y in (np.ones(40, np.int64), np.zeros(40, np.int64)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=4, seed=0)
+            with jax.enable_x64(True):
+                got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                                  jnp.asarray(b), n_resamples=4, seed=0)
+        assert np.all(np.isnan(ref[0])) and np.all(np.isnan(np.asarray(got[0])))
+        assert np.all(np.isnan(np.asarray(got[1])))

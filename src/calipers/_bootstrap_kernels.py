@@ -103,7 +103,9 @@ class _AUCSplitKernel:
         # NumPy: buffers reused across replicates (no allocation and page faults
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
-        blocked = _blocked_state(N, perm, k_lo, k_hi) if B.is_jax(xp) and w is None else None
+        # (no negatives: nothing to sum, and no row to gather from; the plain path)
+        blocked = _blocked_state(N, perm, k_lo, k_hi) if B.is_jax(xp) and w is None \
+            and N > 0 else None
         return (perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
 
     def evaluate(self, state, counts, xp):
