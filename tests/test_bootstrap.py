@@ -668,9 +668,9 @@ def test_stratified_multiclass_user_metric_keeps_class_sizes():
 @pytest.mark.parametrize("x64", [True, False])
 @pytest.mark.parametrize("resampling", ["multinomial", "poisson"])
 def test_jax_auc_replicates_equal_numpy_exactly_at_blocked_sizes(x64, resampling):
-    """At n in the thousands the JAX AUC kernel takes its prefix sums of counts by blocked
-    matrix products (float64 with x64, float32 without): the replicates must still be the
-    NumPy engine's exact integer ones, bit for bit."""
+    """At n in the thousands the JAX AUC kernel takes its prefix sums of counts in blocks of
+    ranks (int32 inside): the replicates must still be the NumPy engine's exact integer
+    ones, bit for bit (x64; float32 results without)."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -691,3 +691,53 @@ def test_jax_auc_replicates_equal_numpy_exactly_at_blocked_sizes(x64, resampling
     tol = 0 if x64 else 1e-7       # float32 results without x64; the counts are the same
     np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=0)
     np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)
+
+
+@pytest.mark.parametrize("n_neg", [1, 31, 32, 33, 95])
+@pytest.mark.parametrize("tied", [True, False])
+def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
+    """The JAX kernel lays negatives' ranks out in blocks of 32 (rank q at (q % 32, q // 32))
+    and reads the prefix sums at k_lo, k_hi there: class sizes around the block edges, with
+    and without ties, give the NumPy engine's replicates bit for bit (x64)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(n_neg)
+    n_pos = 23
+    y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
+    n = y.size
+    if tied:
+        a = rng.integers(0, 6, n) + y * 0.5
+        b = rng.integers(0, 3, n) - y * 0.5
+    else:
+        a = rng.permutation(n) + 0.5 * y
+        b = rng.permutation(n) - 0.25 * y
+    for res in ("multinomial", "poisson"):
+        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=30, seed=4,
+                                          resampling=res)
+        with jax.enable_x64(True):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), n_resamples=30, seed=4,
+                                              resampling=res)
+            got = [np.asarray(g) for g in got]
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
+    """All positives (no negatives to sum over) or all negatives: every replicate is NaN on
+    JAX as on NumPy (the blocked prefix sums are skipped when there are no negatives)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    a = np.random.default_rng(0).normal(size=40)
+    b = a[::-1].copy()
+    for y in (np.ones(40, np.int64), np.zeros(40, np.int64)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=4, seed=0)
+            with jax.enable_x64(True):
+                got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                                  jnp.asarray(b), n_resamples=4, seed=0)
+        assert np.all(np.isnan(ref[0])) and np.all(np.isnan(np.asarray(got[0])))
+        assert np.all(np.isnan(np.asarray(got[1])))

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -48,7 +48,7 @@ import numpy as np
 from . import _backend as B
 from . import _validation as V
 from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
-    _compiled_draw, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
+    _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
 )
 from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
     _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
@@ -214,9 +214,12 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 N = int(xp.sum(1 - y01))
                 # one row's count in a replicate is at most the number of draws (rows,
                 # units of integer weights) and a Poisson count at most 12
-                bound = max(n, 16, 0 if w_rep is None else int(w_rep.sum()))
-                ka = _AUCSplitKernel(N, n - N, _has_ties(a, xp), bound)
-                kb = _AUCSplitKernel(N, n - N, _has_ties(b, xp), bound)
+                draws = n if w_rep is None else int(w_rep.sum())
+                bound = max(n, 16, draws)
+                # the sum of a replicate's counts: the number of draws (multinomial
+                # rows and moving blocks), at most 16 per unit (Poisson), else n per row
+                total = 16 * draws if poisson else (n * bound if groups is not None else draws)
+                ka = kb = _AUCSplitKernel(N, n - N, True, bound, total)
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -232,6 +235,9 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     y_l, a_l, b_l, w_l = lay(y_sel), lay(a), lay(b), lay(sw)
     state_a = ka.prepare(y_l, a_l, w_l, xp, a_identity)
     state_b = kb.prepare(y_l, b_l, w_l, xp, False)
+    if isinstance(ka, _AUCSplitKernel):
+        # no positive tied with a negative: one gather less per replicate
+        ka, kb = (replace(k, ties=_cross_ties(st, xp)) for k, st in ((ka, state_a), (kb, state_b)))
 
     # Resampling units in the caller's row order: the draws never see a layout.
     codes = None
@@ -271,11 +277,10 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
 
 
-def _has_ties(s, xp):
-    if s.shape[0] < 2:
-        return False
-    ss = xp.sort(s)
-    return bool(xp.any(ss[1:] == ss[:-1]))
+def _cross_ties(state, xp):
+    """Does a positive tie a negative (a tie group of the negatives at some ``k_lo < k_hi``)?"""
+    k_lo, k_hi = state[1], state[2]
+    return k_lo.shape[0] > 0 and bool(xp.any(k_lo != k_hi))
 
 
 def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="fast"):
@@ -470,7 +475,10 @@ def _exact_difference(s: _Setup, est_a, est_b):
             ones = ones[np.asarray(B.to_numpy(s.layout))]
         if not B.is_numpy(xp):
             ones = xp.asarray(ones, dtype=B.acc_int(xp))
-        va, vb, vd = evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ones, xp)
+        if B.is_jax(xp):
+            va, vb, vd = _compiled_pair(s.kernel_a, s.kernel_b)(ones, s.state_a, s.state_b)
+        else:
+            va, vb, vd = evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ones, xp)
         if float(va) == est_a and float(vb) == est_b:
             return float(vd)
     return est_a - est_b

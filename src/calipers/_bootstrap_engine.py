@@ -67,6 +67,18 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
     return chunk
 
 
+def _compiled_pair(kernel_a, kernel_b):
+    """One replicate's ``evaluate_pair`` as one compiled program (eager JAX would
+    dispatch its few hundred operations one by one)."""
+    def build():
+        import jax
+
+        xp = _jax_xp()
+        return jax.jit(lambda c, sa, sb: evaluate_pair(kernel_a, sa, kernel_b, sb, c, xp))
+
+    return program(("bootstrap_pair", kernel_a, kernel_b), build)
+
+
 def _compiled_masked(kernel_a, kernel_b, idtype_name):
     """Grouped jackknife on JAX: evaluate with group g deleted, vmapped over g."""
     return program(("bootstrap_jackknife", kernel_a, kernel_b, idtype_name),

@@ -85,6 +85,7 @@ class _AUCSplitKernel:
     P: int
     ties: bool = True
     count_bound: int = 0   # a bound on one row's count in any replicate (0: unknown)
+    total_bound: int = 0   # a bound on the sum of a replicate's counts (0: unknown)
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
@@ -96,12 +97,16 @@ class _AUCSplitKernel:
         if w is not None:
             wneg = w[:N] if identity else xp.take(w[:N], perm)
             wpos = w[N:]
-        # the layout is not one sorted order: the general state sorts for itself
-        general = _AUCKernel().prepare(y01, s, w, xp, False)
+        # leave-one-out values (BCa only) sort for themselves, on demand: the layout
+        # is not one sorted order
+        general = (y01, s, w)
         # NumPy: buffers reused across replicates (no allocation and page faults
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
-        return (perm, k_lo, k_hi, wneg, wpos, scratch, general)
+        # (no negatives: nothing to sum, and no row to gather from; the plain path)
+        blocked = _blocked_state(N, perm, k_lo, k_hi) if B.is_jax(xp) and w is None \
+            and N > 0 else None
+        return (perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -115,23 +120,64 @@ class _AUCSplitKernel:
         Python ints on NumPy with integer counts and no weights (exact);
         else backend scalars (integers when the counts are, floats with weights).
         """
-        perm, k_lo, k_hi, wneg, wpos, scratch, _ = state
+        perm, k_lo, k_hi, wneg, wpos, scratch, _, blocked = state
         N = self.N
         if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
                 and counts.dtype in (np.int64, np.uint8):
             return self._parts_numpy(perm, k_lo, k_hi, counts, scratch)
+        if blocked is not None and xp.isdtype(counts.dtype, "integral"):
+            return self._parts_jax(blocked, counts, xp)
         cneg, cpos = counts[:N], counts[N:]
         if perm is not None:
             cneg = xp.take(cneg, perm)
         if wneg is not None:
             cneg, cpos = _f(cneg, xp) * _f(wneg, xp), _f(cpos, xp) * _f(wpos, xp)
         cdt = R.count_dtype(xp, cneg)
-        if wneg is None and B.is_jax(xp):
-            cum0 = _jax_count_prefix(cneg, cdt, self.count_bound)
-        else:
-            cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
+        cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
         num2 = R.u2_split(cum0, k_lo, k_hi, cpos, xp, ties=self.ties)
         return num2, xp.sum(xp.astype(cpos, cdt)), cum0[N]
+
+    def _parts_jax(self, blocked, counts, xp):
+        """JAX integer counts: the negatives' prefix sums in blocks of ``_IBLOCK`` ranks.
+
+        XLA on CPU takes a cumulative sum several times longer than a pass
+        over the data, and it was most of a compiled replicate (as was a
+        blocked product with a triangular matrix). Here rank ``q`` sits at
+        ``(q % b, q // b)`` of a ``(b, m)`` array (``b = _IBLOCK``): the sums
+        inside each block of ``b`` consecutive ranks are ``b`` additions of
+        contiguous rows, and only the ``m`` block totals take a cumulative sum.
+        The prefix sum at rank ``k`` is then read at ``(k % b, k // b)``
+        (indices precomputed). Integer arithmetic throughout: exact.
+        """
+        import jax.numpy as jnp
+
+        perm_b, at_lo, at_hi = blocked
+        N, b = self.N, _IBLOCK
+        m = N // b + 1
+        cdt = R.count_dtype(xp, None)
+        # int32 inside when no prefix sum can reach 2**31 (half the memory traffic)
+        wdt = jnp.int32 if 0 < self.total_bound < 2**31 else cdt
+        cneg, cpos = counts[:N], counts[N:]
+        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m)
+            x = jnp.pad(cneg.astype(wdt), (0, b * m - N)).reshape(m, b).T
+        else:                   # gather straight into the blocked order
+            x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
+        # sums of the ranks before each one within its block (row 0: none);
+        # the rows past rank N - 1 hold padding that no index below reads
+        rows = [jnp.zeros(m, dtype=wdt)]
+        for t in range(b - 1):
+            rows.append(rows[-1] + x[t])
+        total = rows[-1] + x[b - 1]
+        before = jnp.cumsum(total, dtype=wdt) - total
+        cum = (jnp.stack(rows) + before[None, :]).reshape(-1)
+        sdt = R._sum_dtype(xp, cdt)
+        lo = cum.at[at_lo].get(mode="promise_in_bounds")
+        if self.ties:
+            twice = lo.astype(sdt) + cum.at[at_hi].get(mode="promise_in_bounds").astype(sdt)
+        else:
+            twice = 2 * lo.astype(sdt)
+        num2 = jnp.sum(cpos.astype(sdt) * twice)
+        return num2, jnp.sum(cpos.astype(cdt)), cum[(N % b) * m + N // b].astype(cdt)
 
     def _parts_numpy(self, perm, k_lo, k_hi, counts, scratch):
         """NumPy integer counts (int64, or uint8 Poisson counts): exact int64 sums.
@@ -155,39 +201,35 @@ class _AUCSplitKernel:
         return num2, int(cpos.sum(dtype=np.int64)), int(cum0[N])
 
     def loo(self, state, xp):
-        return _AUCKernel().loo(state[-1], xp)
+        y01, s, w = state[6]
+        return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
-_BLOCK = 32
+_IBLOCK = 32   # ranks per block of the JAX prefix sums (16 and 64 were no faster)
 
 
-def _jax_count_prefix(c, cdt, count_bound):
-    """``B.prefix_sum`` of a replicate's integer counts on JAX, by blocked matrix products.
+def _blocked_state(N, perm, k_lo, k_hi):
+    """Indices for :meth:`_AUCSplitKernel._parts_jax`: rank ``q`` at ``(q % b) * m + q // b``.
 
-    XLA on CPU takes a cumulative sum several times longer than a pass over
-    the data, and it was most of a compiled replicate; a product with an
-    upper-triangular matrix of ones gives the prefix sums inside blocks of
-    32 rows (a matrix unit's job on an accelerator), and a short cumulative
-    sum of the block totals does the rest. Exact: the in-block sums are
-    integers below ``32 * count_bound``, represented exactly in float64
-    (below 2**53) or float32 (below 2**24, checked, else the plain sum).
+    ``perm_b``: for each blocked position, the layout row of the negative of
+    that rank in this model's order (None: the layout order itself, model A);
+    padding positions read row 0 (their sums are never read). ``at_lo``,
+    ``at_hi``: where the prefix sums at ``k_lo``, ``k_hi`` sit.
     """
     import jax.numpy as jnp
-    from jax import lax
 
-    n = c.shape[0]
-    wide = jnp.dtype(cdt) == jnp.int64
-    if n < 8 * _BLOCK or (not wide and not 0 < _BLOCK * count_bound < 2**24) \
-            or (wide and not 0 < _BLOCK * count_bound < 2**53):
-        return B.prefix_sum(c, jnp, cdt)
-    ft = jnp.float64 if wide else jnp.float32
-    m = -(-n // _BLOCK)
-    x = jnp.pad(c, (0, m * _BLOCK - n)).reshape(m, _BLOCK).astype(ft)
-    upper = jnp.triu(jnp.ones((_BLOCK, _BLOCK), dtype=ft))
-    inner = jnp.dot(x, upper, precision=lax.Precision.HIGHEST).astype(cdt)
-    tot = inner[:, -1]
-    before = jnp.cumsum(tot, dtype=cdt) - tot
-    return jnp.concatenate([jnp.zeros(1, dtype=cdt), (inner + before[:, None]).reshape(-1)[:n]])
+    b = _IBLOCK
+    m = N // b + 1
+
+    def at(k):
+        k = jnp.asarray(k).astype(jnp.int32)
+        return (k % b) * m + k // b
+
+    perm_b = None
+    if perm is not None:
+        perm_b = jnp.zeros(b * m, dtype=jnp.int32).at[at(jnp.arange(N))].set(
+            jnp.asarray(perm).astype(jnp.int32))
+    return (perm_b, at(k_lo), at(k_hi))
 
 
 @dataclass(frozen=True)
