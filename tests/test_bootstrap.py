@@ -802,3 +802,32 @@ def test_small_counts_check_detects_a_count_of_256():
         assert bool(_resample.small_counts_ok(design, jnp.asarray(c.astype(np.uint8)), jnp)) == ok
     assert not _resample.small_counts(_resample._Design("plain", True, 600))
     assert not _resample.small_counts(_resample._Design("stratified", False, 600))
+
+
+@pytest.mark.parametrize("host", [True, False])
+def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch, host):
+    """On the CPU the JAX AUC set-up sorts and searches in NumPy (XLA's CPU sort is several
+    times slower); elsewhere in JAX. Both give NumPy's replicates bit for bit, with ties
+    inside and across classes (tied rows may be laid out in another order)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_kernels as BK
+
+    if not host:
+        monkeypatch.setattr(BK, "host_cpu", lambda x, xp: False)
+        monkeypatch.setattr(BS, "host_cpu", lambda x, xp: False)
+    rng = np.random.default_rng(17)
+    n = 500
+    y = (rng.random(n) < 0.35).astype(np.int64)
+    a = rng.integers(0, 9, n) + 0.5 * y
+    b = rng.integers(0, 4, n) - 0.5 * y
+    for res in ("multinomial", "poisson"):
+        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=16, seed=2,
+                                          resampling=res)
+        with jax.enable_x64(True):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), n_resamples=16, seed=2,
+                                              resampling=res)
+            got = [np.asarray(g) for g in got]
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
