@@ -181,8 +181,9 @@ class _AUCSplitKernel:
         # int32 inside when no prefix sum can reach 2**31 (half the memory traffic)
         wdt = jnp.int32 if 0 < self.total_bound < 2**31 else cdt
         cneg, cpos = counts[:N], counts[N:]
-        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m)
-            x = jnp.pad(cneg.astype(wdt), (0, b * m - N)).reshape(m, b).T
+        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m),
+            # moved in the counts' own (small) dtype and widened after
+            x = jnp.pad(cneg, (0, b * m - N)).reshape(m, b).T.astype(wdt)
         else:                   # gather straight into the blocked order
             x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
         # sums of the ranks before each one within its block (row 0: none);
