@@ -741,3 +741,93 @@ def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
                                                   jnp.asarray(b), n_resamples=4, seed=0)
         assert np.all(np.isnan(ref[0])) and np.all(np.isnan(np.asarray(got[0])))
         assert np.all(np.isnan(np.asarray(got[1])))
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_jax_small_counts_fallback_redraws_replicates_wide(monkeypatch, x64):
+    """On CPU the JAX AUC engine moves plain multinomial counts as uint8 (modulo 256) and
+    redraws a replicate in int32 when the wrapped counts do not sum to n. With the check
+    forced to fail for every replicate (and the small counts reversed, so only a redraw
+    can be right), the replicates are still NumPy's."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_engine as BE, _compile, _resample
+
+    rng = np.random.default_rng(5)
+    n = 700
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    a = np.round(rng.normal(size=n) + y, 1).astype(np.float32).astype(np.float64)
+    b = (a + rng.normal(size=n)).astype(np.float32).astype(np.float64)
+    ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=20, seed=3)
+    calls = []
+
+    def never_ok(design, counts, xp):
+        calls.append(counts.dtype)
+        return xp.sum(counts, dtype=xp.int32) < 0
+
+    real_draw = BE.draw_counts
+
+    def draw_garbage_small(design, data, words, r, xp, idtype, small=False):
+        c = real_draw(design, data, words, r, xp, idtype, small)
+        return c[::-1] if small else c     # wrong counts unless redrawn wide
+
+    monkeypatch.setattr(_resample, "small_counts_ok", never_ok)
+    monkeypatch.setattr(BE, "draw_counts", draw_garbage_small)
+    _compile.clear_cache()
+    try:
+        with jax.enable_x64(x64):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), n_resamples=20, seed=3)
+            got = [np.asarray(g, dtype=np.float64) for g in got]
+    finally:
+        _compile.clear_cache()
+    if jax.default_backend() == "cpu":
+        assert calls and all(d == jnp.uint8 for d in calls)
+    tol = 0 if x64 else 1e-7
+    np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=0)
+    np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)
+
+
+def test_small_counts_check_detects_a_count_of_256():
+    """uint8 counts wrap at 256; their sum equals n only when no row reached 256."""
+    jnp = pytest.importorskip("jax.numpy")
+    from calipers import _resample
+
+    design = _resample._Design("plain", False, 600)
+    for top, ok in ((255, True), (256, False), (511, False), (512, False)):
+        c = np.zeros(600, np.int64)
+        c[-1] = top
+        c[: 600 - top] = 1
+        assert c.sum() == 600
+        assert bool(_resample.small_counts_ok(design, jnp.asarray(c.astype(np.uint8)), jnp)) == ok
+    assert not _resample.small_counts(_resample._Design("plain", True, 600))
+    assert not _resample.small_counts(_resample._Design("stratified", False, 600))
+
+
+@pytest.mark.parametrize("host", [True, False])
+def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch, host):
+    """On the CPU the JAX AUC set-up sorts and searches in NumPy (XLA's CPU sort is several
+    times slower); elsewhere in JAX. Both give NumPy's replicates bit for bit, with ties
+    inside and across classes (tied rows may be laid out in another order)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_kernels as BK
+
+    if not host:
+        monkeypatch.setattr(BK, "host_cpu", lambda x, xp: False)
+        monkeypatch.setattr(BS, "host_cpu", lambda x, xp: False)
+    rng = np.random.default_rng(17)
+    n = 500
+    y = (rng.random(n) < 0.35).astype(np.int64)
+    a = rng.integers(0, 9, n) + 0.5 * y
+    b = rng.integers(0, 4, n) - 0.5 * y
+    for res in ("multinomial", "poisson"):
+        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=16, seed=2,
+                                          resampling=res)
+        with jax.enable_x64(True):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), n_resamples=16, seed=2,
+                                              resampling=res)
+            got = [np.asarray(g) for g in got]
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])

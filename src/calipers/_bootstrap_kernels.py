@@ -89,6 +89,8 @@ class _AUCSplitKernel:
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
+        if w is None and N > 0 and host_cpu(s, xp):
+            return self._prepare_host(y01, s, xp, identity)
         sneg, spos = s[:N], s[N:]
         perm = None if identity else xp.argsort(sneg, stable=False)
         sneg_sorted = sneg if identity else xp.take(sneg, perm)
@@ -107,6 +109,27 @@ class _AUCSplitKernel:
         blocked = _blocked_state(N, perm, k_lo, k_hi) if B.is_jax(xp) and w is None \
             and N > 0 else None
         return (perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
+
+    def _prepare_host(self, y01, s, xp, identity):
+        """JAX arrays on the CPU, no weights: the sort and the searches in NumPy.
+
+        The same state as :meth:`prepare` (JAX arrays, the blocked indices)
+        but several times faster (XLA's CPU argsort of 10^5 doubles takes
+        about 45 ms, NumPy's 5). Tied negatives may come in another order;
+        the prefix sums are read only at tie-group bounds, so no value moves.
+        """
+        import jax.numpy as jnp
+
+        N = self.N
+        sn = np.asarray(s)
+        sneg, spos = sn[:N], sn[N:]
+        perm = None if identity else np.argsort(sneg)
+        k_lo, k_hi = R.split_ranks(sneg if identity else sneg[perm], spos, np)
+        blocked = _blocked_state_np(N, perm, k_lo, k_hi)
+        idt = B.acc_int(xp)
+        return (None if perm is None else jnp.asarray(perm.astype(_jax_int(xp))),
+                jnp.asarray(k_lo, dtype=idt), jnp.asarray(k_hi, dtype=idt), None, None, None,
+                (y01, s, None), tuple(None if x is None else jnp.asarray(x) for x in blocked))
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -158,8 +181,9 @@ class _AUCSplitKernel:
         # int32 inside when no prefix sum can reach 2**31 (half the memory traffic)
         wdt = jnp.int32 if 0 < self.total_bound < 2**31 else cdt
         cneg, cpos = counts[:N], counts[N:]
-        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m)
-            x = jnp.pad(cneg.astype(wdt), (0, b * m - N)).reshape(m, b).T
+        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m),
+            # moved in the counts' own (small) dtype and widened after
+            x = jnp.pad(cneg, (0, b * m - N)).reshape(m, b).T.astype(wdt)
         else:                   # gather straight into the blocked order
             x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
         # sums of the ranks before each one within its block (row 0: none);
@@ -230,6 +254,41 @@ def _blocked_state(N, perm, k_lo, k_hi):
         perm_b = jnp.zeros(b * m, dtype=jnp.int32).at[at(jnp.arange(N))].set(
             jnp.asarray(perm).astype(jnp.int32))
     return (perm_b, at(k_lo), at(k_hi))
+
+
+def _blocked_state_np(N, perm, k_lo, k_hi):
+    """:func:`_blocked_state` in NumPy (int32), from NumPy ``perm``, ``k_lo``, ``k_hi``."""
+    b = _IBLOCK
+    m = N // b + 1
+
+    def at(k):
+        k = np.asarray(k).astype(np.int32)
+        return (k % b) * m + k // b
+
+    perm_b = None
+    if perm is not None:
+        perm_b = np.zeros(b * m, dtype=np.int32)
+        perm_b[at(np.arange(N))] = perm
+    return (perm_b, at(k_lo), at(k_hi))
+
+
+def _jax_int(xp):
+    """The default integer of JAX now (int64 with x64, else int32), as NumPy's dtype."""
+    return np.dtype(xp.int64) if B.acc_int(xp) == xp.int64 else np.dtype(np.int32)
+
+
+def host_cpu(x, xp) -> bool:
+    """Is ``x`` a concrete JAX array on the CPU (its set-up sorts then run in NumPy)?"""
+    if not B.is_jax(xp):
+        return False
+    import jax
+
+    if isinstance(x, jax.core.Tracer):
+        return False
+    try:
+        return all(d.platform == "cpu" for d in x.devices())
+    except AttributeError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -257,13 +257,35 @@ def _rowwise(design: _Design) -> bool:
     return design.kind == "plain" and design.poisson and not design.repeat
 
 
-def draw_counts(design: _Design, data, words, r, xp, idtype):
-    """Counts of replicate ``r`` in layout order (the caller's counts, gathered)."""
+def small_counts(design: _Design) -> bool:
+    """Can :func:`draw_counts` give ``small`` (uint8, wrapping) counts for this design?
+
+    Plain multinomial rows: a replicate's counts sum to ``n`` exactly, so
+    counts wrapped modulo 256 sum to ``n`` if and only if none reached 256
+    (each wrap loses 256). The consumer checks that sum and redraws the
+    replicate wide when it fails (:func:`small_counts_ok`).
+    """
+    return design.kind == "plain" and not design.poisson and not design.repeat \
+        and design.n < 2**31 - 1
+
+
+def small_counts_ok(design: _Design, counts, xp):
+    """Are ``small`` counts exact (no row's count wrapped past 255)?"""
+    return xp.sum(counts, dtype=xp.int32) == design.n
+
+
+def draw_counts(design: _Design, data, words, r, xp, idtype, small=False):
+    """Counts of replicate ``r`` in layout order (the caller's counts, gathered).
+
+    ``small`` (JAX, where :func:`small_counts` holds): uint8 counts modulo
+    256, a quarter of the int32 memory traffic in the scatter and gathers;
+    exact only where :func:`small_counts_ok` says so.
+    """
     arrays, layout = data
     if not B.is_numpy(xp) and max(design.n, design.n_units) < 2**31 - 1:
         # JAX: int32 counts (exact below 2**31 rows): half the memory traffic
         # of int64 in the scatter and gathers; the kernels widen their sums
-        idtype = xp.int32
+        idtype = xp.uint8 if small and small_counts(design) else xp.int32
     if _rowwise(design) and layout is not None:
         u32 = xp.uint32
         words = xp.asarray(words, dtype=u32)
