@@ -204,15 +204,15 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
         elif name == "roc_auc":
             # layout [negatives | positives], each in A's score order: A needs no
             # gather. The AUC is exact integers, so the layout cannot move a value.
-            if not traced and host_cpu(a, xp):
-                # JAX on the CPU: NumPy sorts several times faster than XLA
+            # JAX on the CPU: NumPy sorts several times faster than XLA
+            host = not traced and host_cpu(a, xp)
+            if host:
                 lay_np = np.argsort(np.asarray(a))
                 lay_np = lay_np[np.argsort(np.asarray(y01)[lay_np], kind="stable")]
                 layout = xp.asarray(lay_np.astype(_jax_int(xp)))
             else:
                 layout = xp.argsort(a, stable=False)
-                y_sorted = xp.take(y01, layout)
-                layout = xp.take(layout, xp.argsort(y_sorted, stable=True))
+                layout = xp.take(layout, xp.argsort(xp.take(y01, layout), stable=True))
             if traced:   # class sizes are not static: the general kernel
                 ka = kb = _AUCKernel()
                 a_identity = False

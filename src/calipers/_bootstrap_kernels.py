@@ -89,12 +89,18 @@ class _AUCSplitKernel:
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
-        if w is None and N > 0 and host_cpu(s, xp):
-            return self._prepare_host(y01, s, xp, identity)
-        sneg, spos = s[:N], s[N:]
-        perm = None if identity else xp.argsort(sneg, stable=False)
-        sneg_sorted = sneg if identity else xp.take(sneg, perm)
-        k_lo, k_hi = R.split_ranks(sneg_sorted, spos, xp)
+        # JAX arrays on the CPU without weights: the sort and the searches run in
+        # NumPy (XLA's CPU argsort of 10^5 doubles takes about 45 ms, NumPy's 5).
+        # Tied negatives may then come in another order; the prefix sums are read
+        # only at tie-group bounds, so no value moves.
+        host = w is None and N > 0 and host_cpu(s, xp)
+        sx = np if host else xp
+        ss = np.asarray(s) if host else s
+        sneg, spos = ss[:N], ss[N:]
+        perm = None if identity else (np.argsort(sneg) if host else
+                                      xp.argsort(sneg, stable=False))
+        sneg_sorted = sneg if identity else sx.take(sneg, perm)
+        k_lo, k_hi = R.split_ranks(sneg_sorted, spos, sx)
         wneg = wpos = None
         if w is not None:
             wneg = w[:N] if identity else xp.take(w[:N], perm)
@@ -106,30 +112,14 @@ class _AUCSplitKernel:
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
         # (no negatives: nothing to sum, and no row to gather from; the plain path)
-        blocked = _blocked_state(N, perm, k_lo, k_hi) if B.is_jax(xp) and w is None \
+        blocked = _blocked_state(N, perm, k_lo, k_hi, sx) if B.is_jax(xp) and w is None \
             and N > 0 else None
+        if host:
+            idt = B.acc_int(xp)
+            perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
+            k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
+            blocked = tuple(None if x is None else xp.asarray(x) for x in blocked)
         return (perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
-
-    def _prepare_host(self, y01, s, xp, identity):
-        """JAX arrays on the CPU, no weights: the sort and the searches in NumPy.
-
-        The same state as :meth:`prepare` (JAX arrays, the blocked indices)
-        but several times faster (XLA's CPU argsort of 10^5 doubles takes
-        about 45 ms, NumPy's 5). Tied negatives may come in another order;
-        the prefix sums are read only at tie-group bounds, so no value moves.
-        """
-        import jax.numpy as jnp
-
-        N = self.N
-        sn = np.asarray(s)
-        sneg, spos = sn[:N], sn[N:]
-        perm = None if identity else np.argsort(sneg)
-        k_lo, k_hi = R.split_ranks(sneg if identity else sneg[perm], spos, np)
-        blocked = _blocked_state_np(N, perm, k_lo, k_hi)
-        idt = B.acc_int(xp)
-        return (None if perm is None else jnp.asarray(perm.astype(_jax_int(xp))),
-                jnp.asarray(k_lo, dtype=idt), jnp.asarray(k_hi, dtype=idt), None, None, None,
-                (y01, s, None), tuple(None if x is None else jnp.asarray(x) for x in blocked))
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -232,43 +222,30 @@ class _AUCSplitKernel:
 _IBLOCK = 32   # ranks per block of the JAX prefix sums (16 and 64 were no faster)
 
 
-def _blocked_state(N, perm, k_lo, k_hi):
+def _blocked_state(N, perm, k_lo, k_hi, xp):
     """Indices for :meth:`_AUCSplitKernel._parts_jax`: rank ``q`` at ``(q % b) * m + q // b``.
 
     ``perm_b``: for each blocked position, the layout row of the negative of
     that rank in this model's order (None: the layout order itself, model A);
     padding positions read row 0 (their sums are never read). ``at_lo``,
-    ``at_hi``: where the prefix sums at ``k_lo``, ``k_hi`` sit.
+    ``at_hi``: where the prefix sums at ``k_lo``, ``k_hi`` sit. Built with
+    ``xp`` (NumPy when the set-up ran on the host), all int32.
     """
-    import jax.numpy as jnp
-
     b = _IBLOCK
     m = N // b + 1
+    i32 = xp.int32
 
     def at(k):
-        k = jnp.asarray(k).astype(jnp.int32)
+        k = xp.asarray(k, dtype=i32)
         return (k % b) * m + k // b
 
     perm_b = None
     if perm is not None:
-        perm_b = jnp.zeros(b * m, dtype=jnp.int32).at[at(jnp.arange(N))].set(
-            jnp.asarray(perm).astype(jnp.int32))
-    return (perm_b, at(k_lo), at(k_hi))
-
-
-def _blocked_state_np(N, perm, k_lo, k_hi):
-    """:func:`_blocked_state` in NumPy (int32), from NumPy ``perm``, ``k_lo``, ``k_hi``."""
-    b = _IBLOCK
-    m = N // b + 1
-
-    def at(k):
-        k = np.asarray(k).astype(np.int32)
-        return (k % b) * m + k // b
-
-    perm_b = None
-    if perm is not None:
-        perm_b = np.zeros(b * m, dtype=np.int32)
-        perm_b[at(np.arange(N))] = perm
+        # the inverse of ``at`` as a gather: blocked position j holds rank (j % m) * b + j // m
+        j = xp.arange(b * m, dtype=i32)
+        rank = (j % m) * b + j // m
+        rows = xp.take(xp.asarray(perm, dtype=i32), xp.clip(rank, 0, N - 1))
+        perm_b = xp.where(rank < N, rows, xp.zeros_like(rows))
     return (perm_b, at(k_lo), at(k_hi))
 
 
