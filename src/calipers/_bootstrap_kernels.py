@@ -41,6 +41,14 @@ def _weights(counts, w, xp):
     return _f(counts, xp) * _f(w, xp)
 
 
+def _replicate_groups(state, counts, xp):
+    """A presorted state's tie groups and one replicate's class weights in them."""
+    perm, y, lo, hi, w = state
+    c = counts if perm is None else xp.take(counts, perm)
+    tg = R.presorted_groups(y, lo, hi)
+    return tg, R.class_weights(tg, _weights(c, w, xp), xp)
+
+
 @dataclass(frozen=True)
 class _AUCKernel:
     """ROC AUC over one presorted order: O(n) per replicate (Mann-Whitney, ties 1/2)."""
@@ -54,10 +62,7 @@ class _AUCKernel:
         return (perm, y, lo, hi, ww)
 
     def evaluate(self, state, counts, xp):
-        perm, y, lo, hi, w = state
-        c = counts if perm is None else xp.take(counts, perm)
-        tg = R.presorted_groups(y, lo, hi)
-        return R.binary_auc(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
+        return R.binary_auc(*_replicate_groups(state, counts, xp), xp)[0]
 
     def loo(self, state, xp):
         """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n).
@@ -281,10 +286,7 @@ class _APKernel:
         return (perm, xp.take(y01, perm), lo, hi, None if w is None else xp.take(w, perm))
 
     def evaluate(self, state, counts, xp):
-        perm, y, lo, hi, w = state
-        c = counts if perm is None else xp.take(counts, perm)
-        tg = R.presorted_groups(y, lo, hi)
-        return R.ap_steps(tg, R.class_weights(tg, _weights(c, w, xp), xp), xp)[0]
+        return R.ap_steps(*_replicate_groups(state, counts, xp), xp)[0]
 
     def loo(self, state, xp):
         """Leave-one-out AP per row, unweighted only (else None: grouped jackknife)."""
