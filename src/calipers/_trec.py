@@ -936,14 +936,9 @@ def _plan(measures):
 
 
 def _as_qrels(qrels):
-    if isinstance(qrels, Qrels):
-        return qrels
-    if isinstance(qrels, (str, os.PathLike)):
-        return read_qrels(qrels)
-    if isinstance(qrels, dict):
-        q, d, r = _from_nested(qrels, "qrels")
-    else:
-        q, d, r = _triple(qrels, "qrels", "(query id, doc id, relevance)")
+    if isinstance(qrels, (Qrels, str, os.PathLike)):
+        return qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
+    q, d, r = _flat(qrels, "qrels", "(query id, doc id, relevance)")
     r = np.asarray(r)
     if r.dtype.kind == "b" or r.dtype.kind not in "iuf" or \
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
@@ -953,14 +948,9 @@ def _as_qrels(qrels):
 
 
 def _as_run(run, run_id):
-    if isinstance(run, Run):
-        return run
-    if isinstance(run, (str, os.PathLike)):
-        return read_run(run)
-    if isinstance(run, dict):
-        q, d, s = _from_nested(run, "run")
-    else:
-        q, d, s = _triple(run, "run", "(query id, doc id, score)")
+    if isinstance(run, (Run, str, os.PathLike)):
+        return run if isinstance(run, Run) else read_run(run)
+    q, d, s = _flat(run, "run", "(query id, doc id, score)")
     s = np.asarray(s)
     if s.dtype.kind not in "iuf" or s.dtype.kind == "b":
         raise ValueError(f"run: scores must be numbers, got dtype {s.dtype}")
@@ -968,6 +958,11 @@ def _as_run(run, run_id):
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
     return Run(q, d, s, run_id, "", _id_codes(q, d))
+
+
+def _flat(obj, what, columns):
+    """Flat (query ids, doc ids, values) from a nested dict or a triple of arrays."""
+    return _from_nested(obj, what) if isinstance(obj, dict) else _triple(obj, what, columns)
 
 
 def _from_nested(obj, what):
