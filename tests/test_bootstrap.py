@@ -693,15 +693,30 @@ def test_jax_auc_replicates_equal_numpy_exactly_at_blocked_sizes(x64, resampling
     np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)
 
 
+def _assert_jax_auc_replicates_are_numpys(y, a, b, *, n_resamples, seed):
+    """JAX (x64) AUC replicates equal NumPy's bit for bit, multinomial and Poisson."""
+    import jax
+    import jax.numpy as jnp
+
+    for res in ("multinomial", "poisson"):
+        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=n_resamples,
+                                          seed=seed, resampling=res)
+        with jax.enable_x64(True):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), n_resamples=n_resamples,
+                                              seed=seed, resampling=res)
+            got = [np.asarray(g) for g in got]
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+
+
 @pytest.mark.parametrize("n_neg", [1, 31, 32, 33, 95])
 @pytest.mark.parametrize("tied", [True, False])
 def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
     """The JAX kernel lays negatives' ranks out in blocks of 32 (rank q at (q % 32, q // 32))
     and reads the prefix sums at k_lo, k_hi there: class sizes around the block edges, with
     and without ties, give the NumPy engine's replicates bit for bit (x64)."""
-    jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
-
+    pytest.importorskip("jax")
     rng = np.random.default_rng(n_neg)
     n_pos = 23
     y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
@@ -712,16 +727,7 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
     else:
         a = rng.permutation(n) + 0.5 * y
         b = rng.permutation(n) - 0.25 * y
-    for res in ("multinomial", "poisson"):
-        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=30, seed=4,
-                                          resampling=res)
-        with jax.enable_x64(True):
-            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
-                                              jnp.asarray(b), n_resamples=30, seed=4,
-                                              resampling=res)
-            got = [np.asarray(g) for g in got]
-        np.testing.assert_array_equal(got[0], ref[0])
-        np.testing.assert_array_equal(got[1], ref[1])
+    _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=30, seed=4)
 
 
 def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
@@ -809,8 +815,7 @@ def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch
     """On the CPU the JAX AUC set-up sorts and searches in NumPy (XLA's CPU sort is several
     times slower); elsewhere in JAX. Both give NumPy's replicates bit for bit, with ties
     inside and across classes (tied rows may be laid out in another order)."""
-    jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
+    pytest.importorskip("jax")
     from calipers import _bootstrap_kernels as BK
 
     if not host:
@@ -821,13 +826,4 @@ def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch
     y = (rng.random(n) < 0.35).astype(np.int64)
     a = rng.integers(0, 9, n) + 0.5 * y
     b = rng.integers(0, 4, n) - 0.5 * y
-    for res in ("multinomial", "poisson"):
-        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=16, seed=2,
-                                          resampling=res)
-        with jax.enable_x64(True):
-            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
-                                              jnp.asarray(b), n_resamples=16, seed=2,
-                                              resampling=res)
-            got = [np.asarray(g) for g in got]
-        np.testing.assert_array_equal(got[0], ref[0])
-        np.testing.assert_array_equal(got[1], ref[1])
+    _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=16, seed=2)
