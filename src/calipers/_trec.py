@@ -544,8 +544,10 @@ def _put_rows(P, col, key, blocks):
         # every block has L rows: block b is rows b*L .. b*L + L - 1, copied whole
         np.take(key.reshape(Q, L), first // L, axis=0, out=P[:, col:col + L], mode="clip")
     else:
-        dest = q * W
-        dest += col - first[q]
+        # flat position of each block's first row, per query (Q values), then one gather:
+        # no row-sized product or second gather
+        base = np.arange(Q, dtype=np.int64) * W + col - first
+        dest = base[q]
         dest += np.arange(key.shape[0], dtype=np.int64)
         P.reshape(-1)[dest] = key
 
