@@ -679,6 +679,17 @@ def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch)
         R.evaluate(qrels, (np.array([1]), np.array([5]), np.array([0.5])), "map")
 
 
+def _pytrec_eval_values(pytrec_eval, qrels, run, fams):
+    """pytrec_eval's per-query values for flat (query, doc, value) triples."""
+    def nested(q, d, v):
+        out: dict = {}
+        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
+            out.setdefault(a, {})[b] = c
+        return out
+
+    return pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+
+
 def test_range_sums_equal_slices():
     rng = np.random.default_rng(3)
     x = rng.random(50)
@@ -708,13 +719,7 @@ def test_many_queries_match_pytrec_eval_to_rounding():
     fams = ["map", "ndcg", "ndcg_cut", "map_cut", "bpref", "recip_rank", "P", "Rprec"]
     res = R.evaluate(qrels, run, fams)
 
-    def nested(q, d, v):
-        out: dict = {}
-        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
-            out.setdefault(a, {})[b] = c
-        return out
-
-    ref = pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+    ref = _pytrec_eval_values(pytrec_eval, qrels, run, fams)
     for name, v in res.values.items():
         want = np.array([ref[q][name] for q in res.query_ids])
         np.testing.assert_allclose(v, want, rtol=0, atol=2e-15, err_msg=name)
@@ -756,13 +761,7 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     fams = ["map", "map_cut", "bpref", "ndcg_cut"]
     res = R.evaluate(qrels, run, fams)
 
-    def nested(q, d, v):
-        out: dict = {}
-        for a, b, c in zip(q.astype(str).tolist(), d.astype(str).tolist(), v.tolist()):
-            out.setdefault(a, {})[b] = c
-        return out
-
-    ref = pytrec_eval.RelevanceEvaluator(nested(*qrels), set(fams)).evaluate(nested(*run))
+    ref = _pytrec_eval_values(pytrec_eval, qrels, run, fams)
     for name, v in res.values.items():
         want = np.array([ref[q][name] for q in res.query_ids])
         np.testing.assert_allclose(v, want, rtol=0, atol=1e-14, err_msg=name)
