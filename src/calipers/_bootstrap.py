@@ -190,7 +190,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     # row designs); the counts then already hold the weights.
     w_rep = None
     if sw is not None and not traced and groups is None and block_length is None \
-            and (xp.isdtype(sw.dtype, "integral") or xp.isdtype(sw.dtype, "bool")):
+            and xp.isdtype(sw.dtype, ("integral", "bool")):
         w_rep, sw = np.asarray(B.to_numpy(sw), dtype=np.int64), None
     a_identity = True      # is the layout model A's sorted order (no gather for A)?
     if kind == "fast":
@@ -218,14 +218,13 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 a_identity = False
             else:
                 N = int(xp.sum(1 - y01))
-                # one row's count in a replicate is at most the number of draws (rows,
-                # units of integer weights) and a Poisson count at most 12
+                # the sum of a replicate's counts: the number of draws (rows, units of
+                # integer weights; multinomial rows and moving blocks), at most 16 per
+                # unit (Poisson), else up to n per row (clusters)
                 draws = n if w_rep is None else int(w_rep.sum())
-                bound = max(n, 16, draws)
-                # the sum of a replicate's counts: the number of draws (multinomial
-                # rows and moving blocks), at most 16 per unit (Poisson), else n per row
-                total = 16 * draws if poisson else (n * bound if groups is not None else draws)
-                ka = kb = _AUCSplitKernel(N, n - N, True, bound, total)
+                total = 16 * draws if poisson else (
+                    n * max(n, 16, draws) if groups is not None else draws)
+                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total)
         else:
             layout = None
             ka = kb = _MeanKernel(name)

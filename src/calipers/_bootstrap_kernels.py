@@ -89,7 +89,6 @@ class _AUCSplitKernel:
     N: int
     P: int
     ties: bool = True
-    count_bound: int = 0   # a bound on one row's count in any replicate (0: unknown)
     total_bound: int = 0   # a bound on the sum of a replicate's counts (0: unknown)
 
     def prepare(self, y01, s, w, xp, identity):
@@ -261,11 +260,7 @@ def _jax_int(xp):
 
 def host_cpu(x, xp) -> bool:
     """Is ``x`` a concrete JAX array on the CPU (its set-up sorts then run in NumPy)?"""
-    if not B.is_jax(xp):
-        return False
-    import jax
-
-    if isinstance(x, jax.core.Tracer):
+    if not B.is_jax(xp) or B.is_traced(x):
         return False
     try:
         return all(d.platform == "cpu" for d in x.devices())

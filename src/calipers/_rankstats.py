@@ -77,7 +77,7 @@ from . import _validation as V
 
 def count_dtype(xp, w):
     """Integer counts without weights or with integer weights (exact); else the widest float."""
-    if w is None or xp.isdtype(w.dtype, "integral") or xp.isdtype(w.dtype, "bool"):
+    if w is None or xp.isdtype(w.dtype, ("integral", "bool")):
         return B.acc_int(xp)
     return B.acc_float(xp)
 
@@ -475,10 +475,10 @@ def loo_ap(tg: TieGroups, cw: ClassWeights, xp):
     h = yf * sdiv(tp - 1, tp + fp - 1)      # another positive at or above removed
     Cprec, Cg, Ch = (B.prefix_sum(v, xp, f) for v in (prec, g, h))
     P = _f(cw.P, xp)
-    k = tg.hi + 1
-    head = Cprec[n] - xp.take(Cprec, k)      # positives scored higher: unchanged
-    neg = (head + xp.take(Cg, k)) / xp.where(P > 0, P, xp.ones_like(P))
-    pos = (head + xp.take(Ch, k) - h) / xp.where(P > 1, P - 1, xp.ones_like(P))
+    # the prefix sums through each row's tie group (either form of the tie groups)
+    head = Cprec[n] - _edge_hi(Cprec, tg, xp)      # positives scored higher: unchanged
+    neg = (head + _edge_hi(Cg, tg, xp)) / xp.where(P > 0, P, xp.ones_like(P))
+    pos = (head + _edge_hi(Ch, tg, xp) - h) / xp.where(P > 1, P - 1, xp.ones_like(P))
     bad = xp.where(tg.y == 1, P <= 1, P <= 0)
     return B.nan_if(bad, xp.where(tg.y == 1, pos, neg), xp)
 

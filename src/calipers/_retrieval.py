@@ -486,15 +486,15 @@ class _Dense(_PerQuery):
         """Gains at flat positions ``idx`` of the (Q, L) block."""
         return self._gain_of(self.Y.reshape(-1)[idx])
 
+    def _is_rel(self, y):
+        return y > 0 if self.level is None else y >= self.level
+
     def _rel_at(self, idx):
-        y = self.Y.reshape(-1)[idx]
-        lv = self.level
-        return (y > 0 if lv is None else y >= lv).astype(np.float64)
+        return self._is_rel(self.Y.reshape(-1)[idx]).astype(np.float64)
 
     def rel(self):
         if self._rel is None:
-            lv = self.level
-            self._rel = (self.Y > 0 if lv is None else self.Y >= lv).astype(np.int64)
+            self._rel = self._is_rel(self.Y).astype(np.int64)
         return self._rel
 
     def _top(self, k):

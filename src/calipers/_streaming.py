@@ -357,8 +357,7 @@ class ROCHistogramState(NamedTuple):
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
         if sample_weight is not None:
-            if integral_state and not (xp.isdtype(sample_weight.dtype, "integral")
-                                       or xp.isdtype(sample_weight.dtype, "bool")):
+            if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
                 raise ValueError("real-valued sample_weight needs a state made with "
                                  "init(..., weighted=True); integer weights (repetitions) "
                                  "are accepted as they are")

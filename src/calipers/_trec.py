@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._results import result_type
+from ._segments import argsort_ints, pad_segments
 
 __all__ = ["Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
            "parse_trec_measures", "read_qrels", "read_run", "trec_arrays"]
@@ -272,7 +273,7 @@ class TrecArrays:
     doc_str: Any = None
     # when the retrieved rows come first (trec_arrays): trec_eval's code of each (its
     # relevance, -1 not judged, -2 judged negative), and (query, relevance) of every
-    # judgement with relevance >= 0; derived from the arrays above when None
+    # judgement with relevance >= 0 (trec_arrays always sets both)
     run_code: Any = None
     judgements: Any = None
     # _blocks of the retrieved rows' query codes, when the join computed them
@@ -515,7 +516,7 @@ def _blocks(q, Q):
         return z, 0, None, z, q
     starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
     if int(np.bincount(q[starts], minlength=Q).max()) > 1:   # a query in two places
-        perm = np.argsort(q, kind="stable")
+        perm = argsort_ints(q)
         q = q[perm]
         starts = np.concatenate([[0], np.flatnonzero(q[1:] != q[:-1]) + 1])
     # block sizes from the block starts: no count over every row
@@ -1061,20 +1062,15 @@ def _ranked_rows(ta, Q):
     when they fit in 64 bits (else an ``argsort`` of (query, score)); docnos (string
     order) only order the rows whose query and score tie.
     """
-    nr = int(np.count_nonzero(ta.retrieved))
-    first_rows = bool(ta.retrieved[:nr].all())
-    if first_rows:      # retrieved rows first (trec_arrays): views, no copies
-        r = np.arange(nr)
-        q, s = ta.query_id[:nr], ta.y_score[:nr]
-    else:
-        r = np.flatnonzero(ta.retrieved)
-        q, s = ta.query_id[r], ta.y_score[r]
+    nr = int(ta.run_code.shape[0])     # trec_arrays puts the retrieved rows first
+    r = np.arange(nr)
+    q, s = ta.query_id[:nr], ta.y_score[:nr]     # views, no copies
     if s.dtype != np.float32 or (nr and int(q.max()) >= 2 ** 31):
         o = np.lexsort((-_doc_rank(ta, r), -s, q))
         return r[o], q[o], None
     if nr == 0:
         return r, q, None
-    blocks = ta.run_blocks if first_rows and ta.run_blocks is not None else _blocks(q, Q)
+    blocks = ta.run_blocks if ta.run_blocks is not None else _blocks(q, Q)
     first, big, perm, cnt, _ = blocks
     bo = _bits(big - 1)
     nb = _bits(nr - 1)
@@ -1107,7 +1103,7 @@ def _ranked_rows(ta, Q):
             k = (P.reshape(-1)[idx + (qi * big - start[qi])] >> nb) | (qi << 32)
             sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
             o[idx] = o[idx][sub]
-        return (o if first_rows else r[o]), qs, cnt
+        return o, qs, cnt
     elif _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
@@ -1140,7 +1136,7 @@ def _ranked_rows(ta, Q):
         idx = np.nonzero(in_tie)[0]
         sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k[idx]))
         o[idx] = o[idx][sub]
-    return (o if first_rows else r[o]), qs, cnt
+    return o, qs, cnt
 
 
 def _doc_rank(ta, rows):
@@ -1233,11 +1229,8 @@ class _Sub:
         big = int(self.cnt.max(initial=0))
         if Q * big > 2 * n + 1024:
             return None
-        run = np.zeros((Q, big))
-        dest = np.arange(n, dtype=np.int64)
-        dest += np.repeat(np.arange(Q, dtype=np.int64) * big - self.start, self.cnt)
-        run.reshape(-1)[dest] = x[:-1]
-        np.cumsum(run, axis=1, out=run)
+        block = pad_segments(x[:-1], self.start, self.cnt, big, np)[0]
+        run = np.cumsum(block, axis=1, dtype=np.float64)
         self._running.append((x, run))
         return run
 
@@ -1271,20 +1264,12 @@ class _Lists:
         r, q, nret = _ranked_rows(ta, Q)
         self.Q, self.level = Q, level
         self._q = q
-        if ta.run_code is not None:
-            self.code = ta.run_code[r]
-        else:
-            y = ta.y_true[r]
-            self.code = np.where(ta.judged[r], np.where(y >= 0, y, _UNJUDGED), _NONPOOL)
+        self.code = ta.run_code[r]
         self.nret = np.bincount(q, minlength=Q) if nret is None else nret
         self.n = int(r.shape[0])
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
-        if ta.judgements is not None:
-            self.jq, self.jy = ta.judgements
-        else:
-            jm = ta.judged & (ta.y_true >= 0)
-            self.jq, self.jy = ta.query_id[jm], ta.y_true[jm]
+        self.jq, self.jy = ta.judgements
         self._cache: dict = {}
         lc = self.level_counts()
         if lc is not None:
@@ -1647,12 +1632,6 @@ def _gain_measure(L, fam, k):
         return ic[ist[qq] + m] - ic[ist[qq]]
 
     qs = np.arange(Q)
-    if fam == "ndcg":
-        return _div(full, ideal(qs, icnt))
-    if fam == "ndcg_cut":
-        m = np.minimum(k, L.nret)
-        top = np.where(m > 0, dc[np.maximum(L.start + m - 1, 0)] if dc.shape[0] else 0, 0.0)
-        return _div(top, ideal(qs, np.full(Q, k)))
     if fam == "ndcg_rel":
         through = ideal(L.q, pos + 1)
         s = L.total((g > 0) * _div(dc, through))
