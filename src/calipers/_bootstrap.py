@@ -439,7 +439,7 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
 
         return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp,
                          n_resamples, progress)
-    # uint8 Poisson counts where the consumer (the NumPy AUC kernel) widens its own sums
+    # uint8 counts where the consumer (the NumPy AUC kernel) widens its own sums
     small = B.is_numpy(xp) and isinstance(s.kernel_a, _AUCSplitKernel) \
         and isinstance(s.kernel_b, _AUCSplitKernel)
     np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed), small)

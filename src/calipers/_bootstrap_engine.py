@@ -10,7 +10,7 @@ from ._compile import program
 from . import _backend as B
 from ._exceptions import UndefinedMetricWarning
 from . import _resample
-from ._bootstrap_kernels import _AUCSplitKernel, evaluate_pair
+from ._bootstrap_kernels import _AUCSplitKernel, _IndexKernel, _WeightKernel, evaluate_pair
 from ._resample import draw_counts
 
 
@@ -205,7 +205,14 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
     with warnings.catch_warnings():
         # Undefined replicates are counted and reported once, not warned per replicate.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        if workers == 1:
+        # calipers' own NumPy kernels run in a worker thread even for one worker:
+        # glibc's main heap hands the n-sized arrays freed each replicate
+        # (``bincount``'s) back to the system, so the next replicate faults their
+        # pages in again (at n = 10^5 that doubled a replicate's time here), while
+        # a thread's heap keeps them. A user's metric stays in the caller's thread
+        # (its thread-local settings) unless more workers are asked for.
+        own = B.is_numpy(xp) and not isinstance(kernel_a, (_WeightKernel, _IndexKernel))
+        if workers == 1 and not own:
             for lo, hi in spans:
                 m = run(lo, hi)
                 if progress is not None:

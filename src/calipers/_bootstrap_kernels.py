@@ -211,7 +211,9 @@ class _AUCSplitKernel:
                 np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=counts.dtype),
                 np.empty(self.P, dtype=np.int64), np.empty(self.P, dtype=np.int64))
         cum0, negbuf, g1, g2 = bufs
-        cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf)
+        # ("clip" on indices known valid: see :func:`calipers._rankstats.u2_split`)
+        cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf,
+                                                      mode="clip")
         cum0[0] = 0
         np.cumsum(cneg, dtype=np.int64, out=cum0[1:])
         cpos = counts[N:]

@@ -671,12 +671,16 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
     result a Python int.
     """
     if scratch is not None and isinstance(Cneg, np.ndarray):
+        # k_lo, k_hi lie in [0, len(Cneg)) by construction: "clip" checks nothing,
+        # while "raise" with ``out`` gathers through a temporary (about 2x slower).
+        # The product goes in place and is summed (an integer ``dot`` of mixed
+        # dtypes converts an operand first).
         g1, g2 = scratch
-        np.take(Cneg, k_lo, out=g1)
-        if not ties:
-            return 2 * int(np.dot(wpos, g1))
-        np.add(g1, np.take(Cneg, k_hi, out=g2), out=g1)
-        return int(np.dot(wpos, g1))
+        np.take(Cneg, k_lo, out=g1, mode="clip")
+        if ties:
+            np.add(g1, np.take(Cneg, k_hi, out=g2, mode="clip"), out=g1)
+        s = int(np.multiply(g1, wpos, out=g1).sum())
+        return s if ties else 2 * s
     sdt = _sum_dtype(xp, k_lo.dtype if Cneg is None else Cneg.dtype)
     if not ties:
         return 2 * _weighted_sum(wpos, k_lo if Cneg is None else xp.take(Cneg, k_lo), xp, sdt)

@@ -397,8 +397,9 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
     buffers reused per thread, the multiply-high in int64 (``u * n < 2**63``)
     straight into ``bincount``; plain Poisson rows are hashed in layout order
     (no gather). Counts are int64, or with ``small`` (a consumer that
-    widens its own sums) uint8 for Poisson rows; other designs use
-    :func:`draw_counts`.
+    widens its own sums) uint8 where every count is below 256 (the gather
+    into the layout then moves an eighth of the bytes; a replicate with a
+    larger count comes as int64); other designs use :func:`draw_counts`.
     """
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
@@ -412,20 +413,26 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
     kg = np.arange(n, dtype=np.uint32) * _GOLDEN
     scratch: dict = {}
     n64 = np.int64(n)
+    layout = None if layout is None else np.asarray(layout, dtype=np.intp)
 
     def draw(r):
         bufs = scratch.get(threading.get_ident())
         if bufs is None:
             bufs = scratch[threading.get_ident()] = (
                 np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64),
-                np.empty(n, np.int64))
-        x, tmp, idx, out = bufs
+                np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8))
+        x, tmp, idx, out, c8, out8 = bufs
         np.multiply(_hash_inplace(kg, words, r, x, tmp), n64, out=idx)
         np.right_shift(idx, 32, out=idx)
         c = np.bincount(idx, minlength=n)
+        if small and c.max() < 256:
+            np.copyto(c8, c, casting="unsafe")
+            c, out = c8, out8
         if layout is None:
             return c
-        return np.take(c, layout, out=out)
+        # "clip": the layout is a permutation, so no index is out of range; with
+        # ``out``, the default "raise" gathers through a temporary (twice the time)
+        return np.take(c, layout, out=out, mode="clip")
     return draw
 
 
