@@ -20,6 +20,7 @@ from scipy import stats
 import calipers
 from calipers import _backend as B
 from calipers import _bootstrap as BS
+from calipers import _resample as RS
 from calipers import paired_bootstrap, paired_bootstrap_replicates
 from conftest import to_np
 
@@ -73,6 +74,31 @@ def _row_counts(metric, y, a, b, *, backend_name, n_resamples, seed, sample_weig
     for r, c in enumerate(draws):
         out[r, lay] = c
     return out
+
+
+@pytest.mark.parametrize("small_max", [255, 1])
+def test_multinomial_small_counts_equal_wide_counts(monkeypatch, small_max):
+    """The NumPy multinomial drawer's uint8 counts (all counts below 256) are the
+    caller's int64 counts gathered into the layout; a replicate with a larger count
+    comes back as int64 (forced here by lowering the uint8 limit to 1)."""
+    monkeypatch.setattr(RS, "_SMALL_MAX", small_max)
+    y, a, b = _data(4, n=3000)
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, None)
+    m, kind, name = BS._resolve_metric("roc_auc", "auto")
+    s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=False, groups=None,
+                  num_groups=None, block_length=None, poisson=False, traced=False)
+    arrays, layout = s.design_data
+    lay = np.asarray(layout)
+    words = BS.seed_words(5)
+    d8 = BS.numpy_drawer(s.design, s.design_data, words, True)
+    for r in range(10):
+        ref = BS.row_counts(s.design, arrays, words, r, np, np.int64)[lay]
+        c = d8(r)
+        assert c.dtype == (np.uint8 if ref.max() <= small_max else np.int64)
+        np.testing.assert_array_equal(c, ref)
+        va, vb, vd = BS.evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, c, np)
+        wa, wb, wd = BS.evaluate_pair(s.kernel_a, s.state_a, s.kernel_b, s.state_b, ref, np)
+        assert (va, vb, vd) == (wa, wb, wd)
 
 
 def test_poisson_counts_in_layout_order_equal_caller_counts_gathered():

@@ -26,6 +26,7 @@ _U = np.uint32
 _GOLDEN = _U(0x9E3779B9)       # 2**32 / golden ratio, odd: k -> k * _GOLDEN is a bijection
 _M1, _M2 = _U(0x85EBCA6B), _U(0xC2B2AE35)   # MurmurHash3's 32-bit finaliser (Appleby 2011)
 _LO16 = _U(0xFFFF)
+_SMALL_MAX = 255   # the largest count that travels as uint8 (NumPy's multinomial drawer)
 
 
 # --------------------------------------------------------------------------
@@ -425,7 +426,7 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
         np.multiply(_hash_inplace(kg, words, r, x, tmp), n64, out=idx)
         np.right_shift(idx, 32, out=idx)
         c = np.bincount(idx, minlength=n)
-        if small and c.max() < 256:
+        if small and c.max() <= _SMALL_MAX:
             np.copyto(c8, c, casting="unsafe")
             c, out = c8, out8
         if layout is None:
