@@ -120,6 +120,18 @@ def test_weighted_states():
     assert pl.log_loss == pytest.approx(skm.log_loss(YB, PP, sample_weight=w), rel=1e-12)
 
 
+@pytest.mark.parametrize("bad", [-1.0, np.inf, np.nan])
+def test_bad_weight_under_jit_makes_compute_nan(bad):
+    import jax
+    import jax.numpy as jnp
+
+    state = jax.jit(lambda y, yp, w: ConfusionState.init(3, weighted=True, xp=jnp).update(
+        y, yp, sample_weight=w))(jnp.asarray([0, 1, 2]), jnp.asarray([0, 1, 2]),
+                                 jnp.asarray([1.0, bad, 1.0]))
+    assert int(state.invalid) == 1
+    assert np.isnan(float(state.compute().accuracy))
+
+
 def test_invalid_batch_under_jit_makes_compute_nan():
     import jax
     import jax.numpy as jnp

@@ -376,6 +376,19 @@ def test_invalid_batch_under_jit_gives_nan_and_eager_raises():
     assert int(st2.invalid) == 1
 
 
+@pytest.mark.parametrize("bad", [-1.0, np.inf, np.nan])
+def test_bad_weight_under_jit_marks_the_batch_invalid(bad):
+    # the same weight rule as every metric: negative or non-finite weights are invalid
+    import jax
+    import jax.numpy as jnp
+
+    w = jnp.asarray([1.0, bad, 1.0])
+    st_ = jax.jit(lambda y, s, w: ROCHistogramState.init(16, weighted=True, xp=jnp).update(
+        y, s, sample_weight=w))(jnp.asarray([0, 1, 1]), jnp.asarray([0.1, 0.2, 0.3]), w)
+    assert int(st_.invalid) == 1
+    assert all(np.isnan(float(v)) for v in st_.compute())
+
+
 def test_one_class_is_undefined_with_a_warning():
     with pytest.warns(calipers.UndefinedMetricWarning, match="AUC and AP are undefined"):
         out = ROCHistogramState.init(16).update([0, 0], [0.1, 0.2]).compute()

@@ -84,10 +84,8 @@ def _weights(sample_weight, n, xp):
     acc = B.acc_float(xp)
     if sample_weight is None:
         return xp.ones(n, dtype=acc), xp.asarray(False)
-    invalid = V.check_weights("sample_weight", sample_weight, xp)
-    w = xp.astype(sample_weight, acc)
-    invalid = invalid | V.fail_if(~(xp.sum(w) > 0), "sample_weight", "must have a positive sum", xp)
-    return w, invalid
+    invalid = V.check_weights("sample_weight", sample_weight, xp, positive_sum=True)
+    return xp.astype(sample_weight, acc), invalid
 
 
 def _prepare_probs(y_true, y_prob, sample_weight):

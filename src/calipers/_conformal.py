@@ -534,19 +534,16 @@ def _mean(values, sample_weight, xp):
     return xp.sum(values * w) / xp.sum(w)
 
 
-def _prep_weight(sample_weight, n, xp):
+def _prep_weight(sample_weight, xp):
+    """``(weights, invalid flag)``: checked weights with a positive sum (a boolean mask
+    as 0/1 integers), or ``(None, False)``. The caller checks the length."""
     if sample_weight is None:
-        return None
+        return None, xp.asarray(False)
     B.check_1d("sample_weight", sample_weight)
-    if sample_weight.shape[0] != n:
-        raise ValueError(f"sample_weight has {sample_weight.shape[0]} elements but there are "
-                         f"{n} rows; they must match")
-    V.check_weights("sample_weight", sample_weight, xp)
-    if xp.isdtype(sample_weight.dtype, "bool"):    # a mask: 0/1 integer weights
+    invalid = V.check_weights("sample_weight", sample_weight, xp, positive_sum=True)
+    if xp.isdtype(sample_weight.dtype, "bool"):
         sample_weight = xp.astype(sample_weight, B.acc_int(xp))
-    if not B.is_traced(sample_weight) and not bool(xp.sum(sample_weight) > 0):
-        raise ValueError("sample_weight must have a positive sum")
-    return sample_weight
+    return sample_weight, invalid
 
 
 def interval_coverage(y_true, lower, upper, *, sample_weight=None):
@@ -584,16 +581,14 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     xp, (y_true, lower, upper, sample_weight) = B.as_arrays(y_true, lower, upper, sample_weight)
     for name, a in (("y_true", y_true), ("lower", lower), ("upper", upper)):
         _float_input(name, a, xp, 1)
-    n = B.check_same_length(y_true=y_true, lower=lower, upper=upper)
+    B.check_same_length(y_true=y_true, lower=lower, upper=upper, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
-    sample_weight = _prep_weight(sample_weight, n, xp)
-    invalid = _finite_or_flag("y_true", y_true, xp)
+    sample_weight, invalid = _prep_weight(sample_weight, xp)
+    invalid = invalid | _finite_or_flag("y_true", y_true, xp)
     nan_bound = xp.any(xp.isnan(xp.astype(lower, B.acc_float(xp)))) | \
         xp.any(xp.isnan(xp.astype(upper, B.acc_float(xp))))
     if not B.is_traced(lower, upper) and bool(nan_bound):
         raise ValueError("lower and upper must not contain NaN")
-    if B.is_traced(sample_weight):
-        invalid = invalid | ~xp.all(sample_weight >= 0) | ~(xp.sum(sample_weight) > 0)
     acc = B.acc_float(xp)
     y = xp.astype(y_true, acc)
     inside = xp.astype((xp.astype(lower, acc) <= y) & (y <= xp.astype(upper, acc)), acc)
@@ -623,16 +618,15 @@ def mean_interval_width(lower, upper, *, sample_weight=None):
     xp, (lower, upper, sample_weight) = B.as_arrays(lower, upper, sample_weight)
     for name, a in (("lower", lower), ("upper", upper)):
         _float_input(name, a, xp, 1)
-    n = B.check_same_length(lower=lower, upper=upper)
+    B.check_same_length(lower=lower, upper=upper, sample_weight=sample_weight)
     B.check_nonempty("lower", lower)
-    sample_weight = _prep_weight(sample_weight, n, xp)
+    sample_weight, bad_w = _prep_weight(sample_weight, xp)
     acc = B.acc_float(xp)
     lo, hi = xp.astype(lower, acc), xp.astype(upper, acc)
     bad = xp.any(xp.isnan(lo)) | xp.any(xp.isnan(hi)) | xp.any(hi < lo)
     if not B.is_traced(lo, hi) and bool(bad):
         raise ValueError("lower and upper must not contain NaN, and upper >= lower everywhere")
-    if B.is_traced(sample_weight):
-        bad = bad | ~xp.all(sample_weight >= 0) | ~(xp.sum(sample_weight) > 0)
+    bad = bad | bad_w
     width = hi - lo
     if sample_weight is not None:
         # weight 0 on an infinite interval leaves it out (0 * inf would be NaN)
@@ -669,7 +663,7 @@ def set_coverage(y_true, prediction_sets, *, sample_weight=None):
     ValueError
         ``prediction_sets`` not a 2-D boolean array, lengths that differ,
         empty input, labels out of range, bad weights. Under ``jit`` invalid
-        labels give NaN.
+        labels or weights give NaN.
 
     Examples
     --------
@@ -680,11 +674,11 @@ def set_coverage(y_true, prediction_sets, *, sample_weight=None):
     xp, (y_true, sets, sample_weight) = B.as_arrays(y_true, prediction_sets, sample_weight)
     B.check_1d("y_true", y_true)
     _check_sets(sets, xp)
-    n = B.check_same_length(y_true=y_true, prediction_sets=sets)
+    B.check_same_length(y_true=y_true, prediction_sets=sets, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
-    sample_weight = _prep_weight(sample_weight, n, xp)
+    sample_weight, invalid = _prep_weight(sample_weight, xp)
     K = sets.shape[1]
-    invalid = _check_labels(y_true, K, xp, "y_true", "prediction_sets")
+    invalid = invalid | _check_labels(y_true, K, xp, "y_true", "prediction_sets")
     onehot = xp.reshape(y_true, (-1, 1)) == xp.reshape(xp.arange(K), (1, -1))
     hit = xp.astype(xp.any(sets & onehot, axis=1), B.acc_float(xp))
     return B.finalize(B.nan_if(invalid, _mean(hit, sample_weight, xp), xp), xp)
@@ -705,11 +699,13 @@ def mean_set_size(prediction_sets, *, sample_weight=None):
     Raises
     ------
     ValueError
-        Not a 2-D boolean array, empty, bad weights.
+        Not a 2-D boolean array, empty, bad weights (negative, non-finite, or
+        all zero). Under ``jit`` bad weights give NaN.
     """
     xp, (sets, sample_weight) = B.as_arrays(prediction_sets, sample_weight)
     _check_sets(sets, xp)
+    B.check_same_length(prediction_sets=sets, sample_weight=sample_weight)
     B.check_nonempty("prediction_sets", sets)
-    sample_weight = _prep_weight(sample_weight, sets.shape[0], xp)
+    sample_weight, invalid = _prep_weight(sample_weight, xp)
     size = xp.astype(xp.sum(xp.astype(sets, B.acc_int(xp)), axis=1), B.acc_float(xp))
-    return B.finalize(_mean(size, sample_weight, xp), xp)
+    return B.finalize(B.nan_if(invalid, _mean(size, sample_weight, xp), xp), xp)

@@ -314,11 +314,7 @@ def effective_sample_size(weights):
     B.check_nonempty("weights", w)
     acc = B.acc_float(xp)
     wf = xp.astype(w, acc)
-    if B.is_traced(w):
-        invalid = ~xp.all(xp.isfinite(wf) & (wf >= 0))
-    else:
-        V.check_weights("weights", w, xp)
-        invalid = xp.asarray(False)
+    invalid = V.check_weights("weights", w, xp)
     # scale by the largest weight: ESS is scale-free, and w**2 neither under- nor overflows
     m = xp.max(wf)
     wf = wf / xp.where(m > 0, m, xp.ones_like(m))

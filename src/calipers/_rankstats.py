@@ -126,12 +126,10 @@ def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_s
     V.check_finite(score_name, y_score, xp)
     y, invalid = V.binary_labels(y_true, xp, pos_label=pos_label)
     if sample_weight is not None:
-        V.check_weights("sample_weight", sample_weight, xp)
+        invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
     if B.is_traced(y_score):
         invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
             y_score.dtype, "real floating") else invalid
-    if sample_weight is not None and B.is_traced(sample_weight):
-        invalid = invalid | ~xp.all(sample_weight >= 0)
     return Binary(xp, y, y_score, sample_weight, invalid, out_float(xp, y_score))
 
 

@@ -54,7 +54,7 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
     if sample_weight is not None:
         V.check_1d("sample_weight", sample_weight)
         V.check_same_length(y_true=y_true, sample_weight=sample_weight)
-        invalid = V.check_weights("sample_weight", sample_weight, xp)
+        invalid = V.check_weights("sample_weight", sample_weight, xp, positive_sum=True)
     B.check_nonempty("y_true", y_true)
     invalid = invalid | _check_finite_nd("y_true", y_true, xp)
     invalid = invalid | _check_finite_nd("y_pred", y_pred, xp)
@@ -73,8 +73,6 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
     w = None
     if sample_weight is not None:
         w = xp.astype(sample_weight, acc)
-        invalid = invalid | V.fail_if(~(xp.sum(w) > 0), "sample_weight",
-                                      "must have a positive sum", xp)
     d.w = w
     d.invalid = invalid
     _check_multioutput(multioutput, d.n_outputs, allow_variance_weighted)

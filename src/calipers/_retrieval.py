@@ -1038,9 +1038,7 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
     y01, bad = V.binary_labels(y_true, xp)
     invalid = invalid | bad
     if w is not None:
-        V.check_weights("sample_weight", w, xp)
-        if B.is_traced(w):
-            invalid = invalid | ~xp.all(w >= 0)
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     ss = S.segment_sort(group_id, y_score, xp, num_segments=num_segments, name="group_id")
     f = B.acc_float(xp)
     tg = R.from_segment_sort(ss, y01, xp)

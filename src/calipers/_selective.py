@@ -86,16 +86,15 @@ def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
     if w is not None:
         B.check_1d("sample_weight", w)
         B.check_same_length(confidence=c, sample_weight=w)
-        V.check_weights("sample_weight", w, xp)
+        invalid = V.check_weights("sample_weight", w, xp)
+    else:
+        invalid = xp.asarray(False)
     B.check_nonempty("confidence", c)
     V.check_finite("confidence", c, xp)
-    invalid = xp.asarray(False)
     if B.is_traced(c, l, w):
-        for x in (c, l, w):
-            if x is not None and xp.isdtype(x.dtype, "real floating"):
+        for x in (c, l):
+            if xp.isdtype(x.dtype, "real floating"):
                 invalid = invalid | ~xp.all(xp.isfinite(x))
-        if w is not None:
-            invalid = invalid | ~xp.all(w >= 0)
     return _Sel(xp, c, l, w, invalid, B.out_float(xp, c, l if xp.isdtype(
         l.dtype, "real floating") else None))
 

@@ -148,9 +148,8 @@ class ConfusionState(NamedTuple):
         else:
             if xp.isdtype(self.counts.dtype, "integral"):
                 raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
-            V.check_weights("sample_weight", sample_weight, xp)
+            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
             vals = xp.astype(sample_weight, self.counts.dtype)
-            invalid = invalid | ~xp.all(vals >= 0)
         add = B.segment_sum(vals, ids, K * K, xp)
         return ConfusionState(self.counts + xp.reshape(add, (K, K)),
                               _invalid_inc(self, invalid, xp))

@@ -361,9 +361,7 @@ class ROCHistogramState(NamedTuple):
                 raise ValueError("real-valued sample_weight needs a state made with "
                                  "init(..., weighted=True); integer weights (repetitions) "
                                  "are accepted as they are")
-            V.check_weights("sample_weight", sample_weight, xp)
-            if B.is_traced(sample_weight):
-                invalid = invalid | ~xp.all(sample_weight >= 0)
+            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
         b = _bin_index(y_score, fmt, self.bits, xp)
         ids = b + xp.astype(y01, b.dtype) * M
         if xp.isdtype(y_score.dtype, "real floating"):

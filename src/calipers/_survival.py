@@ -466,19 +466,17 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
     d = _prepare(event, time, risk)
     xp = d.xp
     w = None
+    invalid = d.invalid
     if sample_weight is not None:
         w = _to_ns(sample_weight, xp)
         B.check_1d("sample_weight", w)
         B.check_same_length(time=d.t, sample_weight=w)
-        V.check_weights("sample_weight", w, xp)
+        invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = R.count_dtype(xp, w)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)
     c, undefined = _cindex(p, xp)
-    invalid = d.invalid
-    if w is not None and B.is_traced(w):
-        invalid = invalid | ~xp.all(w >= 0)
     c = B.nan_if(invalid | undefined, c, xp)
     if not B.is_traced(c) and bool(undefined) and not bool(invalid):
         _warn(_NO_PAIRS)

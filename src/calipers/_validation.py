@@ -203,17 +203,23 @@ def check_finite(name: str, x, xp):
     return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
 
 
-def check_weights(name: str, w, xp):
+def check_weights(name: str, w, xp, *, positive_sum: bool = False):
     """Numeric, finite, non-negative weights whose integer sum fits the dtype.
 
-    Raises eagerly (naming ``name``); returns the 0-d invalid flag under ``jit``.
+    ``positive_sum``: the weights must not all be 0 (a weighted mean needs a
+    positive total). Raises eagerly (naming ``name``); returns the 0-d invalid
+    flag under ``jit``.
     """
-    if xp.isdtype(w.dtype, "bool"):   # 0/1 integer weights (a mask keeps its rows)
-        return xp.asarray(False)
-    B.check_numeric(name, w, xp)
-    invalid = check_finite(name, w, xp)
-    invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
-    B.check_int_sum(name, w, xp)
+    mask = xp.isdtype(w.dtype, "bool")    # 0/1 integer weights (a mask keeps its rows)
+    invalid = xp.asarray(False)
+    if not mask:
+        B.check_numeric(name, w, xp)
+        invalid = check_finite(name, w, xp)
+        invalid = invalid | fail_if(w < 0, name, "must be non-negative", xp, values=w)
+        B.check_int_sum(name, w, xp)
+    if positive_sum:
+        invalid = invalid | fail_if(~xp.any(w if mask else w > 0), name,
+                                    "must have a positive sum", xp)
     return invalid
 
 

@@ -6,6 +6,8 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``jit``: ``jax.jit`` equals eager, and a second call with the same shapes does not recompile;
 - ``row_order`` / ``tie_order``: permuting rows, or only rows inside tie groups, changes nothing;
 - ``weights``: integer ``sample_weight`` equals repeating rows;
+- ``bad_weights``: a negative or non-finite ``sample_weight`` raises ``ValueError`` naming it
+  eagerly, NaN under jit;
 - ``invalid``: invalid values raise ``ValueError`` naming the argument eagerly, NaN under jit;
 - ``undefined``: undefined input is NaN with ``UndefinedMetricWarning`` pointing at this file;
 - ``mixed_namespaces``: NumPy labels with JAX (or torch) scores, eagerly and under jit;
@@ -47,6 +49,7 @@ CHECKS = {
     "row_order": ["numpy", "jax_jit"],
     "tie_order": ["numpy", "jax_jit"],
     "weights": ["numpy", "array_api_strict"],
+    "bad_weights": ["numpy", "jax_eager", "jax_jit"],
     "invalid": ["numpy", "jax_eager", "jax_jit"],
     "undefined": ["numpy", "jax_eager", "jax_jit"],
     "mixed_namespaces": ["jax_eager", "jax_jit", "torch"],
@@ -75,6 +78,8 @@ def applies(entry, check, backend):
     if check == "tie_order" and entry.ties is None:
         return False
     if check == "weights" and entry.weights is None:
+        return False
+    if check == "bad_weights" and entry.weights != "repeat":
         return False
     if check == "invalid" and not entry.invalid:
         return False
@@ -343,6 +348,19 @@ def check_weights(entry, backend):
     assert_same(view(masked), view(kept), 1e-12, 1e-14)
 
 
+def check_bad_weights(entry, backend):
+    args, kw = data(entry)
+    for bad in (-1.0, np.nan, np.inf):
+        w = np.ones(N)
+        w[N // 2] = bad
+        wkw = {**kw, "sample_weight": w}
+        if backend.startswith("jax_jit"):
+            assert primary_is_nan(run(entry, backend, args, wkw)), f"weight {bad}: not NaN"
+        else:
+            with pytest.raises(ValueError, match="sample_weight"):
+                run(entry, backend, args, wkw)
+
+
 def check_invalid(entry, backend):
     for gen, argname in entry.invalid:
         args, kw = data(entry, gen=gen)
@@ -425,7 +443,8 @@ def check_symmetric(entry, backend):
 
 CHECK_FUNCTIONS = {
     "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
-    "tie_order": check_tie_order, "weights": check_weights, "invalid": check_invalid,
+    "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
+    "invalid": check_invalid,
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
     "pytree": check_pytree, "float16": check_float16, "symmetric": check_symmetric,
 }
