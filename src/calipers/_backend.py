@@ -216,6 +216,42 @@ def prefix_sum(x, xp, dtype=None):
     return xp.cumulative_sum(x, include_initial=True)
 
 
+def tie_flags(sorted_keys, xp):
+    """``(first, last)``: is each element of sorted 1-D keys the first / last of its tie
+    group (one neighbour comparison; NumPy or JAX)."""
+    n = sorted_keys.shape[0]
+    if is_numpy(xp):
+        first = np.empty(n, dtype=bool)
+        last = np.empty(n, dtype=bool)
+        if n:
+            np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+            last[:-1] = first[1:]
+            first[0] = last[-1] = True
+        return first, last
+    import jax.numpy as jnp
+
+    neq = sorted_keys[1:] != sorted_keys[:-1]
+    one = jnp.ones(min(n, 1), dtype=bool)
+    return jnp.concatenate([one, neq]), jnp.concatenate([neq, one])
+
+
+def bounds_from_flags(first, last, xp):
+    """First and last index of each element's group from :func:`tie_flags`-style flags
+    (a running max / min of the flagged positions; NumPy or JAX)."""
+    n = first.shape[0]
+    if is_numpy(xp):
+        idx = np.arange(n, dtype=np.int64)
+        lo = np.maximum.accumulate(np.where(first, idx, 0))
+        hi = np.minimum.accumulate(np.where(last, idx, n - 1)[::-1])[::-1]
+        return lo, hi
+    import jax
+    import jax.numpy as jnp
+
+    idx = jnp.arange(n, dtype=acc_int(xp))
+    return (jax.lax.cummax(jnp.where(first, idx, 0)),
+            jax.lax.cummin(jnp.where(last, idx, n - 1), reverse=True))
+
+
 def group_bounds(sorted_keys, xp):
     """First and last index of the tie group of each element of a sorted 1-D array.
 
@@ -227,28 +263,8 @@ def group_bounds(sorted_keys, xp):
     if n == 0:
         z = xp.zeros(0, dtype=acc_int(xp), device=device(sorted_keys))
         return z, z
-    if is_numpy(xp):
-        new = np.empty(n, dtype=bool)
-        new[0] = True
-        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
-        idx = np.arange(n, dtype=np.int64)
-        lo = np.maximum.accumulate(np.where(new, idx, 0))
-        end = np.empty(n, dtype=bool)
-        end[-1] = True
-        end[:-1] = new[1:]
-        hi = np.minimum.accumulate(np.where(end, idx, n - 1)[::-1])[::-1]
-        return lo, hi
-    if is_jax(xp):
-        import jax
-        import jax.numpy as jnp
-
-        idx = jnp.arange(n, dtype=acc_int(xp))
-        neq = sorted_keys[1:] != sorted_keys[:-1]
-        new = jnp.concatenate([jnp.ones(1, dtype=bool), neq])
-        end = jnp.concatenate([neq, jnp.ones(1, dtype=bool)])
-        lo = jax.lax.cummax(jnp.where(new, idx, 0))
-        hi = jax.lax.cummin(jnp.where(end, idx, n - 1), reverse=True)
-        return lo, hi
+    if is_numpy(xp) or is_jax(xp):
+        return bounds_from_flags(*tie_flags(sorted_keys, xp), xp)
     # Generic array API: binary search of the sorted keys into themselves.
     asc = sorted_keys
     if n > 1 and bool(sorted_keys[0] > sorted_keys[n - 1]):

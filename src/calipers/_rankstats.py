@@ -215,13 +215,11 @@ def _order_key(s):
 
 
 def _flag_groups(keys, y=None) -> TieGroups:
-    """JAX: tie groups of sorted keys as first / last flags (neighbour comparisons)."""
+    """JAX: tie groups of sorted keys as first / last flags (:func:`B.tie_flags`)."""
     import jax.numpy as jnp
 
-    neq = keys[1:] != keys[:-1]
-    one = jnp.ones(1, dtype=bool)
-    return TieGroups(None, None, y, None, None, first=jnp.concatenate([one, neq]),
-                     last=jnp.concatenate([neq, one]))
+    first, last = B.tie_flags(keys, jnp)
+    return TieGroups(None, None, y, None, None, first=first, last=last)
 
 
 def carry_groups(y, s, w):
@@ -580,9 +578,8 @@ def _average_precision_split_jax(y01, s, xp):
     :func:`_ap_value`, the step sum of :func:`ap_steps`.
     """
     kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
-    # positives before each one's tie group: C[lo] of unit weights' prefix sums
-    before = _edge_lo(xp.arange(kp.shape[0] + 1, dtype=P.dtype), _flag_groups(kp), xp)
-    k_lo = split_ranks(kn, kp, xp, N)[0]      # under jit the unused k_hi is dropped
+    before = B.group_bounds(kp, xp)[0]        # positives before each one's tie group
+    k_lo = split_ranks(kn, kp, xp, N, upper=False)[0]
     return _ap_value(P - before, N - k_lo, real, P, xp)
 
 
@@ -635,27 +632,30 @@ def _groups(y01, s, w, xp):
 # classes sorted apart: the bootstrap's [negatives | positives] layout
 # --------------------------------------------------------------------------
 
-def split_ranks(neg_sorted, pos, xp, n_neg=None):
+def split_ranks(neg_sorted, pos, xp, n_neg=None, *, upper=True):
     """Tie-group bounds ``[k_lo, k_hi)`` of each positive among the sorted negatives.
 
     ``n_neg``: only the first ``n_neg`` entries of ``neg_sorted`` are negatives
     (the rest padding no smaller than any of them); the bounds are clipped to it.
     JAX: one binary search; ``k_hi`` is then the end of the tie group found
-    there (a running min over the negatives, one gather), which costs far less
-    than a second binary search.
+    there (:func:`calipers._backend.group_bounds`, one gather), which costs far
+    less than a second binary search. ``upper=False``: ``k_lo`` only (``k_hi``
+    None).
     """
     idt = B.acc_int(xp)
     lo = xp.astype(xp.searchsorted(neg_sorted, pos, side="left"), idt)
-    if B.is_jax(xp) and neg_sorted.shape[0] > 0:
+    if not upper:
+        hi = None
+    elif B.is_jax(xp) and neg_sorted.shape[0] > 0:
         m = neg_sorted.shape[0]
-        # one past each tie group: C[hi + 1] of unit weights' prefix sums
-        end = _edge_hi(xp.arange(m + 1, dtype=idt), _flag_groups(neg_sorted), xp)
+        end = B.group_bounds(neg_sorted, xp)[1] + 1      # one past each tie group
         at = xp.minimum(lo, m - 1)
         hi = xp.where(xp.take(neg_sorted, at) == pos, xp.take(end, at), lo)
     else:
         hi = xp.astype(xp.searchsorted(neg_sorted, pos, side="right"), idt)
     if n_neg is not None:
-        lo, hi = xp.minimum(lo, n_neg), xp.minimum(hi, n_neg)
+        lo = xp.minimum(lo, n_neg)
+        hi = None if hi is None else xp.minimum(hi, n_neg)
     return lo, hi
 
 

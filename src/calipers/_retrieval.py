@@ -557,20 +557,13 @@ class _Dense(_PerQuery):
             X = X.reshape(-1)[order]
             if pad is not None:
                 pad = pad.reshape(-1)[order].reshape(Q, c)
-            new = np.empty(Q * c, dtype=bool)          # first entry of a tie group
-            new[0] = True
-            np.not_equal(X[1:], X[:-1], out=new[1:])
-            new[::c] = True
+            # tie groups of the flat block, every row starting (and ending) a group
+            first, last = B.tie_flags(X, np)
+            first[::c] = True
+            last[c - 1::c] = True
             lo = hi = None                              # no ties: column j is rank j
-            if not new.all():
-                # group bounds by 1-D running max/min (every row starts a group, so
-                # none crosses a row), as columns
-                ar = np.arange(Q * c)
-                lo = np.maximum.accumulate(np.where(new, ar, 0))
-                end = np.empty_like(new)
-                end[:-1] = new[1:]
-                end[-1] = True
-                hi = np.minimum.accumulate(np.where(end, ar, Q * c - 1)[::-1])[::-1]
+            if not first.all():
+                lo, hi = B.bounds_from_flags(first, last, np)
                 lo, hi = (lo % c).reshape(Q, c), (hi % c).reshape(Q, c)
             self._part[kk] = (kk, P, pad, lo, hi, bd)
         return self._part[kk]
