@@ -733,16 +733,25 @@ def test_numpy_fast_path_ideal_dcg_from_grade_counts(top):
 
 
 def test_equal_runs_recognises_only_increasing_runs_of_one_length():
-    from calipers._retrieval import _equal_runs
+    from calipers._segments import _equal_runs, grouped_sizes_numpy
     q = np.repeat(np.array([2, 5, 9]), 4)
-    ids, L = _equal_runs(q)
-    assert L == 4 and ids.tolist() == [2, 5, 9]
+    ids, sizes = _equal_runs(q)
+    assert sizes.tolist() == [4, 4, 4] and ids.tolist() == [2, 5, 9]
     assert not np.shares_memory(ids, q)            # query_ids never alias the input
-    ids, L = _equal_runs(np.full(7, 3))
-    assert L == 7 and ids.tolist() == [3]
+    ids, sizes = _equal_runs(np.full(7, 3))
+    assert sizes.tolist() == [7] and ids.tolist() == [3]
+    assert not np.shares_memory(ids, q)
     for q in ([0, 0, 1, 1, 1, 2], [1, 1, 0, 0], [0, 0, 1, 1, 0, 0], [0, 0, 1, 2, 2, 2],
               [0, 0, 1, 0]):
-        assert _equal_runs(np.asarray(q)) is None, q
+        q = np.asarray(q)
+        assert _equal_runs(q) is None, q
+        # the general route of grouped_sizes_numpy: run lengths of grouped ids, else None
+        got = grouped_sizes_numpy(q)
+        if np.all(q[1:] >= q[:-1]):
+            u, c = np.unique(q, return_counts=True)
+            assert got[0].tolist() == u.tolist() and got[1].tolist() == c.tolist()
+        else:
+            assert got is None
 
 
 @pytest.mark.parametrize("layout", ["ragged", "shuffled", "descending_runs"])

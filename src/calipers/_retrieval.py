@@ -159,11 +159,14 @@ def _value_checks(xp, y_true, y_score):
 class _PerQuery:
     """The per-query formulas, written once over two layouts.
 
-    A layout supplies per-row values (``_gain_rows``, ``_rel_rows``), prefix
-    tables (``_disc_prefix``: ``D[m] = sum_{r<m} 1/log2(r+2)``; ``_count_prefix``:
-    ``C[m] = m``) and two sums: ``top_sum(V, W, k)``, the expected (over
-    orderings of tied scores) ``sum_rows V * (W[min(pos+1, k)] - W[min(pos, k)])``,
-    and ``ideal_sum(W, k)``, the same over the ideal (gain-sorted) ranking.
+    A layout supplies per-row values (``_gain_rows``, ``_rel_rows``) in a form
+    only its own ``top_sum`` reads (:class:`_Ranking`: arrays over the sorted
+    rows; :class:`_Dense`: functions of flat positions in its block, so that only
+    the top k are read), prefix tables (``_disc_prefix``: ``D[m] = sum_{r<m}
+    1/log2(r+2)``; ``_count_prefix``: ``C[m] = m``) and two sums:
+    ``top_sum(V, W, k)``, the expected (over orderings of tied scores) ``sum_rows
+    V * (W[min(pos+1, k)] - W[min(pos, k)])``, and ``ideal_sum(W, k)``, the same
+    over the ideal (gain-sorted) ranking.
     :class:`_Ranking` is the segment-sort layout (every backend, every tie
     rule); :class:`_Dense` the padded ``(Q, L)`` NumPy layout that only orders
     the top k of each query.
@@ -378,28 +381,6 @@ class _DenseSegments(NamedTuple):
     query_ids: Any
 
 
-def _equal_runs(q):
-    """``(ids, L)`` when NumPy integer ids come in increasing runs of one common length L.
-
-    The common layout of ranking data (every query with the same number of
-    documents, rows grouped): one comparison pass, no run-length encoding.
-    None otherwise (the caller then groups the general way).
-    """
-    n = q.shape[0]
-    head = q[:min(n, 1 << 16)]
-    j = np.flatnonzero(head != head[0])
-    if j.shape[0] == 0:
-        return (q[:1], n) if head.shape[0] == n else None
-    L = int(j[0])
-    if n % L:
-        return None
-    A = q.reshape(-1, L)
-    first = A[:, 0]
-    if not (np.all(first[1:] > first[:-1]) and np.all(A == first[:, None])):
-        return None
-    return first.copy(), L          # a copy: the result must not alias the caller's ids
-
-
 class _Dense(_PerQuery):
     """NumPy layout for DCG/NDCG/P@k/recall@k with averaged ties: a padded (Q, L) block.
 
@@ -433,12 +414,6 @@ class _Dense(_PerQuery):
         else:
             if nseg is not None:
                 return None
-            runs = _equal_runs(q) if q.dtype.kind in "iu" else None
-            if runs is not None:
-                qids, L = runs
-                Q = qids.shape[0]
-                Y, Sm = y.reshape(Q, L), s.reshape(Q, L)
-                return cls(Y, Sm, qids, gain, relevance_level)
             gs = S.grouped_sizes_numpy(q)
             if gs is None and q.dtype.kind in "iu":
                 perm = S.argsort_ints(q)    # group the rows (order inside a query is irrelevant)
@@ -619,7 +594,8 @@ class _Dense(_PerQuery):
                 cnt = None
                 if 0 < top and top * b <= 62:
                     # one gather and one row sum: grade v >= 1 adds 1 to bit field v-1 of
-                    # the row's packed counts; 'clip' maps negative grades to entry 0 (none)
+                    # the row's packed counts; 'clip' maps negative grades to entry 0 (none).
+                    # About 2x faster than the bincount below (10^5 x 100, grades 0..4)
                     dt = np.int32 if top * b <= 31 else np.int64
                     lut = np.zeros(top + 1, dtype=dt)
                     lut[1:] = [1 << (b * v) for v in range(top)]
