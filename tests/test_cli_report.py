@@ -66,6 +66,8 @@ def test_json_fields_match_library(capsys, tmp_path):
         skm.roc_auc_score(y, scores["naive_bayes"]) - skm.roc_auc_score(y, scores["logreg"]))
     assert d["ci_low"] <= d["difference"] <= d["ci_high"]
     assert 0 <= d["share_a_better"] <= 1 and d["n_undefined"] == 0
+    # a p of 0.0 reads as "below one replicate": the JSON says how far that is
+    assert d["pvalue_resolution"] == pytest.approx(1 / 300)
     # the same seed gives the same intervals as the library call
     res = calipers.paired_bootstrap(calipers.roc_auc_score, y, scores["naive_bayes"],
                                     scores["logreg"], n_resamples=300, seed=3, stratify=True)

@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import pathlib
 import pkgutil
 
 import pytest
@@ -55,3 +56,25 @@ def test_every_public_callable_has_a_docstring():
     missing = [f"{ns.__name__}.{n}" for ns in (calipers, calipers.retrieval) for n in ns.__all__
                if callable(getattr(ns, n)) and not (getattr(ns, n).__doc__ or "").strip()]
     assert not missing, missing
+
+
+DOC_PAGES = sorted((pathlib.Path(__file__).resolve().parents[1] / "docs").glob("*.md"))
+
+
+def _page_test(page):
+    """The page's ``>>>`` examples as one doctest; code fences end an example's output."""
+    text = "\n".join("" if line.startswith("```") else line
+                     for line in page.read_text().splitlines())
+    return doctest.DocTestParser().get_doctest(text, {}, page.name, str(page), 0)
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.name)
+def test_docs_page_examples(page):
+    """``>>>`` examples in the docs pages run as written (imports included)."""
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    runner.run(_page_test(page))
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_docs_page_examples_exist():
+    assert sum(len(_page_test(p).examples) for p in DOC_PAGES) >= 10

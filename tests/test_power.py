@@ -99,3 +99,13 @@ def test_auc_sample_size_and_mdd_invert_the_power():
 def test_invalid_arguments_name_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_without_scipy_the_error_names_the_extra(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(ImportError, match=r"mcnemar needs scipy.*stats extra"):
+        calipers.mcnemar([[5, 3], [1, 7]])
+    with pytest.raises(ImportError, match=r"mcnemar_sample_size needs scipy"):
+        calipers.mcnemar_sample_size(0.15, 0.05, power=0.8)

@@ -636,3 +636,10 @@ def test_curve_warnings_use_sklearn_words():
     assert np.all(np.isnan(rec))   # scikit-learn sets recall to 1 (documented difference)
     with pytest.warns(UndefinedMetricWarning, match="No positive class found in y_true"):
         assert np.isnan(calipers.average_precision_score([0, 0], [0.25, 0.75]))
+
+
+def test_a_stray_label_in_binary_data_is_named_in_the_error():
+    # 1-D scores with labels {0, 1, 2}: the message gives both readings (multiclass scores
+    # needed, or a label outside the two classes) and lists the labels found
+    with pytest.raises(ValueError, match=r"one column per class.*two classes.*holds 0, 1, 2"):
+        calipers.roc_auc_score([0, 1, 2, 1, 0], [0.1, 0.2, 0.3, 0.4, 0.5])

@@ -111,6 +111,16 @@ def as_arrays(*args: Any, names=None, **named: Any):
     return xp, out
 
 
+def scipy_stats(what: str):
+    """``scipy.stats``, or an ``ImportError`` that names the function and the extra."""
+    try:
+        from scipy import stats
+    except ImportError as exc:
+        raise ImportError(f"{what} needs scipy (its distributions): install the stats extra, "
+                          "pip install -e '.[stats]' in a checkout, or scipy itself") from exc
+    return stats
+
+
 def is_numpy(xp) -> bool:
     return array_api_compat.is_numpy_namespace(xp)
 

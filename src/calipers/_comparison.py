@@ -125,7 +125,7 @@ def mcnemar(table, *, method: str = "exact") -> McNemarResult:
     n = b + c
     if n == 0:
         return McNemarResult(0.0, 1.0, b, c, method)
-    from scipy import stats
+    stats = B.scipy_stats("mcnemar")
 
     if method in ("exact", "midp"):
         k = min(b, c)

@@ -34,6 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _backend as B
+
 __all__ = [
     "mcnemar_power",
     "mcnemar_sample_size",
@@ -101,7 +103,7 @@ def mcnemar_power(n, p_ab, p_ba, *, alpha=0.05, method: str = "exact") -> float:
         ``n`` not a positive integer, proportions outside [0, 1] or summing
         above 1, ``alpha`` outside (0, 1), unknown ``method``.
     """
-    from scipy import stats
+    stats = B.scipy_stats("mcnemar_power")
 
     n = _check_count("n", n)
     p_ab, p_ba = _check_discordant(p_ab, p_ba)
@@ -149,7 +151,7 @@ def mcnemar_sample_size(p_ab, p_ba, *, power=0.8, alpha=0.05) -> int:
         ``p_ab == p_ba`` (no difference to detect), proportions outside
         [0, 1] or summing above 1, ``power`` or ``alpha`` outside (0, 1).
     """
-    from scipy import stats
+    stats = B.scipy_stats("mcnemar_sample_size")
 
     p_ab, p_ba = _check_discordant(p_ab, p_ba)
     power = _check_level("power", power)
@@ -235,7 +237,7 @@ def auc_difference_power(auc_a, auc_b, *, n_pos, n_neg, correlation=0.5,
     correlated difference; the power of the Wald test ``|D| / se > z``:
     ``Phi(|d|/se - z) + Phi(-|d|/se - z)``.
     """
-    from scipy import stats
+    stats = B.scipy_stats("auc_difference_power")
 
     a, b = _check_auc("auc_a", auc_a), _check_auc("auc_b", auc_b)
     P, N = _check_count("n_pos", n_pos), _check_count("n_neg", n_neg)

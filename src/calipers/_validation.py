@@ -385,11 +385,16 @@ def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> N
     if y.dtype.kind in "iuf" and y.min() >= -1 and y.max() <= 1:
         return  # at most the binary codes (anything else there the binary rule reports)
     try:
-        k = np.unique(y).shape[0]
+        u = np.unique(y)
     except TypeError:  # mixed kinds: the label encoding reports them
         return
-    if k > 2:
-        raise ValueError(multiclass_scores_message(np.shape(y_score), k) + note)
+    if u.shape[0] > 2:
+        # a stray label in binary data looks the same: say both readings
+        shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in u[:5]) + \
+            (", ..." if u.shape[0] > 5 else "")
+        raise ValueError(multiclass_scores_message(np.shape(y_score), u.shape[0]) + note +
+                         f". For binary scores y_true must hold two classes (0/1, or any two "
+                         f"with pos_label); it holds {shown}")
 
 
 # --------------------------------------------------------------------------

@@ -185,6 +185,9 @@ def difference_entry(res, higher: bool) -> dict:
         "share_a_better": _share_better(res, higher),
         "n_undefined": res.n_undefined,
         "pvalue": _num(res.pvalue),
+        # the share of replicates cannot resolve below one replicate: a pvalue of 0.0 means
+        # "below this" (the text output prints "< 1e-3" for B = 1000)
+        "pvalue_resolution": 1.0 / res.n_resamples,
     }
 
 

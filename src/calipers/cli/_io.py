@@ -37,7 +37,8 @@ def _read_table(path: Path, columns: Sequence[str], sep: str | None = None) -> t
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - cli extra missing
-        raise InputError("reading files needs pyarrow: pip install 'calipers[cli]'") from exc
+        raise InputError("reading files needs pyarrow: install the cli extra "
+                         "(pip install -e '.[cli]' in a checkout)") from exc
     if not path.exists():
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
