@@ -756,7 +756,7 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
     qrels, run = (qid, doc, rel), (qid, doc, score)
     ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
-    sub = T._Lists(ta, 1).relsub
+    sub = T._Lists(T._ranked_of(ta), 1).relsub
     assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
     fams = ["map", "map_cut", "bpref", "ndcg_cut"]
     res = R.evaluate(qrels, run, fams)
