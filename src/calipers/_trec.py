@@ -223,7 +223,8 @@ def _id_codes(qid, docno, rel=None, score=None):
 # A join key packs docno << (_LOW + 1) | side << _LOW | payload: side 0 for a judgement
 # (payload: its relevance code + 2), 1 for a run row (payload: its rank). Sorting a query's
 # judgement keys and run keys together puts a judged, retrieved document's two keys side by
-# side, and the pair names the run row's rank and its relevance. Integer docnos in
+# side, and the pair names the run row's rank and its relevance (two keys of one side with
+# one docno: a duplicate). Integer docnos in
 # 0 .. 2**_DOC_BITS - 1 are packed; padding "docnos" lie past them (the judgements' from
 # _PAD_J, the run's from _PAD_R, one per column: never equal to another key).
 _LOW = 20
@@ -233,53 +234,50 @@ _PAD_R = _PAD_J + (1 << 40)
 
 
 class _Blocks(NamedTuple):
-    """Qrels or a run as one sorted row of join keys per query."""
+    """Qrels or a run as one row of join keys per query."""
 
     names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
     cnt: np.ndarray     # rows of each query
-    keys: np.ndarray    # (queries + 1, longest list) int64, each row sorted; the last row
-                        # (a query the object lacks) is padding only
-    dup: np.ndarray     # bool per query: a docno twice (evaluate then takes the general
-                        # join, which names the lines)
+    keys: np.ndarray    # (queries + 1, longest list) int64; the last row (a query the
+                        # object lacks) is padding only
     levels: Any = None  # qrels: judgements of each query per relevance level 0 .. highest
     top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
     top_code: int = 0   # qrels: the highest relevance code
 
 
 def _group(heads, n):
-    """Rows grouped by query from :func:`_heads`: ``(names, permutation to grouped rows or
-    None, block of each segment, segment starts, segment lengths, rows per name)``;
-    segments are the runs of rows of one query (the blocks themselves after a grouping
-    permutation, when a query's rows are not all in one run)."""
+    """Rows grouped by query from :func:`_heads`: ``(names, block of each run of rows, the
+    runs' first rows, their lengths, their offsets in their blocks, rows per name)``. A
+    query whose rows lie in several runs gets them in row order."""
     h, starts = heads
     lens = _run_lengths(starts, n)
     names, inv = _string_codes(h) if h.dtype.kind == "U" else np.unique(h, return_inverse=True)
     inv = inv.reshape(-1)
     Q = names.shape[0]
-    if Q == h.shape[0]:       # every query's rows in one run: no permutation
+    if Q == h.shape[0]:       # every query's rows in one run
         cnt = np.empty(Q, dtype=np.int64)
         cnt[inv] = lens
-        return names, None, inv, starts, lens, cnt
-    code = np.repeat(inv, lens)
-    perm = argsort_ints(code)
-    cnt = np.bincount(code, minlength=Q)
-    return names, perm, np.arange(Q), np.cumsum(cnt) - cnt, cnt, cnt
+        return names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt
+    cnt = np.bincount(inv, weights=lens, minlength=Q).astype(np.int64)
+    o = argsort_ints(inv)     # the runs grouped by query, in row order within each
+    before = np.cumsum(lens[o]) - lens[o]
+    offset = np.empty(h.shape[0], dtype=np.int64)
+    offset[o] = before - (np.cumsum(cnt) - cnt)[inv[o]]
+    return names, inv, starts, lens, offset, cnt
 
 
 def _to_block(key, grp, width, pad, out=None):
     """Per-row ``key`` -> ``(names, width)`` block (query ``i``'s rows from column 0 of row
     ``i``, in row order), the rest ``pad`` (one value per column)."""
-    names, perm, blk, start, ln, _ = grp
+    names, blk, start, ln, offset, _ = grp
     Q, n = names.shape[0], key.shape[0]
-    if out is None and perm is None and n == Q * width and \
+    if out is None and n == Q * width and blk.shape[0] == Q and \
             np.array_equal(blk, np.arange(Q)):
         return key.reshape(Q, width)       # every list full, in name order: a view
     if out is None:
         out = np.empty((Q, width), dtype=np.int64)
     out[...] = pad
-    if perm is not None:
-        key = key[perm]
-    dest = np.repeat(blk * width - start, ln)
+    dest = np.repeat(blk * width + offset - start, ln)
     dest += np.arange(n, dtype=np.int64)
     out.reshape(-1)[dest] = key
     return out
@@ -296,13 +294,6 @@ def _dense(grp, n):
     return width if width <= 1 << _LOW and cnt.shape[0] * width <= 2 * n + 1024 else None
 
 
-def _sorted_rows(block):
-    """Sort each row of ``block`` in place: ``(block, bool per row: two equal docnos)``."""
-    block.sort(axis=1)
-    x = block[:, 1:] ^ block[:, :-1]
-    return block, np.any(x < 1 << (_LOW + 1), axis=1)
-
-
 def _qrels_blocks(docno, rel, heads):
     """Judgements as :class:`_Blocks` (None where they do not apply: string or huge docnos,
     very uneven lists, huge relevance levels)."""
@@ -313,25 +304,27 @@ def _qrels_blocks(docno, rel, heads):
     width = _dense(grp, n)
     if width is None:
         return None
-    pos = rel >= 0
-    nlev = int(rel.max()) + 1 if pos.any() else 1
+    top = int(rel.max())
+    nlev = max(top, 0) + 1
     Q = grp[0].shape[0]
     if Q * nlev > 4 * n + 1_000_000:
         return None
     key = docno.astype(np.int64) << (_LOW + 1)
-    key += np.where(pos, rel + 2, 0)           # trec_eval's code + 2: -2 judged negative
+    key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
     keys[Q] = pad
-    _, dup = _sorted_rows(_to_block(key, grp, width, pad, out=keys[:Q]))
-    names, perm, blk, _, ln, _ = grp
-    q = np.repeat(blk, ln)                     # each (grouped) row's query
-    if perm is not None:
-        rel, pos = rel[perm], pos[perm]
-    levels = np.bincount(q[pos] * nlev + rel[pos], minlength=Q * nlev).reshape(Q, nlev)
+    _to_block(key, grp, width, pad, out=keys[:Q])
+    # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
+    # with the negative judgements)
+    c = keys[:Q] & ((1 << _LOW) - 1)
+    c += (np.arange(Q, dtype=np.int64) * (nlev + 2))[:, None]
+    levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
+    levels = np.ascontiguousarray(levels[:, 2:])
     has = levels > 0
-    top = np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1)
-    return _Blocks(names, grp[5], keys, dup, levels, top, int(rel.max()))
+    return _Blocks(grp[0], grp[5], keys, levels,
+                   np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
+                   top)
 
 
 def _run_blocks(docno, score, heads):
@@ -357,8 +350,7 @@ def _run_blocks(docno, score, heads):
     cnt = grp[5]
     if int(cnt.min()) < width:
         np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
-    _, dup = _sorted_rows(keys[:Q])
-    return _Blocks(grp[0], cnt, keys, dup)
+    return _Blocks(grp[0], cnt, keys)
 
 
 def _ranked_block(score, docno, grp, width):
@@ -428,8 +420,9 @@ def _rows_of(names, want):
 
 def _block_ranking(qb, rb, complete_qrels, queries):
     """Evaluate's join on encoded qrels and run (:class:`_Blocks`): ``(_Ranked, query names
-    in output order, in_run)``, or None where the general join must run (a docno twice in
-    an evaluated query; no query; level counts too large)."""
+    in output order, in_run)``, or None where the general join must run (no query; level
+    counts too large; a docno twice in an evaluated query: the general join names the
+    lines)."""
     jn, rn = qb.names, rb.names
     if queries is not None or jn.dtype.kind != rn.dtype.kind:
         # compared as strings; each side's names re-sorted in string order
@@ -454,8 +447,6 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         jrows = np.append(jo, jo.shape[0])[jrows]
         rrows = np.append(ro, ro.shape[0])[rrows]
     jq, rq = qb.names.shape[0], rb.names.shape[0]
-    if np.any(np.append(qb.dup, False)[jrows]) or np.any(np.append(rb.dup, False)[rrows]):
-        return None
     top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
     levels = np.zeros((Q, top + 1), dtype=np.int64)
     found = jrows < jq
@@ -464,18 +455,22 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         return None
     dtype = np.int8 if qb.top_code <= 127 else np.int32
     code = _join_blocks(qb.keys, rb.keys, jrows, rrows, dtype)
+    if code is None:
+        return None
     nret = np.append(rb.cnt, 0)[rrows]
     return _Ranked(Q, nret, block=code, levels=levels), out, rrows < rq
 
 
 def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
-    """trec_eval's relevance code of every ranked run row, ``(queries, longest list)``
-    (-1 where not judged, and past each list's end): per slice of queries, the rows
+    """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
+    (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
+    rows
     ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one row
-    sort, and each judged document's two neighbouring keys."""
+    sort, and each judged document's two neighbouring keys. None when a query has a docno
+    twice on one side."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
-    code = np.full((Q, L), _NONPOOL, dtype=dtype)
+    code = np.full((L, Q), _NONPOOL, dtype=dtype)
     if A == 0 or L == 0:
         return code
     flat = code.reshape(-1)
@@ -489,13 +484,14 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
         np.take(rkeys, rrows[a:b], axis=0, out=p[:, A:], mode="clip")
         p.sort(axis=1)
         x = p[:, 1:] ^ p[:, :-1]
-        m = np.flatnonzero(x < 1 << (_LOW + 1))     # (no docno twice on one side)
+        m = np.flatnonzero(x < 1 << (_LOW + 1))     # neighbours with one docno
+        if m.shape[0] and int(x.reshape(-1)[m].min()) < 1 << _LOW:   # on one side
+            return None
         row = m // (W - 1)
         f = m + row                                 # the judgement's key in p
         pf = p.reshape(-1)
         row += a
-        row *= L
-        row += pf[f + 1] & low
+        row += (pf[f + 1] & low) * Q                # rank * Q + query
         flat[row] = (pf[f] & low) - 2
     return code
 
@@ -1494,15 +1490,15 @@ class _Ranked(NamedTuple):
 
     A code is the row's judged relevance (>= 0), -1 for a document not in the qrels, -2
     for one judged with a negative relevance. Either flat (``code``, queries contiguous in
-    rank order; evaluate's general join) or one ``(Q, longest list)`` block (the block
-    join; -1 past each list's end).
+    rank order; evaluate's general join) or one ``(longest list, Q)`` block, rank-major
+    (the block join; -1 past each list's end).
     """
 
     Q: int
     nret: np.ndarray           # retrieved rows per query
     code: Any = None           # flat codes (None: read from block)
     q: Any = None              # query of each flat code, or None
-    block: Any = None
+    block: Any = None          # (longest list, Q): rank-major
     levels: Any = None         # (Q, levels 0 .. highest) judgements per level, or None
     judgements: Any = None     # (query, relevance) of each judgement with relevance >= 0
 
@@ -1510,7 +1506,7 @@ class _Ranked(NamedTuple):
         """The flat codes (from the block: each list without its padding)."""
         if self.code is not None:
             return self.code
-        b = self.block.astype(np.int32)
+        b = self.block.T.astype(np.int32)
         return b.reshape(-1) if int(self.nret.min()) == b.shape[1] else \
             b[np.arange(b.shape[1]) < self.nret[:, None]]
 
@@ -1580,15 +1576,15 @@ def _count_value(fam, k, R, nret, relret):
     return None
 
 
-# Elements of the ranked block read at a time by _Dense (its temporaries stay in cache).
-_DENSE_SLICE = 1 << 17
+# Queries per slice of _Dense's scan (its running vectors stay in cache).
+_DENSE_SLICE = 1 << 14
 
 
 class _Dense:
-    """The common measures on a dense block of ranked codes (:class:`_Ranked`), a slice
-    of queries at a time: axis-1 running counts and running sums. Each sum runs in rank
-    order within its query, as trec_eval adds (padding and rows that add nothing add 0.0,
-    which changes no sum), and is read at the cut-offs' columns."""
+    """The common measures on a dense rank-major block of codes (:class:`_Ranked`): one
+    pass over the ranks, each adding to per-query running counts and sums (vectors over a
+    slice of queries), read at the cut-offs. Each query's sums run in rank order, as
+    trec_eval adds (rows that add nothing add nothing or 0.0, which changes no sum)."""
 
     FAMILIES = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret",
                           "map", "gm_map", "map_cut", "Rprec", "recip_rank", "_rr_cut", "P",
@@ -1598,96 +1594,114 @@ class _Dense:
 
     def __init__(self, rk, level, measures):
         block, lc = rk.block, rk.levels
-        self.Q, self.L = block.shape
+        self.L, self.Q = block.shape
         self.level, self.levels = level, lc
         self.R = lc[:, max(level, 0):].sum(axis=1)
         self.N = lc.sum(axis=1) - self.R                 # judged non-relevant
         self.nret = rk.nret
         self._ideal: dict = {}
-        col = self.col
+        last, col = self.L - 1, self.col
         fams = {f for f, _ in measures}
-        # the columns each running quantity is read at
-        self.hits = {col(k): None for f, k in measures
-                     if f in ("P", "recall", "relative_P", "success")}
-        self.hits[self.L - 1] = None                     # relevant retrieved
-        self.ap = {col(k) if f == "map_cut" else self.L - 1: None for f, k in measures
-                   if f in ("map", "gm_map", "map_cut")}
-        self.dcg = {}
+        # running quantity -> {rank (0-based) it is read after: per-query values}
+        self.at: dict = {"hits": {last: None}}           # relevant retrieved in the top
         for f, k in measures:
-            if f in ("ndcg", "ndcg_cut"):
-                self.dcg.setdefault(k if f == "ndcg" else None, {})[
-                    self.L - 1 if f == "ndcg" else col(k)] = None
-        self.judged = {col(k): None for f, k in measures if f == "_judged"}
-        self.rprec = "Rprec" in fams
-        self.first = bool(fams & {"recip_rank", "_rr_cut"})
-        self.bpref = bool(fams & {"bpref", "gm_bpref"})
-        self.nonrel = "num_nonrel_judged_ret" in fams
-        self._scan(block)
-        self.relret = self.hits[self.L - 1].astype(np.float64)
+            if f in ("P", "recall", "relative_P", "success"):
+                self.at["hits"][col(k)] = None
+            elif f in ("map", "gm_map", "map_cut"):
+                self.at.setdefault("ap", {})[col(k) if f == "map_cut" else last] = None
+            elif f in ("ndcg", "ndcg_cut"):
+                self.at.setdefault(("dcg", k if f == "ndcg" else None), {})[
+                    last if f == "ndcg" else col(k)] = None
+            elif f == "_judged":
+                self.at.setdefault("judged", {})[col(k)] = None
+            elif f in ("bpref", "gm_bpref"):
+                self.at["bpref"] = {last: None}
+            elif f == "num_nonrel_judged_ret":
+                self.at["nonrel"] = {last: None}
+            elif f in ("recip_rank", "_rr_cut"):
+                self.at["before"] = {last: None}         # ranks above the first relevant
+            elif f == "Rprec":
+                self.at["rprec"] = {}
+        for d in self.at.values():
+            for j in d:
+                d[j] = np.zeros(self.Q)
+        self.rprec_hits = np.zeros(self.Q)
+        for a in range(0, self.Q, _DENSE_SLICE):
+            self._scan(block[:, a:a + _DENSE_SLICE], a)
+        self.relret = self.at["hits"][last]
 
     def col(self, k):
-        """The column of the ``k``-th rank (the last for ``k`` past the block)."""
+        """The rank (0-based) a cut-off ``k`` is read after (the last, past the block)."""
         return min(int(k), self.L) - 1
 
-    def _scan(self, block):
-        Q, L = self.Q, self.L
-        for d in (self.hits, self.ap, self.judged, *self.dcg.values()):
-            for c in d:
-                d[c] = np.zeros(Q, dtype=np.int64 if d is self.hits or d is self.judged
-                                else np.float64)
-        ct = np.int16 if L < 2 ** 15 else np.int32
-        pos1 = np.arange(1, L + 1, dtype=np.float64)
-        lg = np.log2(np.arange(L) + 2.0)
-        gext = {p: np.concatenate([self.gain_table(p), [0.0, 0.0]]) for p in self.dcg}
-        if self.rprec:
-            self.rprec_hits = np.zeros(Q, dtype=np.int64)
-            rcol = np.clip(self.R, 1, L) - 1
-        if self.first:
-            self.first_rank = np.zeros(Q, dtype=np.int64)
-        if self.bpref:
-            self.bpref_sum = np.zeros(Q)
-            den = np.maximum(np.minimum(self.N, self.R), 1)
-        if self.nonrel or self.bpref:
-            self.nonrel_ret = np.zeros(Q, dtype=np.int64)
-        step = max(1, _DENSE_SLICE // max(L, 1))
-        for a in range(0, Q, step):
-            b = min(a + step, Q)
-            c = block[a:b]
-            rel = c >= self.level
-            hits = np.cumsum(rel, axis=1, dtype=ct)
-            for j, out in self.hits.items():
-                out[a:b] = hits[:, j]
-            if self.rprec:
-                self.rprec_hits[a:b] = hits[np.arange(b - a), rcol[a:b]]
-            if self.first:
-                self.first_rank[a:b] = np.argmax(rel, axis=1)
-            if self.ap:
-                # precision at each relevant row; trec_eval: rel_so_far / (rank + 1)
-                t = hits / pos1
-                t *= rel
-                np.cumsum(t, axis=1, out=t)
-                for j, out in self.ap.items():
-                    out[a:b] = t[:, j]
-            if self.nonrel or self.bpref:
-                # judged non-relevant rows ranked at or above each row
-                nj = np.cumsum((c >= 0) & ~rel, axis=1, dtype=ct)
-                self.nonrel_ret[a:b] = nj[:, -1]
-                if self.bpref:
-                    frac = np.minimum(nj, self.R[a:b, None]) / den[a:b, None]
-                    t = np.where(nj > 0, 1.0 - frac, 1.0)
-                    t *= rel
-                    np.cumsum(t, axis=1, out=t)
-                    self.bpref_sum[a:b] = t[:, -1]
-            for p, cols in self.dcg.items():
-                t = np.take(gext[p], c)       # codes -1, -2: the two zero gains at the end
-                t /= lg
-                np.cumsum(t, axis=1, out=t)
-                for j, out in cols.items():
-                    out[a:b] = t[:, j]
-            if self.judged:
-                jc = np.cumsum(c != _NONPOOL, axis=1, dtype=ct)
-                for j, out in self.judged.items():
-                    out[a:b] = jc[:, j]
+    def _scan(self, blk, a):
+        """Every running quantity over queries ``a ..`` (``blk``: their codes, rank-major).
+        Masks multiply (``where=`` is many times slower); counts are int32."""
+        L, r = blk.shape
+        b = a + r
+        at, level = self.at, self.level
+        i32 = np.int32
+        hits = np.zeros(r, dtype=i32)
+        rel = np.empty(r, dtype=bool)
+        tmp = np.empty(r)
+        run = {q: np.zeros(r, dtype=i32 if q in ("judged", "nonrel", "before") else np.float64)
+               for q in at if q not in ("hits", "rprec")}
+        if "bpref" in at or "nonrel" in at:
+            nj = run.setdefault("nonrel", np.zeros(r, dtype=i32))
+            R = self.R[a:b].astype(i32)
+            den = np.maximum(np.minimum(self.N[a:b], self.R[a:b]), 1).astype(np.float64)
+            small = np.empty(r, dtype=i32)
+            jn = np.empty(r, dtype=bool)
+        if "rprec" in at:
+            # queries by the rank their R-th relevant would be at (past the block: the last)
+            rcol = np.clip(self.R[a:b], 1, L) - 1
+            by_rank = np.argsort(rcol, kind="stable")
+            edges = np.searchsorted(rcol[by_rank], np.arange(L + 1))
+        dcg = []
+        for q in run:
+            if isinstance(q, tuple):
+                table = self.gain_table(q[1])
+                # the default gains are the levels: max(code, 0) is the gain, no lookup
+                plain = np.array_equal(table, np.arange(table.shape[0]))
+                dcg.append((q, None if plain else np.concatenate([table, [0.0, 0.0]])))
+        if dcg:
+            lg = np.log2(np.arange(L) + 2.0)
+            gain = np.empty(r, dtype=blk.dtype)
+        for j in range(L):
+            c = blk[j]
+            np.greater_equal(c, level, out=rel)
+            hits += rel
+            if "before" in run:
+                run["before"] += hits == 0
+            if "ap" in run:    # precision at each relevant row: rel_so_far / (rank + 1)
+                np.divide(hits, j + 1.0, out=tmp)
+                tmp *= rel
+                run["ap"] += tmp
+            if "nonrel" in run:    # judged non-relevant rows so far
+                np.greater_equal(c, 0, out=jn)
+                jn &= c < level
+                nj += jn
+                if "bpref" in run:   # 1 - min(judged non-relevant above, R) / min(N, R)
+                    np.minimum(nj, R, out=small)
+                    np.divide(small, den, out=tmp)
+                    np.subtract(1.0, tmp, out=tmp)
+                    tmp *= rel
+                    run["bpref"] += tmp
+            for q, gext in dcg:      # gain / log2(rank + 2); codes -1, -2 gain 0
+                if gext is None:
+                    np.maximum(c, 0, out=gain)
+                    np.divide(gain, lg[j], out=tmp)
+                else:
+                    np.take(gext / lg[j], c, out=tmp, mode="wrap")
+                run[q] += tmp
+            if "judged" in run:
+                run["judged"] += c != _NONPOOL
+            if "rprec" in at:
+                i = by_rank[edges[j]:edges[j + 1]]
+                self.rprec_hits[a + i] = hits[i]
+            for q, d in at.items():
+                if j in d:
+                    d[j][a:b] = hits if q == "hits" else run[q]
 
     def gain_table(self, params):
         return _gain_table(self.levels.shape[1] - 1, params)
@@ -1703,29 +1717,30 @@ class _Dense:
         got = _count_value(fam, k, R, nret, relret)
         if got is not None:
             return got
-        last = self.L - 1
+        at, last = self.at, self.L - 1
         if fam == "num_nonrel_judged_ret":
-            return self.nonrel_ret.astype(np.float64)
+            return at["nonrel"][last]
         if fam in ("map", "gm_map"):
-            return _div(self.ap[last], R)
+            return _div(at["ap"][last], R)
         if fam == "map_cut":
-            return _div(self.ap[self.col(k)], R)
+            return _div(at["ap"][self.col(k)], R)
         if fam == "Rprec":
-            return _div(self.rprec_hits.astype(np.float64), R)
+            return _div(self.rprec_hits, R)
         if fam in ("recip_rank", "_rr_cut"):
+            first = at["before"][last]
             has = relret > 0
             if k is not None:
-                has &= self.first_rank < k
-            return np.where(has, 1.0 / (self.first_rank + 1.0), 0.0)
+                has &= first < k
+            return np.where(has, 1.0 / (first + 1.0), 0.0)
         if fam in ("bpref", "gm_bpref"):
-            return _div(self.bpref_sum, R)
+            return _div(at["bpref"][last], R)
         if fam == "ndcg":
-            return _div(self.dcg[k][last], self.ideal(k, None))
+            return _div(at[("dcg", k)][last], self.ideal(k, None))
         if fam == "ndcg_cut":
-            return _div(self.dcg[None][self.col(k)], self.ideal(None, k))
+            return _div(at[("dcg", None)][self.col(k)], self.ideal(None, k))
         if fam == "_judged":
-            return _div(self.judged[self.col(k)].astype(np.float64), np.minimum(self.nret, k))
-        hits = self.hits[self.col(k)].astype(np.float64)
+            return _div(at["judged"][self.col(k)], np.minimum(self.nret, k))
+        hits = at["hits"][self.col(k)]
         if fam == "P":
             return hits / k
         if fam == "recall":
