@@ -858,9 +858,11 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, monkey
                 m.setattr(T, "_DENSE_SLICE", 3)
                 c = R.evaluate(qrels, run, spec, **kw)
             _assert_same_evaluation(a, c, (kw, spec, "slices"))
-    # built once (encoded when built) or built directly (encoded by evaluate)
+    # built by evaluate's converters or directly: both encoded when built
     built = R.evaluate(T._as_qrels(qrels), T._as_run(run, ""), "all_trec")
-    direct = R.evaluate(T.Qrels(*qrels), T.Run(*run), "all_trec")
+    qd, rd = T.Qrels(*qrels), T.Run(*run)
+    assert qd.ids.blocks is not None and rd.ids.blocks is not None
+    direct = R.evaluate(qd, rd, "all_trec")
     plain = R.evaluate(qrels, run, "all_trec")
     _assert_same_evaluation(plain, built)
     _assert_same_evaluation(plain, direct)

@@ -46,8 +46,12 @@ class Qrels:
     docno: np.ndarray    # str (m,)
     rel: np.ndarray      # int64 (m,)
     path: str = ""
-    # ids factorized once (see _id_codes); filled by the readers and evaluate
+    # ids factorized and rows encoded once (see _id_codes), when built
     ids: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.ids is None and _encodable(self.qid, self.docno, self.rel, "iu"):
+            object.__setattr__(self, "ids", _id_codes(self.qid, self.docno, rel=self.rel))
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,20 @@ class Run:
     tag: str = ""
     path: str = ""
     ids: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.ids is None and _encodable(self.qid, self.docno, self.score, "iuf"):
+            object.__setattr__(self, "ids", _id_codes(self.qid, self.docno,
+                                                      score=self.score))
+
+
+def _encodable(qid, docno, values, kinds):
+    """Whether rows given directly are arrays :func:`_id_codes` can encode (else evaluate
+    takes the general join on them as they are)."""
+    arrays = (qid, docno, values)
+    return all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays) and \
+        qid.shape == docno.shape == values.shape and qid.dtype.kind in "iuU" and \
+        docno.dtype.kind in "iuU" and values.dtype.kind in kinds
 
 
 def _records(path, progress, min_cols, exact):
@@ -388,16 +406,9 @@ _JOIN_SLICE = 1 << 18
 _BLOCK_JOIN = True
 
 
-def _blocks_of(obj, values):
-    """The :class:`_Blocks` of qrels or a run (``values``: its ``"rel"`` or ``"score"``
-    field): computed when it was built, else now (objects built directly)."""
-    if obj.ids is not None:
-        return obj.ids.blocks
-    if not _is_int(obj.docno):
-        return None
-    v = getattr(obj, values)
-    h = _heads(obj.qid)
-    return _qrels_blocks(obj.docno, v, h) if values == "rel" else _run_blocks(obj.docno, v, h)
+def _blocks_of(obj):
+    """The :class:`_Blocks` of qrels or a run, computed when it was built (None: none)."""
+    return None if obj.ids is None else obj.ids.blocks
 
 
 def _ranked_of(ta):
@@ -2299,9 +2310,14 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
              complete_qrels=False, float32_scores=True, queries=None, run_id=""):
     """Evaluate a run against qrels with trec_eval 9.0.8's measures and conventions.
 
-    Every measure comes from one segment sort of the joined rows (the join of
+    Every measure comes from one ranking of the joined rows (the join of
     :func:`trec_arrays`: unjudged documents non-relevant, judged documents
-    the run did not return counted in the ideal ranking and in R).
+    the run did not return counted in the ideal ranking and in R). A
+    :class:`Qrels` or :class:`Run` with integer docnos is encoded once, when built
+    (here for paths, dicts and arrays): each query's judgements, and its run rows in
+    trec_eval's rank order, as packed keys; evaluating one run against several qrels
+    or measure sets, or several runs against one qrels, then repeats only the join and
+    the measures.
 
     Parameters
     ----------
@@ -2389,18 +2405,18 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
-    got = None
+    blocked = None
     if ties == "trec_eval" and float32_scores and _BLOCK_JOIN:
-        qb, rb = _blocks_of(qr, "rel"), _blocks_of(rn, "score")
+        qb, rb = _blocks_of(qr), _blocks_of(rn)
         if qb is not None and rb is not None:
-            got = _block_ranking(qb, rb, complete_qrels, queries)
-    if got is None:
+            blocked = _block_ranking(qb, rb, complete_qrels, queries)
+    if blocked is None:
         ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
                    ties == "trec_eval")
         in_run, out_queries = np.asarray(ta.in_run), ta.queries
         rk = _ranked_of(ta) if ties == "trec_eval" else None
     else:
-        rk, out_queries, in_run = got
+        rk, out_queries, in_run = blocked
     if queries is None and rn.qid.shape[0] and not np.any(in_run):
         # Almost always the wrong qrels (or query ids written differently): trec_eval
         # would print zeros over no query.
