@@ -327,7 +327,7 @@ def _qrels_blocks(docno, rel, heads):
     Q = grp[0].shape[0]
     if Q * nlev > 4 * n + 1_000_000:
         return None
-    key = docno.astype(np.int64) << (_LOW + 1)
+    key = np.left_shift(docno, _LOW + 1, dtype=np.int64)
     key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
@@ -465,11 +465,23 @@ def _block_ranking(qb, rb, complete_qrels, queries):
     if Q * (top + 1) > 4 * int(levels.sum()) + 1_000_000:   # as _Lists.level_counts
         return None
     dtype = np.int8 if qb.top_code <= 127 else np.int32
-    code = _join_blocks(qb.keys, rb.keys, jrows, rrows, dtype)
+    # joined in the qrels' block order (consecutive rows are plain copies), the codes
+    # then put in output order
+    by_block = np.argsort(jrows, kind="stable")
+    code = _join_blocks(qb.keys, rb.keys, jrows[by_block], rrows[by_block], dtype)
     if code is None:
         return None
+    code = np.take(code, np.argsort(by_block), axis=1)
     nret = np.append(rb.cnt, 0)[rrows]
     return _Ranked(Q, nret, block=code, levels=levels), out, rrows < rq
+
+
+def _first_if_range(rows):
+    """``rows[0]`` when ``rows`` are consecutive integers, else None."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) == n - 1 and bool(np.all(np.diff(rows) == 1)):
+        return int(rows[0])
+    return None
 
 
 def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
@@ -488,22 +500,32 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
     low = (1 << _LOW) - 1
     step = max(1, _JOIN_SLICE // W)
     P = np.empty((min(step, Q), W), dtype=np.int64)
+    firsts = _first_if_range(jrows), _first_if_range(rrows)
     for a in range(0, Q, step):
         b = min(a + step, Q)
         p = P[:b - a]
-        np.take(jkeys, jrows[a:b], axis=0, out=p[:, :A], mode="clip")
-        np.take(rkeys, rrows[a:b], axis=0, out=p[:, A:], mode="clip")
+        for keys, rows, first, cols in ((jkeys, jrows, firsts[0], slice(0, A)),
+                                        (rkeys, rrows, firsts[1], slice(A, W))):
+            if first is None:
+                np.take(keys, rows[a:b], axis=0, out=p[:, cols], mode="clip")
+            else:       # consecutive rows: a plain copy (several times faster)
+                p[:, cols] = keys[first + a:first + b]
         p.sort(axis=1)
         x = p[:, 1:] ^ p[:, :-1]
         m = np.flatnonzero(x < 1 << (_LOW + 1))     # neighbours with one docno
-        if m.shape[0] and int(x.reshape(-1)[m].min()) < 1 << _LOW:   # on one side
-            return None
         row = m // (W - 1)
         f = m + row                                 # the judgement's key in p
         pf = p.reshape(-1)
+        jk, rk = pf[f], pf[f + 1]
+        if m.shape[0] and int((jk ^ rk).min()) < 1 << _LOW:    # both on one side
+            return None
         row += a
-        row += (pf[f + 1] & low) * Q                # rank * Q + query
-        flat[row] = (pf[f] & low) - 2
+        rk &= low
+        rk *= Q
+        row += rk                                   # rank * Q + query
+        jk &= low
+        jk -= 2
+        flat[row] = jk
     return code
 
 
