@@ -828,15 +828,19 @@ _IR_NAMES_SET = ["AP", "AP@5", "P(rel=2)@5", "R@10", "RR", "RR@3", "nDCG@10", "J
                  "Bpref(rel=2)", "NumRet(rel=1)", "SetF", "Success@3", "Rprec", "IPrec@0.5"]
 
 
-@pytest.mark.parametrize("seed,string_q,shuffle,top", [
-    (0, False, False, 3), (1, True, False, 3), (2, False, True, 3), (3, True, True, 2),
-    (4, False, False, 300)])   # 300: codes wider than int8
-def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, monkeypatch):
+@pytest.mark.parametrize("seed,string_q,shuffle,top,dense", [
+    (0, False, False, 3, 0), (1, True, False, 3, 0), (2, False, True, 3, 0),
+    (3, True, True, 2, 0), (4, False, False, 300, 0),   # 300: codes wider than int8
+    (5, True, True, 3, None)])                          # None: the default, flat lists
+def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
+                                            monkeypatch):
     # The block join (and the dense measures on its ranked block) must give the general
     # join's values bit for bit: ties, ragged and one-row lists, string query ids, queries
     # of one side only, -c, queries=, relevance levels, ir_measures names, gain re-maps;
     # also with slices of one and three queries in its two scans.
     from calipers import retrieval as R
+    if dense is not None:     # the dense measures on few queries too
+        monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", dense)
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=string_q, shuffle=shuffle, top=top)
     specs = ["all_trec", ["ndcg.1=3,2=9,0=1", "ndcg_cut.1,3,500", "map_cut.1,1000", "P.1,3"],
@@ -876,6 +880,7 @@ def test_block_join_matches_pytrec_eval(seed, monkeypatch):
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=bool(seed))
+    monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", 0)
     calls = _spy_block_join(monkeypatch)
     res = R.evaluate(qrels, run, "all_trec")
     assert calls == [True]

@@ -1611,6 +1611,9 @@ def _count_value(fam, k, R, nret, relret):
 
 # Queries per slice of _Dense's scan (its running vectors stay in cache).
 _DENSE_SLICE = 1 << 14
+# Fewer queries: the flat lists are faster (the scan's calls per rank cost about as much
+# as the lists' passes over 500 queries); tests lower it.
+_DENSE_MIN_QUERIES = 512
 
 
 class _Dense:
@@ -2097,7 +2100,7 @@ def _trec_values(rk, measures, *, relevance_level):
     the common ones from the dense block when there is one (:class:`_Dense`), the others
     from the flat lists (:class:`_Lists`, built only when one of them is asked for)."""
     dense = None
-    if rk.block is not None:
+    if rk.block is not None and rk.Q >= _DENSE_MIN_QUERIES:
         dense = _Dense(rk, relevance_level, [p for p in measures if p[0] in _Dense.FAMILIES])
     lists = None
     res = {}
