@@ -242,9 +242,9 @@ def _id_codes(qid, docno, rel=None, score=None):
 # (payload: its relevance code + 2), 1 for a run row (payload: its rank). Sorting a query's
 # judgement keys and run keys together puts a judged, retrieved document's two keys side by
 # side, and the pair names the run row's rank and its relevance (two keys of one side with
-# one docno: a duplicate). Integer docnos in
-# 0 .. 2**_DOC_BITS - 1 are packed; padding "docnos" lie past them (the judgements' from
-# _PAD_J, the run's from _PAD_R, one per column: never equal to another key).
+# one docno: a duplicate). Integer docnos in 0 .. 2**_DOC_BITS - 1 are packed; padding
+# "docnos" lie past them (the judgements' from _PAD_J, the run's from _PAD_R, one per
+# column: never equal to another key).
 _LOW = 20
 _DOC_BITS = 41
 _PAD_J = 1 << _DOC_BITS
@@ -254,7 +254,7 @@ _PAD_R = _PAD_J + (1 << 40)
 class _Blocks(NamedTuple):
     """Qrels or a run as one row of join keys per query."""
 
-    names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the rows of keys
     cnt: np.ndarray     # rows of each query
     keys: np.ndarray    # (queries + 1, longest list) int64; the last row (a query the
                         # object lacks) is padding only
@@ -263,10 +263,20 @@ class _Blocks(NamedTuple):
     top_code: int = 0   # qrels: the highest relevance code
 
 
+class _Grouping(NamedTuple):
+    """Rows grouped by query (:func:`_group`); a run is a run of rows of one query."""
+
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the blocks
+    blk: np.ndarray     # block of each run
+    start: np.ndarray   # each run's first row
+    ln: np.ndarray      # each run's length
+    offset: np.ndarray  # each run's first column in its block
+    cnt: np.ndarray     # rows per query
+
+
 def _group(heads, n):
-    """Rows grouped by query from :func:`_heads`: ``(names, block of each run of rows, the
-    runs' first rows, their lengths, their offsets in their blocks, rows per name)``. A
-    query whose rows lie in several runs gets them in row order."""
+    """Rows grouped by query from :func:`_heads` (:class:`_Grouping`). A query whose rows
+    lie in several runs gets them in row order."""
     h, starts = heads
     lens = _run_lengths(starts, n)
     names, inv = _string_codes(h) if h.dtype.kind == "U" else np.unique(h, return_inverse=True)
@@ -275,39 +285,39 @@ def _group(heads, n):
     if Q == h.shape[0]:       # every query's rows in one run
         cnt = np.empty(Q, dtype=np.int64)
         cnt[inv] = lens
-        return names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt
+        return _Grouping(names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt)
     cnt = np.bincount(inv, weights=lens, minlength=Q).astype(np.int64)
     o = argsort_ints(inv)     # the runs grouped by query, in row order within each
     before = np.cumsum(lens[o]) - lens[o]
     offset = np.empty(h.shape[0], dtype=np.int64)
     offset[o] = before - (np.cumsum(cnt) - cnt)[inv[o]]
-    return names, inv, starts, lens, offset, cnt
+    return _Grouping(names, inv, starts, lens, offset, cnt)
 
 
 def _to_block(key, grp, width, pad, out=None):
     """Per-row ``key`` -> ``(names, width)`` block (query ``i``'s rows from column 0 of row
     ``i``, in row order), the rest ``pad`` (one value per column)."""
-    names, blk, start, ln, offset, _ = grp
-    Q, n = names.shape[0], key.shape[0]
-    if out is None and n == Q * width and blk.shape[0] == Q and \
-            np.array_equal(blk, np.arange(Q)):
+    Q, n = grp.names.shape[0], key.shape[0]
+    if out is None and n == Q * width and grp.blk.shape[0] == Q and \
+            np.array_equal(grp.blk, np.arange(Q)):
         return key.reshape(Q, width)       # every list full, in name order: a view
     if out is None:
         out = np.empty((Q, width), dtype=np.int64)
     out[...] = pad
-    dest = np.repeat(blk * width + offset - start, ln)
+    dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
     dest += np.arange(n, dtype=np.int64)
     out.reshape(-1)[dest] = key
     return out
 
 
 def _packable(docno, n):
+    """Whether the docnos are integers that fit a join key."""
     return n and _is_int(docno) and int(docno.min()) >= 0 and int(docno.max()) < _PAD_J
 
 
 def _dense(grp, n):
     """The longest list, when a (queries x longest list) block stays small, else None."""
-    cnt = grp[5]
+    cnt = grp.cnt
     width = int(cnt.max())
     return width if width <= 1 << _LOW and cnt.shape[0] * width <= 2 * n + 1024 else None
 
@@ -324,7 +334,7 @@ def _qrels_blocks(docno, rel, heads):
         return None
     top = int(rel.max())
     nlev = max(top, 0) + 1
-    Q = grp[0].shape[0]
+    Q = grp.names.shape[0]
     if Q * nlev > 4 * n + 1_000_000:
         return None
     key = np.left_shift(docno, _LOW + 1, dtype=np.int64)
@@ -340,7 +350,7 @@ def _qrels_blocks(docno, rel, heads):
     levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
     levels = np.ascontiguousarray(levels[:, 2:])
     has = levels > 0
-    return _Blocks(grp[0], grp[5], keys, levels,
+    return _Blocks(grp.names, grp.cnt, keys, levels,
                    np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
                    top)
 
@@ -356,7 +366,7 @@ def _run_blocks(docno, score, heads):
     width = _dense(grp, n)
     if width is None:
         return None
-    Q = grp[0].shape[0]
+    Q = grp.names.shape[0]
     docno = docno.astype(np.int64, copy=False)
     rows = _ranked_block(score, docno, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
@@ -365,10 +375,10 @@ def _run_blocks(docno, score, heads):
     keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
     pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
     keys[Q] = pad
-    cnt = grp[5]
+    cnt = grp.cnt
     if int(cnt.min()) < width:
         np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
-    return _Blocks(grp[0], cnt, keys)
+    return _Blocks(grp.names, cnt, keys)
 
 
 def _ranked_block(score, docno, grp, width):
@@ -487,10 +497,9 @@ def _first_if_range(rows):
 def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
     """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
     (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
-    rows
-    ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one row
-    sort, and each judged document's two neighbouring keys. None when a query has a docno
-    twice on one side."""
+    rows ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one
+    row sort, and each judged document's two neighbouring keys. None when a query has a
+    docno twice on one side."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
     code = np.full((L, Q), _NONPOOL, dtype=dtype)
@@ -892,8 +901,8 @@ def _grouped_join(jq, jd, rq, rd, Q):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
     several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
-    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
-    (the general join then reports it)."""
+    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits
+    or a (query, doc) pair repeats (the general join then reports it)."""
     if not (_is_int(jd) and _is_int(rd)) or Q == 0:
         return None
     nj, nr = jd.shape[0], rd.shape[0]
