@@ -756,7 +756,7 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
     qrels, run = (qid, doc, rel), (qid, doc, score)
     ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
-    sub = T._Lists(ta, 1).relsub
+    sub = T._Lists(T._ranked_of(ta), 1).relsub
     assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
     fams = ["map", "map_cut", "bpref", "ndcg_cut"]
     res = R.evaluate(qrels, run, fams)
@@ -765,3 +765,165 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     for name, v in res.values.items():
         want = np.array([ref[q][name] for q in res.query_ids])
         np.testing.assert_allclose(v, want, rtol=0, atol=1e-14, err_msg=name)
+
+
+# --------------------------------------------------------------------------
+# evaluate's block join (qrels and runs encoded when built) against the general join
+# --------------------------------------------------------------------------
+
+def _spy_block_join(monkeypatch):
+    """Records, per evaluate, whether the block join ran (True) or handed over (False)."""
+    calls = []
+    real = T._block_ranking
+
+    def spy(*args, **kw):
+        got = real(*args, **kw)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(T, "_block_ranking", spy)
+    return calls
+
+
+def _assert_same_evaluation(a, b, tag=""):
+    """Bit for bit: values (and their signs), means, queries, in_run."""
+    assert a.query_ids.tolist() == b.query_ids.tolist(), tag
+    assert a.measures == b.measures and list(a.values) == list(b.values), tag
+    np.testing.assert_array_equal(a.in_run, b.in_run)
+    for name, v in a.values.items():
+        w = b.values[name]
+        if v.dtype == object:
+            assert v.tolist() == w.tolist(), (tag, name)
+        else:
+            np.testing.assert_array_equal(v, w, err_msg=f"{tag} {name}")
+            np.testing.assert_array_equal(np.signbit(v), np.signbit(w), err_msg=f"{tag} {name}")
+    for name, m in a.mean.items():
+        assert m == b.mean[name] or (np.isnan(m) and np.isnan(b.mean[name])), (tag, name)
+
+
+def _ragged_trec(rng, n_q=14, string_q=False, shuffle=False, top=3):
+    """Flat integer-docno qrels and run: ragged lists (some one row long), tied scores,
+    levels -1..top, queries in only one of the two, a query without a relevant document."""
+    n = 40 * n_q
+    rq, rd = rng.integers(1, n_q + 1, n), rng.integers(0, 70, n)
+    rq[:3] = n_q + 1                                  # a one-row list
+    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
+    rq, rd = rq[keep], rd[keep]
+    rs = rng.integers(0, 4, rq.shape[0]) / 2          # many ties: docno string order decides
+    jq, jd = rng.integers(1, n_q + 4, n), rng.integers(0, 80, n)   # queries the run lacks
+    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
+    jq, jd = jq[keep], jd[keep]
+    jr = rng.integers(-1, top + 1, jq.shape[0])
+    jr[jq == 2] = 0                                   # no relevant document
+    jr[jq == 3] = -1                                  # judged negative only
+    if shuffle:
+        o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
+        rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
+    if string_q:
+        rq, jq = np.char.add("q", rq.astype(str)), np.char.add("q", jq.astype(str))
+    return (jq, jd, jr), (rq, rd, rs)
+
+
+_IR_NAMES_SET = ["AP", "AP@5", "P(rel=2)@5", "R@10", "RR", "RR@3", "nDCG@10", "Judged@5",
+                 "Bpref(rel=2)", "NumRet(rel=1)", "SetF", "Success@3", "Rprec", "IPrec@0.5"]
+
+
+@pytest.mark.parametrize("seed,string_q,shuffle,top,dense", [
+    (0, False, False, 3, 0), (1, True, False, 3, 0), (2, False, True, 3, 0),
+    (3, True, True, 2, 0), (4, False, False, 300, 0),   # 300: codes wider than int8
+    (5, True, True, 3, None)])                          # None: the default, flat lists
+def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
+                                            monkeypatch):
+    # The block join (and the dense measures on its ranked block) must give the general
+    # join's values bit for bit: ties, ragged and one-row lists, string query ids, queries
+    # of one side only, -c, queries=, relevance levels, ir_measures names, gain re-maps;
+    # also with slices of one and three queries in its two scans.
+    from calipers import retrieval as R
+    if dense is not None:     # the dense measures on few queries too
+        monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", dense)
+    rng = np.random.default_rng(seed)
+    qrels, run = _ragged_trec(rng, string_q=string_q, shuffle=shuffle, top=top)
+    specs = ["all_trec", ["ndcg.1=3,2=9,0=1", "ndcg_cut.1,3,500", "map_cut.1,1000", "P.1,3"],
+             _IR_NAMES_SET]
+    opts = [{}, {"complete_qrels": True}, {"relevance_level": 2}, {"relevance_level": 0},
+            {"queries": ["1", "2", "q3", "3", "zz", "q5", "15"]}]
+    calls = _spy_block_join(monkeypatch)
+    for kw in opts:
+        for spec in specs:
+            calls.clear()
+            a = R.evaluate(qrels, run, spec, **kw)
+            assert calls == [True]
+            with monkeypatch.context() as m:
+                m.setattr(T, "_BLOCK_JOIN", False)
+                b = R.evaluate(qrels, run, spec, **kw)
+            _assert_same_evaluation(a, b, (kw, spec))
+            with monkeypatch.context() as m:
+                m.setattr(T, "_JOIN_SLICE", 1)
+                m.setattr(T, "_DENSE_SLICE", 3)
+                c = R.evaluate(qrels, run, spec, **kw)
+            _assert_same_evaluation(a, c, (kw, spec, "slices"))
+    # built by evaluate's converters or directly: both encoded when built
+    built = R.evaluate(T._as_qrels(qrels), T._as_run(run, ""), "all_trec")
+    qd, rd = T.Qrels(*qrels), T.Run(*run)
+    assert qd.ids.blocks is not None and rd.ids.blocks is not None
+    direct = R.evaluate(qd, rd, "all_trec")
+    plain = R.evaluate(qrels, run, "all_trec")
+    _assert_same_evaluation(plain, built)
+    _assert_same_evaluation(plain, direct)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_block_join_matches_pytrec_eval(seed, monkeypatch):
+    # The block path against trec_eval 9.0.8 itself: every all_trec measure per query
+    # (the sums in rank order: map, map_cut, bpref, P and the counts to the bit).
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    qrels, run = _ragged_trec(rng, string_q=bool(seed))
+    monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", 0)
+    calls = _spy_block_join(monkeypatch)
+    res = R.evaluate(qrels, run, "all_trec")
+    assert calls == [True]
+    ref = _pytrec_eval_values(pytrec_eval, qrels, run, pytrec_eval.supported_measures)
+    qs = list(res.query_ids)
+    assert sorted(ref) == qs
+    for name, v in res.values.items():
+        if name == "relstring":
+            continue
+        want = np.array([ref[q][name] for q in qs])
+        if name.startswith("gm_"):
+            want = np.exp(want)      # pytrec_eval keeps log(max(v, 1e-5))
+            v = np.maximum(v, 1e-5)
+        np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=name)
+        if name.startswith(("map", "bpref", "P_", "Rprec", "recip_rank", "num_", "success")):
+            np.testing.assert_array_equal(v, want, err_msg=name)
+
+
+def test_block_join_hands_over_duplicates_and_unpackable_docnos(monkeypatch):
+    # A docno twice in an evaluated query: the general join names the lines. Twice in a
+    # query the qrels lack: not evaluated, no error (as the general join). Docnos past the
+    # packed range or negative: the general join, same values as their strings.
+    from calipers import retrieval as R
+    calls = _spy_block_join(monkeypatch)
+    qrels = (np.array([1, 1]), np.array([5, 6]), np.array([1, 0]))
+    run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
+    with pytest.raises(ValueError, match=r"run, line 4: duplicate document for query 1 "
+                                         r"document 6 \(first on line 2\)"):
+        R.evaluate(qrels, run, "map")
+    assert calls == [False]
+    calls.clear()
+    run = (np.array([1, 2, 2]), np.array([5, 5, 5]), np.array([0.3, 0.2, 0.1]))
+    assert R.evaluate(qrels, run, "map").values["map"].tolist() == [1.0]
+    assert calls == [True]
+    qdup = (np.array([1, 2, 1]), np.array([5, 5, 5]), np.array([1, 0, 2]))
+    with pytest.raises(ValueError, match=r"qrels, line 3: duplicate judgement for query 1"):
+        R.evaluate(qdup, (np.array([1]), np.array([5]), np.array([0.5])), "map")
+    rng = np.random.default_rng(7)
+    for base in (-40, 2 ** 41 - 30):
+        (jq, jd, jr), (rq, rd, rs) = _ragged_trec(rng)
+        calls.clear()
+        a = R.evaluate((jq, jd + base, jr), (rq, rd + base, rs), "all_trec")
+        assert calls == []      # not encoded: the general join
+        b = R.evaluate((jq, (jd + base).astype(str), jr), (rq, (rd + base).astype(str), rs),
+                       "all_trec")
+        _assert_same_evaluation(a, b, base)

@@ -25,7 +25,7 @@ import gc
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,8 +46,12 @@ class Qrels:
     docno: np.ndarray    # str (m,)
     rel: np.ndarray      # int64 (m,)
     path: str = ""
-    # ids factorized once (see _id_codes); filled by the readers and evaluate
+    # ids factorized and rows encoded once (see _id_codes), when built
     ids: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.ids is None and _encodable(self.qid, self.docno, self.rel, "iu"):
+            object.__setattr__(self, "ids", _id_codes(self.qid, self.docno, rel=self.rel))
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,20 @@ class Run:
     tag: str = ""
     path: str = ""
     ids: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.ids is None and _encodable(self.qid, self.docno, self.score, "iuf"):
+            object.__setattr__(self, "ids", _id_codes(self.qid, self.docno,
+                                                      score=self.score))
+
+
+def _encodable(qid, docno, values, kinds):
+    """Whether rows given directly are arrays :func:`_id_codes` can encode (else evaluate
+    takes the general join on them as they are)."""
+    arrays = (qid, docno, values)
+    return all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrays) and \
+        qid.shape == docno.shape == values.shape and qid.dtype.kind in "iuU" and \
+        docno.dtype.kind in "iuU" and values.dtype.kind in kinds
 
 
 def _records(path, progress, min_cols, exact):
@@ -175,7 +193,7 @@ def _str_hash(a):
 
 
 def _heads(a):
-    """Runs of equal consecutive ids: ``(first id of each run, run index of each row)``.
+    """Runs of equal consecutive ids: ``(first id of each run, first row of each run)``.
 
     Query ids come grouped in files and dicts, so this leaves a few distinct-ish strings
     to sort instead of every row's.
@@ -185,15 +203,339 @@ def _heads(a):
     ch = np.empty(a.shape[0], dtype=bool)
     ch[0] = True
     np.not_equal(a[1:], a[:-1], out=ch[1:])
-    return a[ch], np.cumsum(ch) - 1
+    starts = np.flatnonzero(ch)
+    return a[starts], starts
 
 
-def _id_codes(qid, docno):
-    """Ids factorized once, when qrels or a run is built: ``((query id of each run of equal
-    consecutive query ids, row -> run), docno hashes (None for integer docnos))``."""
+def _run_lengths(starts, n):
+    """Rows in each run of :func:`_heads` (``n`` rows in all)."""
+    return np.diff(np.append(starts, n))
+
+
+class _Ids(NamedTuple):
+    """What qrels or a run computes once, when it is built (see :func:`_id_codes`)."""
+
+    heads: Any       # _heads of the query ids
+    doc_hash: Any    # docno hashes (None for integer docnos)
+    blocks: Any      # the join-ready _Blocks, or None where they do not apply
+
+
+def _id_codes(qid, docno, rel=None, score=None):
+    """Ids factorized once, when qrels (``rel``) or a run (``score``) is built, and the
+    rows encoded for evaluate's block join (:func:`_qrels_blocks`, :func:`_run_blocks`)."""
     qh = _heads(qid)
     dh = None if _is_int(docno) else _str_hash(docno)
-    return qh, dh
+    if rel is not None:
+        blocks = _qrels_blocks(docno, rel, qh)
+    elif score is not None:
+        blocks = _run_blocks(docno, score, qh)
+    else:
+        blocks = None
+    return _Ids(qh, dh, blocks)
+
+
+# --------------------------------------------------------------------------
+# qrels and runs encoded once, when built: padded blocks of join keys
+# --------------------------------------------------------------------------
+
+# A join key packs docno << (_LOW + 1) | side << _LOW | payload: side 0 for a judgement
+# (payload: its relevance code + 2), 1 for a run row (payload: its rank). Sorting a query's
+# judgement keys and run keys together puts a judged, retrieved document's two keys side by
+# side, and the pair names the run row's rank and its relevance (two keys of one side with
+# one docno: a duplicate). Integer docnos in 0 .. 2**_DOC_BITS - 1 are packed; padding
+# "docnos" lie past them (the judgements' from _PAD_J, the run's from _PAD_R, one per
+# column: never equal to another key).
+_LOW = 20
+_DOC_BITS = 41
+_PAD_J = 1 << _DOC_BITS
+_PAD_R = _PAD_J + (1 << 40)
+
+
+class _Blocks(NamedTuple):
+    """Qrels or a run as one row of join keys per query."""
+
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the rows of keys
+    cnt: np.ndarray     # rows of each query
+    keys: np.ndarray    # (queries + 1, longest list) int64; the last row (a query the
+                        # object lacks) is padding only
+    levels: Any = None  # qrels: judgements of each query per relevance level 0 .. highest
+    top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
+    top_code: int = 0   # qrels: the highest relevance code
+
+
+class _Grouping(NamedTuple):
+    """Rows grouped by query (:func:`_group`); a run is a run of rows of one query."""
+
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the blocks
+    blk: np.ndarray     # block of each run
+    start: np.ndarray   # each run's first row
+    ln: np.ndarray      # each run's length
+    offset: np.ndarray  # each run's first column in its block
+    cnt: np.ndarray     # rows per query
+
+
+def _group(heads, n):
+    """Rows grouped by query from :func:`_heads` (:class:`_Grouping`). A query whose rows
+    lie in several runs gets them in row order."""
+    h, starts = heads
+    lens = _run_lengths(starts, n)
+    names, inv = _string_codes(h) if h.dtype.kind == "U" else np.unique(h, return_inverse=True)
+    inv = inv.reshape(-1)
+    Q = names.shape[0]
+    if Q == h.shape[0]:       # every query's rows in one run
+        cnt = np.empty(Q, dtype=np.int64)
+        cnt[inv] = lens
+        return _Grouping(names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt)
+    cnt = np.bincount(inv, weights=lens, minlength=Q).astype(np.int64)
+    o = argsort_ints(inv)     # the runs grouped by query, in row order within each
+    before = np.cumsum(lens[o]) - lens[o]
+    offset = np.empty(h.shape[0], dtype=np.int64)
+    offset[o] = before - (np.cumsum(cnt) - cnt)[inv[o]]
+    return _Grouping(names, inv, starts, lens, offset, cnt)
+
+
+def _to_block(key, grp, width, pad, out=None):
+    """Per-row ``key`` -> ``(names, width)`` block (query ``i``'s rows from column 0 of row
+    ``i``, in row order), the rest ``pad`` (one value per column)."""
+    Q, n = grp.names.shape[0], key.shape[0]
+    if out is None and n == Q * width and grp.blk.shape[0] == Q and \
+            np.array_equal(grp.blk, np.arange(Q)):
+        return key.reshape(Q, width)       # every list full, in name order: a view
+    if out is None:
+        out = np.empty((Q, width), dtype=np.int64)
+    out[...] = pad
+    dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
+    dest += np.arange(n, dtype=np.int64)
+    out.reshape(-1)[dest] = key
+    return out
+
+
+def _packable(docno, n):
+    """Whether the docnos are integers that fit a join key."""
+    return n and _is_int(docno) and int(docno.min()) >= 0 and int(docno.max()) < _PAD_J
+
+
+def _dense(grp, n):
+    """The longest list, when a (queries x longest list) block stays small, else None."""
+    cnt = grp.cnt
+    width = int(cnt.max())
+    return width if width <= 1 << _LOW and cnt.shape[0] * width <= 2 * n + 1024 else None
+
+
+def _qrels_blocks(docno, rel, heads):
+    """Judgements as :class:`_Blocks` (None where they do not apply: string or huge docnos,
+    very uneven lists, huge relevance levels)."""
+    n = rel.shape[0]
+    if not _packable(docno, n) or int(rel.max()) >= (1 << _LOW) - 2:
+        return None
+    grp = _group(heads, n)
+    width = _dense(grp, n)
+    if width is None:
+        return None
+    top = int(rel.max())
+    nlev = max(top, 0) + 1
+    Q = grp.names.shape[0]
+    if Q * nlev > 4 * n + 1_000_000:
+        return None
+    key = np.left_shift(docno, _LOW + 1, dtype=np.int64)
+    key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
+    keys = np.empty((Q + 1, width), dtype=np.int64)
+    pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
+    keys[Q] = pad
+    _to_block(key, grp, width, pad, out=keys[:Q])
+    # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
+    # with the negative judgements)
+    c = keys[:Q] & ((1 << _LOW) - 1)
+    c += (np.arange(Q, dtype=np.int64) * (nlev + 2))[:, None]
+    levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
+    levels = np.ascontiguousarray(levels[:, 2:])
+    has = levels > 0
+    return _Blocks(grp.names, grp.cnt, keys, levels,
+                   np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
+                   top)
+
+
+def _run_blocks(docno, score, heads):
+    """Run rows as :class:`_Blocks`, each query's rows keyed by their trec_eval rank (score
+    as float32 descending, then docno descending in string order). None where they do not
+    apply (see :func:`_qrels_blocks`)."""
+    n = score.shape[0]
+    if not _packable(docno, n) or n > 1 << 30:
+        return None
+    grp = _group(heads, n)
+    width = _dense(grp, n)
+    if width is None:
+        return None
+    Q = grp.names.shape[0]
+    docno = docno.astype(np.int64, copy=False)
+    rows = _ranked_block(score, docno, grp, width)
+    keys = np.empty((Q + 1, width), dtype=np.int64)
+    np.take(docno, rows, out=keys[:Q], mode="clip")
+    keys[:Q] <<= _LOW + 1
+    keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
+    pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
+    keys[Q] = pad
+    cnt = grp.cnt
+    if int(cnt.min()) < width:
+        np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
+    return _Blocks(grp.names, cnt, keys)
+
+
+def _ranked_block(score, docno, grp, width):
+    """``(queries, width)`` rows of the run in trec_eval's order within each query (score
+    as float32 descending, then docno descending in string order); past each list's end,
+    anything. One row sort of packed (score, row number) keys; docnos order only the rows
+    whose scores tie."""
+    n = score.shape[0]
+    nb = _bits(n - 1)
+    key = _float32_key(score.astype(np.float32))
+    key <<= nb
+    key += np.arange(n, dtype=np.int64)
+    S = _to_block(key, grp, width, ((1 << 32) + np.arange(width, dtype=np.int64)) << nb)
+    S.sort(axis=1)
+    rows = S & ((1 << nb) - 1)
+    x = S[:, 1:] ^ S[:, :-1]
+    tie = np.flatnonzero(x < 1 << nb)     # neighbours that differ in the row bits only
+    if tie.shape[0]:
+        f = tie + tie // (width - 1)      # position in S of the first of the two
+        idx = np.unique(np.concatenate([f, f + 1]))
+        fr = rows.reshape(-1)
+        d = docno[fr[idx]]
+        drank = np.unique(d.astype(str), return_inverse=True)[1].reshape(-1)
+        sub = np.lexsort((-drank, S.reshape(-1)[idx] >> nb, idx // width))
+        fr[idx] = fr[idx][sub]
+    return rows
+
+
+# Rows of the join's (queries x columns) key array sorted at a time: a slice stays in cache.
+_JOIN_SLICE = 1 << 18
+
+
+# evaluate joins encoded qrels and runs by blocks where it can (tests turn it off to
+# compare with the general join)
+_BLOCK_JOIN = True
+
+
+def _blocks_of(obj):
+    """The :class:`_Blocks` of qrels or a run, computed when it was built (None: none)."""
+    return None if obj.ids is None else obj.ids.blocks
+
+
+def _ranked_of(ta):
+    """The :class:`_Ranked` lists of evaluate's general join (one ranking sort)."""
+    Q = int(ta.queries.shape[0])
+    r, q, nret = _ranked_rows(ta, Q)
+    return _Ranked(Q, np.bincount(q, minlength=Q) if nret is None else nret,
+                   code=ta.run_code[r], q=q, judgements=ta.judgements)
+
+
+def _rows_of(names, want):
+    """Row of each of ``want`` in ``names`` (sorted), ``len(names)`` where absent."""
+    n = names.shape[0]
+    if n == 0:
+        return np.zeros(want.shape[0], dtype=np.int64)
+    p = np.searchsorted(names, want)
+    pc = np.minimum(p, n - 1)
+    return np.where(names[pc] == want, pc, n)
+
+
+def _block_ranking(qb, rb, complete_qrels, queries):
+    """Evaluate's join on encoded qrels and run (:class:`_Blocks`): ``(_Ranked, query names
+    in output order, in_run)``, or None where the general join must run (no query; level
+    counts too large; a docno twice in an evaluated query: the general join names the
+    lines)."""
+    jn, rn = qb.names, rb.names
+    if queries is not None or jn.dtype.kind != rn.dtype.kind:
+        # compared as strings; each side's names re-sorted in string order
+        jn, rn = _as_str(jn), _as_str(rn)
+        jo, ro = np.argsort(jn, kind="stable"), np.argsort(rn, kind="stable")
+        jn, rn = jn[jo], rn[ro]
+    else:
+        jo = ro = None
+    if queries is not None:
+        sel = queries
+    else:
+        sel = jn if complete_qrels else np.intersect1d(jn, rn, assume_unique=True)
+    out = _as_str(sel)
+    so = None if out is sel else np.argsort(out, kind="stable")   # output in string order
+    if so is not None:
+        sel, out = sel[so], out[so]
+    Q = out.shape[0]
+    if Q == 0:
+        return None
+    jrows, rrows = _rows_of(jn, sel), _rows_of(rn, sel)
+    if jo is not None:
+        jrows = np.append(jo, jo.shape[0])[jrows]
+        rrows = np.append(ro, ro.shape[0])[rrows]
+    jq, rq = qb.names.shape[0], rb.names.shape[0]
+    top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
+    levels = np.zeros((Q, top + 1), dtype=np.int64)
+    found = jrows < jq
+    levels[found] = qb.levels[jrows[found], :top + 1]
+    if Q * (top + 1) > 4 * int(levels.sum()) + 1_000_000:   # as _Lists.level_counts
+        return None
+    dtype = np.int8 if qb.top_code <= 127 else np.int32
+    # joined in the qrels' block order (consecutive rows are plain copies), the codes
+    # then put in output order
+    by_block = np.argsort(jrows, kind="stable")
+    code = _join_blocks(qb.keys, rb.keys, jrows[by_block], rrows[by_block], dtype)
+    if code is None:
+        return None
+    code = np.take(code, np.argsort(by_block), axis=1)
+    nret = np.append(rb.cnt, 0)[rrows]
+    return _Ranked(Q, nret, block=code, levels=levels), out, rrows < rq
+
+
+def _first_if_range(rows):
+    """``rows[0]`` when ``rows`` are consecutive integers, else None."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) == n - 1 and bool(np.all(np.diff(rows) == 1)):
+        return int(rows[0])
+    return None
+
+
+def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
+    """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
+    (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
+    rows ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one
+    row sort, and each judged document's two neighbouring keys. None when a query has a
+    docno twice on one side."""
+    Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
+    W = A + L
+    code = np.full((L, Q), _NONPOOL, dtype=dtype)
+    if A == 0 or L == 0:
+        return code
+    flat = code.reshape(-1)
+    low = (1 << _LOW) - 1
+    step = max(1, _JOIN_SLICE // W)
+    P = np.empty((min(step, Q), W), dtype=np.int64)
+    firsts = _first_if_range(jrows), _first_if_range(rrows)
+    for a in range(0, Q, step):
+        b = min(a + step, Q)
+        p = P[:b - a]
+        for keys, rows, first, cols in ((jkeys, jrows, firsts[0], slice(0, A)),
+                                        (rkeys, rrows, firsts[1], slice(A, W))):
+            if first is None:
+                np.take(keys, rows[a:b], axis=0, out=p[:, cols], mode="clip")
+            else:       # consecutive rows: a plain copy (several times faster)
+                p[:, cols] = keys[first + a:first + b]
+        p.sort(axis=1)
+        x = p[:, 1:] ^ p[:, :-1]
+        m = np.flatnonzero(x < 1 << (_LOW + 1))     # neighbours with one docno
+        row = m // (W - 1)
+        f = m + row                                 # the judgement's key in p
+        pf = p.reshape(-1)
+        jk, rk = pf[f], pf[f + 1]
+        if m.shape[0] and int((jk ^ rk).min()) < 1 << _LOW:    # both on one side
+            return None
+        row += a
+        rk &= low
+        rk *= Q
+        row += rk                                   # rank * Q + query
+        jk &= low
+        jk -= 2
+        flat[row] = jk
+    return code
 
 
 def _check_duplicates(qid, docno, lines, path, what):
@@ -233,7 +575,8 @@ def read_qrels(path, *, progress=False) -> Qrels:
     rel = _numbers([r[3] for r in rows], lines, path, 4, "relevance must be an integer", int)
     qid, docno = _column(rows, 0), _column(rows, 2)
     _check_duplicates(qid, docno, lines, path, "judgement")
-    return Qrels(qid, docno, rel.astype(np.int64), path, _id_codes(qid, docno))
+    rel = rel.astype(np.int64)
+    return Qrels(qid, docno, rel, path, _id_codes(qid, docno, rel=rel))
 
 
 def read_run(path, *, progress=False) -> Run:
@@ -247,8 +590,9 @@ def read_run(path, *, progress=False) -> Run:
                               f"got {rows[i][4]!r}")
     qid, docno = _column(rows, 0), _column(rows, 2)
     _check_duplicates(qid, docno, lines, path, "document")
-    return Run(qid, docno, score.astype(np.float64), rows[0][5] if rows else "", path,
-               _id_codes(qid, docno))
+    score = score.astype(np.float64)
+    return Run(qid, docno, score, rows[0][5] if rows else "", path,
+               _id_codes(qid, docno, score=score))
 
 
 @dataclass(frozen=True)
@@ -422,19 +766,19 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs,
     rank[so] = np.arange(sel.shape[0])
     out_queries = sel_str[so]
 
-    def position(h, ih):
+    def position(h, starts, n):
         """``(output code of each row's query (0 where not selected), selected rows or None
-        for all)`` from the query id ``h`` of each run of rows and each row's run ``ih``."""
+        for all)`` from the query id ``h`` of each run of rows and the runs' first rows."""
         p = np.searchsorted(sel, h)
         pc = np.minimum(p, max(sel.shape[0] - 1, 0))
         if not sel.shape[0]:
-            return np.zeros(ih.shape[0], np.int64), np.zeros(ih.shape[0], bool)
+            return np.zeros(n, np.int64), np.zeros(n, bool)
         keep = (p < sel.shape[0]) & (sel[pc] == h)
-        code = rank[pc]
-        return code[ih], None if keep.all() else keep[ih]
+        lens = _run_lengths(starts, n)
+        return np.repeat(rank[pc], lens), None if keep.all() else np.repeat(keep, lens)
 
-    rpos, keep_run = position(hr, ir)
-    jpos, keep_q = position(hj, ij)
+    rpos, keep_run = position(hr, ir, rqid.shape[0])
+    jpos, keep_q = position(hj, ij, qq.shape[0])
     rq, rd, rs = _keep(rpos, keep_run), _keep(rdoc, keep_run), _keep(run.score, keep_run)
     jq, jd, jr = _keep(jpos, keep_q), _keep(jdoc, keep_q), _keep(qrels.rel, keep_q)
     if jd_s is not None:
@@ -557,8 +901,8 @@ def _grouped_join(jq, jd, rq, rd, Q):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
     several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
-    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits or a (query, doc) pair repeats
-    (the general join then reports it)."""
+    matched pairs and the run's :func:`_blocks`. None when the keys do not fit in 63 bits
+    or a (query, doc) pair repeats (the general join then reports it)."""
     if not (_is_int(jd) and _is_int(rd)) or Q == 0:
         return None
     nj, nr = jd.shape[0], rd.shape[0]
@@ -947,7 +1291,8 @@ def _as_qrels(qrels):
             (r.dtype.kind == "f" and not np.all(np.isfinite(r) & (r == np.round(r)))):
         raise ValueError("qrels: relevance must be integers (trec_eval reads integers)")
     # duplicates: checked by trec_arrays on its integer keys (no extra sort of strings)
-    return Qrels(q, d, r.astype(np.int64, copy=False), "", _id_codes(q, d))
+    r = r.astype(np.int64, copy=False)
+    return Qrels(q, d, r, "", _id_codes(q, d, rel=r))
 
 
 def _as_run(run, run_id):
@@ -960,7 +1305,7 @@ def _as_run(run, run_id):
     s = s.astype(np.float64, copy=False)
     if not np.all(np.isfinite(s)):
         raise ValueError("run: scores must be finite (no NaN or inf)")
-    return Run(q, d, s, run_id, "", _id_codes(q, d))
+    return Run(q, d, s, run_id, "", _id_codes(q, d, score=s))
 
 
 def _flat(obj, what, columns):
@@ -1182,6 +1527,275 @@ def _prefix_count(mask):
     return c
 
 
+class _Ranked(NamedTuple):
+    """trec_eval's ranked relevance codes of every query: what the measures read.
+
+    A code is the row's judged relevance (>= 0), -1 for a document not in the qrels, -2
+    for one judged with a negative relevance. Either flat (``code``, queries contiguous in
+    rank order; evaluate's general join) or one ``(longest list, Q)`` block, rank-major
+    (the block join; -1 past each list's end).
+    """
+
+    Q: int
+    nret: np.ndarray           # retrieved rows per query
+    code: Any = None           # flat codes (None: read from block)
+    q: Any = None              # query of each flat code, or None
+    block: Any = None          # (longest list, Q): rank-major
+    levels: Any = None         # (Q, levels 0 .. highest) judgements per level, or None
+    judgements: Any = None     # (query, relevance) of each judgement with relevance >= 0
+
+    def codes(self):
+        """The flat codes (from the block: each list without its padding)."""
+        if self.code is not None:
+            return self.code
+        b = self.block.T.astype(np.int32)
+        return b.reshape(-1) if int(self.nret.min()) == b.shape[1] else \
+            b[np.arange(b.shape[1]) < self.nret[:, None]]
+
+
+def _gain_table(top, params):
+    """Gain of each relevance level 0 .. ``top``: the level itself unless ``params``
+    (``"level=gain,..."``) re-maps it."""
+    table = np.arange(top + 1, dtype=np.float64)
+    for pair in (params.split(",") if params else []):
+        lev, _, g = pair.partition("=")
+        if 0 <= int(lev) <= top:
+            table[int(lev)] = float(g)
+    return table
+
+
+class _IdealDCG:
+    """Ideal DCG from judgement counts per level ``(Q, levels)``: levels in gain order
+    (equal gains are interchangeable), the ideal DCG over the first m ranks is a sum over
+    levels of gain x (discounts of that level's ranks)."""
+
+    def __init__(self, levels, table):
+        by_gain = np.argsort(-table, kind="stable")
+        by_gain = by_gain[table[by_gain] > 0]
+        counts = levels[:, by_gain]
+        self.hi = np.cumsum(counts, axis=1)
+        self.lo = self.hi - counts
+        big = int(self.hi[:, -1].max(initial=0)) if self.hi.shape[1] else 0
+        self.disc = np.zeros(big + 1)
+        np.cumsum(1.0 / np.log2(np.arange(big) + 2.0), out=self.disc[1:])
+        self.gains = table[by_gain]
+
+    def at(self, m):
+        """Over the first ``m`` ranks of each query (``m`` None: every judgement)."""
+        disc, lo, hi = self.disc, self.lo, self.hi
+        if m is None:
+            return (disc[hi] - disc[lo]) @ self.gains
+        mm = np.asarray(m, dtype=np.int64).reshape(-1, 1)
+        return (disc[np.minimum(hi, mm)] - disc[np.minimum(lo, mm)]) @ self.gains
+
+
+def _count_value(fam, k, R, nret, relret):
+    """The measures of per-query counts alone (float64 ``R``, ``nret``, ``relret``); None
+    for the others."""
+    if fam == "num_ret":
+        return nret
+    if fam == "num_rel":
+        return R
+    if fam == "num_rel_ret":
+        return relret
+    if fam == "utility":
+        p = [1.0, -1.0, 0.0, 0.0] if k is None else [float(x) for x in k.split(",")]
+        # no collection size (trec_eval -N, default 0) for the last term
+        return p[0] * relret + p[1] * (nret - relret) + p[2] * (R - relret) + \
+            p[3] * (relret - nret - R)
+    if fam in ("set_P", "set_recall", "set_relative_P", "set_map", "set_F"):
+        sp, sr = _div(relret, nret), _div(relret, R)
+        if fam == "set_P":
+            return sp
+        if fam == "set_recall":
+            return sr
+        if fam == "set_relative_P":
+            return _div(relret, np.minimum(nret, R))
+        if fam == "set_map":
+            return sp * sr
+        x = 1.0 if k is None else float(k)
+        return _div((x + 1.0) * sp * sr, x * sp + sr)
+    return None
+
+
+# Queries per slice of _Dense's scan (its running vectors stay in cache).
+_DENSE_SLICE = 1 << 14
+# Fewer queries: the flat lists are faster (the scan's calls per rank cost about as much
+# as the lists' passes over 500 queries); tests lower it.
+_DENSE_MIN_QUERIES = 512
+
+
+class _Dense:
+    """The common measures on a dense rank-major block of codes (:class:`_Ranked`): one
+    pass over the ranks, each adding to per-query running counts and sums (vectors over a
+    slice of queries), read at the cut-offs. Each query's sums run in rank order, as
+    trec_eval adds (rows that add nothing add nothing or 0.0, which changes no sum)."""
+
+    FAMILIES = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret",
+                          "map", "gm_map", "map_cut", "Rprec", "recip_rank", "_rr_cut", "P",
+                          "recall", "relative_P", "success", "_judged", "bpref", "gm_bpref",
+                          "ndcg", "ndcg_cut", "utility", "set_P", "set_recall",
+                          "set_relative_P", "set_map", "set_F"})
+
+    def __init__(self, rk, level, measures):
+        block, lc = rk.block, rk.levels
+        self.L, self.Q = block.shape
+        self.level, self.levels = level, lc
+        self.R = lc[:, max(level, 0):].sum(axis=1)
+        self.N = lc.sum(axis=1) - self.R                 # judged non-relevant
+        self.nret = rk.nret
+        self._ideal: dict = {}
+        last, col = self.L - 1, self.col
+        fams = {f for f, _ in measures}
+        # running quantity -> {rank (0-based) it is read after: per-query values}
+        self.at: dict = {"hits": {last: None}}           # relevant retrieved in the top
+        for f, k in measures:
+            if f in ("P", "recall", "relative_P", "success"):
+                self.at["hits"][col(k)] = None
+            elif f in ("map", "gm_map", "map_cut"):
+                self.at.setdefault("ap", {})[col(k) if f == "map_cut" else last] = None
+            elif f in ("ndcg", "ndcg_cut"):
+                self.at.setdefault(("dcg", k if f == "ndcg" else None), {})[
+                    last if f == "ndcg" else col(k)] = None
+            elif f == "_judged":
+                self.at.setdefault("judged", {})[col(k)] = None
+            elif f in ("bpref", "gm_bpref"):
+                self.at["bpref"] = {last: None}
+            elif f == "num_nonrel_judged_ret":
+                self.at["nonrel"] = {last: None}
+            elif f in ("recip_rank", "_rr_cut"):
+                self.at["before"] = {last: None}         # ranks above the first relevant
+            elif f == "Rprec":
+                self.at["rprec"] = {}
+        for d in self.at.values():
+            for j in d:
+                d[j] = np.zeros(self.Q)
+        self.rprec_hits = np.zeros(self.Q)
+        for a in range(0, self.Q, _DENSE_SLICE):
+            self._scan(block[:, a:a + _DENSE_SLICE], a)
+        self.relret = self.at["hits"][last]
+
+    def col(self, k):
+        """The rank (0-based) a cut-off ``k`` is read after (the last, past the block)."""
+        return min(int(k), self.L) - 1
+
+    def _scan(self, blk, a):
+        """Every running quantity over queries ``a ..`` (``blk``: their codes, rank-major).
+        Masks multiply (``where=`` is many times slower); counts are int32."""
+        L, r = blk.shape
+        b = a + r
+        at, level = self.at, self.level
+        i32 = np.int32
+        hits = np.zeros(r, dtype=i32)
+        rel = np.empty(r, dtype=bool)
+        tmp = np.empty(r)
+        run = {q: np.zeros(r, dtype=i32 if q in ("judged", "nonrel", "before") else np.float64)
+               for q in at if q not in ("hits", "rprec")}
+        if "bpref" in at or "nonrel" in at:
+            nj = run.setdefault("nonrel", np.zeros(r, dtype=i32))
+            R = self.R[a:b].astype(i32)
+            den = np.maximum(np.minimum(self.N[a:b], self.R[a:b]), 1).astype(np.float64)
+            small = np.empty(r, dtype=i32)
+            jn = np.empty(r, dtype=bool)
+        if "rprec" in at:
+            # queries by the rank their R-th relevant would be at (past the block: the last)
+            rcol = np.clip(self.R[a:b], 1, L) - 1
+            by_rank = np.argsort(rcol, kind="stable")
+            edges = np.searchsorted(rcol[by_rank], np.arange(L + 1))
+        dcg = []
+        for q in run:
+            if isinstance(q, tuple):
+                table = self.gain_table(q[1])
+                # the default gains are the levels: max(code, 0) is the gain, no lookup
+                plain = np.array_equal(table, np.arange(table.shape[0]))
+                dcg.append((q, None if plain else np.concatenate([table, [0.0, 0.0]])))
+        if dcg:
+            lg = np.log2(np.arange(L) + 2.0)
+            gain = np.empty(r, dtype=blk.dtype)
+        for j in range(L):
+            c = blk[j]
+            np.greater_equal(c, level, out=rel)
+            hits += rel
+            if "before" in run:
+                run["before"] += hits == 0
+            if "ap" in run:    # precision at each relevant row: rel_so_far / (rank + 1)
+                np.divide(hits, j + 1.0, out=tmp)
+                tmp *= rel
+                run["ap"] += tmp
+            if "nonrel" in run:    # judged non-relevant rows so far
+                np.greater_equal(c, 0, out=jn)
+                jn &= c < level
+                nj += jn
+                if "bpref" in run:   # 1 - min(judged non-relevant above, R) / min(N, R)
+                    np.minimum(nj, R, out=small)
+                    np.divide(small, den, out=tmp)
+                    np.subtract(1.0, tmp, out=tmp)
+                    tmp *= rel
+                    run["bpref"] += tmp
+            for q, gext in dcg:      # gain / log2(rank + 2); codes -1, -2 gain 0
+                if gext is None:
+                    np.maximum(c, 0, out=gain)
+                    np.divide(gain, lg[j], out=tmp)
+                else:
+                    np.take(gext / lg[j], c, out=tmp, mode="wrap")
+                run[q] += tmp
+            if "judged" in run:
+                run["judged"] += c != _NONPOOL
+            if "rprec" in at:
+                i = by_rank[edges[j]:edges[j + 1]]
+                self.rprec_hits[a + i] = hits[i]
+            for q, d in at.items():
+                if j in d:
+                    d[j][a:b] = hits if q == "hits" else run[q]
+
+    def gain_table(self, params):
+        return _gain_table(self.levels.shape[1] - 1, params)
+
+    def ideal(self, params, m):
+        if params not in self._ideal:
+            self._ideal[params] = _IdealDCG(self.levels, self.gain_table(params))
+        return self._ideal[params].at(m)
+
+    def value(self, fam, k):
+        R, nret, relret = self.R.astype(np.float64), self.nret.astype(np.float64), \
+            self.relret
+        got = _count_value(fam, k, R, nret, relret)
+        if got is not None:
+            return got
+        at, last = self.at, self.L - 1
+        if fam == "num_nonrel_judged_ret":
+            return at["nonrel"][last]
+        if fam in ("map", "gm_map"):
+            return _div(at["ap"][last], R)
+        if fam == "map_cut":
+            return _div(at["ap"][self.col(k)], R)
+        if fam == "Rprec":
+            return _div(self.rprec_hits, R)
+        if fam in ("recip_rank", "_rr_cut"):
+            first = at["before"][last]
+            has = relret > 0
+            if k is not None:
+                has &= first < k
+            return np.where(has, 1.0 / (first + 1.0), 0.0)
+        if fam in ("bpref", "gm_bpref"):
+            return _div(at["bpref"][last], R)
+        if fam == "ndcg":
+            return _div(at[("dcg", k)][last], self.ideal(k, None))
+        if fam == "ndcg_cut":
+            return _div(at[("dcg", None)][self.col(k)], self.ideal(None, k))
+        if fam == "_judged":
+            return _div(at["judged"][self.col(k)], np.minimum(self.nret, k))
+        hits = at["hits"][self.col(k)]
+        if fam == "P":
+            return hits / k
+        if fam == "recall":
+            return _div(hits, R)
+        if fam == "relative_P":
+            return _div(hits, np.minimum(R, k))
+        assert fam == "success", fam
+        return (hits > 0).astype(np.float64)
+
+
 class _Sub:
     """The ranked rows where ``mask`` holds (relevant rows, rows with a gain), kept in
     ranked order: ``rows`` (ranked positions), ``cnt``/``start`` per query, and the count
@@ -1259,18 +1873,19 @@ class _Lists:
     each query. Per-row arrays that only some measures need are built on first use.
     """
 
-    def __init__(self, ta, level):
-        Q = int(ta.queries.shape[0])
-        r, q, nret = _ranked_rows(ta, Q)
+    def __init__(self, rk, level):
+        Q = rk.Q
         self.Q, self.level = Q, level
-        self._q = q
-        self.code = ta.run_code[r]
-        self.nret = np.bincount(q, minlength=Q) if nret is None else nret
-        self.n = int(r.shape[0])
+        self._q = rk.q
+        self.code = rk.codes()
+        self.nret = rk.nret
+        self.n = int(self.code.shape[0])
         self.start = np.cumsum(self.nret) - self.nret
         self.rel = self.code >= level
-        self.jq, self.jy = ta.judgements
+        self.jq, self.jy = rk.judgements if rk.judgements is not None else (None, None)
         self._cache: dict = {}
+        if rk.levels is not None:
+            self._cache["levels"] = rk.levels
         lc = self.level_counts()
         if lc is not None:
             judged_q = lc.sum(axis=1)
@@ -1386,14 +2001,9 @@ class _Lists:
         """Gain of each relevance level (0 .. the highest judged level)."""
         key = ("table", params)
         if key not in self._cache:
-            # retrieved rows' levels are judged levels: the qrels' highest is the highest
-            top = int(self.jy.max(initial=0))
-            table = np.arange(top + 1, dtype=np.float64)     # default gain: the level itself
-            for pair in (params.split(",") if params else []):
-                lev, _, g = pair.partition("=")
-                if 0 <= int(lev) <= top:
-                    table[int(lev)] = float(g)
-            self._cache[key] = table
+            lc = self.level_counts()
+            top = lc.shape[1] - 1 if lc is not None else int(self.jy.max(initial=0))
+            self._cache[key] = _gain_table(top, params)
         return self._cache[key]
 
     def row_gains(self, params):
@@ -1421,29 +2031,14 @@ class _Lists:
         if key not in self._cache:
             table = self.gain_table(params)
             if self.level_counts() is not None:
-                # Per query, the judged count of each level with a positive gain, levels
-                # in gain order (equal gains are interchangeable): the ideal DCG over the
-                # first m ranks is a sum over levels of gain x (discounts of its ranks).
-                by_gain = np.argsort(-table, kind="stable")
-                by_gain = by_gain[table[by_gain] > 0]
-                counts = self.level_counts()[:, by_gain]
-                hi = np.cumsum(counts, axis=1)
-                lo = hi - counts
-                big = int(hi[:, -1].max(initial=0)) if hi.shape[1] else 0
-                disc = np.zeros(big + 1)
-                np.cumsum(1.0 / np.log2(np.arange(big) + 2.0), out=disc[1:])
-                self._cache[key] = ("levels", table[by_gain], lo, hi, disc)
+                self._cache[key] = ("levels", _IdealDCG(self.level_counts(), table))
             else:
                 _, ig, ipos, _, icnt, ist = self.gains(params)
                 iv = _padded(np.where(ig > 0, ig, 0.0) / np.log2(ipos + 2.0))
                 self._cache[key] = ("rows", iv, icnt, ist)
         got = self._cache[key]
         if got[0] == "levels":
-            gl, lo, hi, disc = got[1:]
-            if m is None:
-                return (disc[hi] - disc[lo]) @ gl
-            mm = np.asarray(m, dtype=np.int64).reshape(-1, 1)
-            return (disc[np.minimum(hi, mm)] - disc[np.minimum(lo, mm)]) @ gl
+            return got[1].at(m)
         iv, icnt, ist = got[1:]
         mm = icnt if m is None else np.minimum(np.clip(m, 0, None), icnt)
         return _range_sums(iv, ist, ist + mm, padded=True)
@@ -1509,98 +2104,93 @@ def _iprec_round(x):
     return np.floor(x + 0.9).astype(np.int64)
 
 
-def _trec_values(ta, measures, *, relevance_level):
-    """Per-query values of trec_eval's measures (trec_eval's ordering) from one sort."""
-    L = _Lists(ta, relevance_level)
-    R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
-    rel = L.rel
+def _trec_values(rk, measures, *, relevance_level):
+    """Per-query values of trec_eval's measures from its ranked lists (:class:`_Ranked`):
+    the common ones from the dense block when there is one (:class:`_Dense`), the others
+    from the flat lists (:class:`_Lists`, built only when one of them is asked for)."""
+    dense = None
+    if rk.block is not None and rk.Q >= _DENSE_MIN_QUERIES:
+        dense = _Dense(rk, relevance_level, [p for p in measures if p[0] in _Dense.FAMILIES])
+    lists = None
     res = {}
     for fam, k in measures:
         if fam in ("runid", "num_q"):
             continue
-        if fam == "num_ret":
-            v = nret
-        elif fam == "num_rel":
-            v = R
-        elif fam == "num_rel_ret":
-            v = relret
-        elif fam == "num_nonrel_judged_ret":
-            v = L.total((L.code >= 0) & ~rel)
-        elif fam in ("map", "gm_map"):
-            v = _div(L.relsub.sums(L.ap_terms()), R)
-        elif fam == "map_cut":
-            v = _div(L.relsub.sums(L.ap_terms(), k), R)
-        elif fam == "Rprec":
-            v = _div(L.first_rel(L.R), R)
-        elif fam == "recip_rank":     # the first relevant row of each query
-            v = _first_rel_rr(L, None)
-        elif fam == "P":
-            v = L.first_rel(k) / k
-        elif fam == "recall":
-            v = _div(L.first_rel(k), R)
-        elif fam == "relative_P":
-            v = _div(L.first_rel(k), np.minimum(R, k))
-        elif fam == "success":
-            v = (L.first_rel(k) > 0).astype(np.float64)
-        elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
-            v = _first_rel_rr(L, k)
-        elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
-            v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
-        elif fam in ("bpref", "gm_bpref"):
-            # judged non-relevant rows ranked above each relevant row
-            sub = L.relsub
-            before = (sub.pos - sub.nth + 1) - L.unjudged_above()
-            Rq = np.repeat(L.R, sub.cnt)
-            den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
-            frac = np.minimum(before, Rq) / den
-            v = _div(sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0))), R)
-        elif fam == "infAP":
-            nj = L.cum((L.code >= 0) & ~rel)
-            pu = L.cum(L.code == _UNJUDGED)
-            j = L.pos.astype(np.float64)
-            rs1 = L.relcum - 1.0
-            js = np.where(j > 0, j, 1.0)
-            eps = _INFAP_EPSILON
-            term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs1 + nj + pu) / js) * \
-                ((rs1 + eps) / (rs1 + nj + 2 * eps))
-            v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
-        elif fam == "binG":
-            v = _div(L.total(rel / np.log2(2.0 + L.pos + 1.0 - L.relcum)), R)
-        elif fam == "iprec_at_recall":
-            v = L.iprec(k, _iprec_round)
-        elif fam == "11pt_avg":
-            pts = _RECALL_POINTS if k is None else [float(x) for x in k.split(",")]
-            v = sum(L.iprec(p, _iprec_round) for p in pts) / len(pts)
-        elif fam == "Rprec_mult":
-            c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
-            v = _div(L.first_rel(c), c)
-        elif fam == "utility":
-            p = [1.0, -1.0, 0.0, 0.0] if k is None else [float(x) for x in k.split(",")]
-            # no collection size (trec_eval -N, default 0) for the last term
-            v = p[0] * relret + p[1] * (nret - relret) + p[2] * (R - relret) + \
-                p[3] * (relret - nret - R)
-        elif fam in ("set_P", "set_recall", "set_relative_P", "set_map", "set_F"):
-            sp, sr = _div(relret, nret), _div(relret, R)
-            if fam == "set_P":
-                v = sp
-            elif fam == "set_recall":
-                v = sr
-            elif fam == "set_relative_P":
-                v = _div(relret, np.minimum(nret, R))
-            elif fam == "set_map":
-                v = sp * sr
-            else:
-                x = 1.0 if k is None else float(k)
-                v = _div((x + 1.0) * sp * sr, x * sp + sr)
-        elif fam in ("ndcg", "ndcg_cut", "G", "Rndcg", "ndcg_rel"):
-            v = _gain_measure(L, fam, k)
-        elif fam == "relstring":
-            res[_measure_name(fam, k)] = _relstring(L, 10 if k is None else int(float(k)))
-            continue
-        else:  # pragma: no cover - parse_trec_measures admits no other
-            raise AssertionError(fam)
-        res[_measure_name(fam, k)] = np.asarray(v, dtype=np.float64)
+        if dense is not None and fam in _Dense.FAMILIES:
+            v = dense.value(fam, k)
+        else:
+            if lists is None:
+                lists = _Lists(rk, relevance_level)
+            v = _list_value(lists, fam, k)
+        res[_measure_name(fam, k)] = v if fam == "relstring" else \
+            np.asarray(v, dtype=np.float64)
     return res
+
+
+def _list_value(L, fam, k):
+    """One measure's per-query values from :class:`_Lists`."""
+    R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
+    v = _count_value(fam, k, R, nret, relret)
+    if v is not None:
+        return v
+    rel = L.rel
+    if fam == "num_nonrel_judged_ret":
+        v = L.total((L.code >= 0) & ~rel)
+    elif fam in ("map", "gm_map"):
+        v = _div(L.relsub.sums(L.ap_terms()), R)
+    elif fam == "map_cut":
+        v = _div(L.relsub.sums(L.ap_terms(), k), R)
+    elif fam == "Rprec":
+        v = _div(L.first_rel(L.R), R)
+    elif fam == "recip_rank":     # the first relevant row of each query
+        v = _first_rel_rr(L, None)
+    elif fam == "P":
+        v = L.first_rel(k) / k
+    elif fam == "recall":
+        v = _div(L.first_rel(k), R)
+    elif fam == "relative_P":
+        v = _div(L.first_rel(k), np.minimum(R, k))
+    elif fam == "success":
+        v = (L.first_rel(k) > 0).astype(np.float64)
+    elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
+        v = _first_rel_rr(L, k)
+    elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
+        v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
+    elif fam in ("bpref", "gm_bpref"):
+        # judged non-relevant rows ranked above each relevant row
+        sub = L.relsub
+        before = (sub.pos - sub.nth + 1) - L.unjudged_above()
+        Rq = np.repeat(L.R, sub.cnt)
+        den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
+        frac = np.minimum(before, Rq) / den
+        v = _div(sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0))), R)
+    elif fam == "infAP":
+        nj = L.cum((L.code >= 0) & ~rel)
+        pu = L.cum(L.code == _UNJUDGED)
+        j = L.pos.astype(np.float64)
+        rs1 = L.relcum - 1.0
+        js = np.where(j > 0, j, 1.0)
+        eps = _INFAP_EPSILON
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rs1 + nj + pu) / js) * \
+            ((rs1 + eps) / (rs1 + nj + 2 * eps))
+        v = _div(L.total(rel * np.where(j == 0, 1.0, term)), R)
+    elif fam == "binG":
+        v = _div(L.total(rel / np.log2(2.0 + L.pos + 1.0 - L.relcum)), R)
+    elif fam == "iprec_at_recall":
+        v = L.iprec(k, _iprec_round)
+    elif fam == "11pt_avg":
+        pts = _RECALL_POINTS if k is None else [float(x) for x in k.split(",")]
+        v = sum(L.iprec(p, _iprec_round) for p in pts) / len(pts)
+    elif fam == "Rprec_mult":
+        c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
+        v = _div(L.first_rel(c), c)
+    elif fam in ("ndcg", "ndcg_cut", "G", "Rndcg", "ndcg_rel"):
+        v = _gain_measure(L, fam, k)
+    elif fam == "relstring":
+        v = _relstring(L, 10 if k is None else int(float(k)))
+    else:  # pragma: no cover - parse_trec_measures admits no other
+        raise AssertionError(fam)
+    return v
 
 
 def _gain_measure(L, fam, k):
@@ -1754,9 +2344,14 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
              complete_qrels=False, float32_scores=True, queries=None, run_id=""):
     """Evaluate a run against qrels with trec_eval 9.0.8's measures and conventions.
 
-    Every measure comes from one segment sort of the joined rows (the join of
+    Every measure comes from one ranking of the joined rows (the join of
     :func:`trec_arrays`: unjudged documents non-relevant, judged documents
-    the run did not return counted in the ideal ranking and in R).
+    the run did not return counted in the ideal ranking and in R). A
+    :class:`Qrels` or :class:`Run` with integer docnos is encoded once, when built
+    (here for paths, dicts and arrays): each query's judgements, and its run rows in
+    trec_eval's rank order, as packed keys; evaluating one run against several qrels
+    or measure sets, or several runs against one qrels, then repeats only the join and
+    the measures.
 
     Parameters
     ----------
@@ -1844,14 +2439,24 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
-    ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
-               ties == "trec_eval")
-    if queries is None and rn.qid.shape[0] and not np.any(ta.in_run):
+    blocked = None
+    if ties == "trec_eval" and float32_scores and _BLOCK_JOIN:
+        qb, rb = _blocks_of(qr), _blocks_of(rn)
+        if qb is not None and rb is not None:
+            blocked = _block_ranking(qb, rb, complete_qrels, queries)
+    if blocked is None:
+        ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
+                   ties == "trec_eval")
+        in_run, out_queries = np.asarray(ta.in_run), ta.queries
+        rk = _ranked_of(ta) if ties == "trec_eval" else None
+    else:
+        rk, out_queries, in_run = blocked
+    if queries is None and rn.qid.shape[0] and not np.any(in_run):
         # Almost always the wrong qrels (or query ids written differently): trec_eval
         # would print zeros over no query.
         raise ValueError("run: no query of the run appears in the qrels (a run must share "
                          "at least one query id with the qrels; ids compare as strings)")
-    Q = int(ta.queries.shape[0])
+    Q = int(out_queries.shape[0])
     vals = {}
     # One pass per relevance level (ir_measures' rel=; the ordering is shared).
     for level in dict.fromkeys(relevance_level if p[2] is None else p[2] for p in plan):
@@ -1860,13 +2465,13 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         if ties == "average":
             got = _average_ties_values(ta, pairs, relevance_level=level)
         else:
-            got = _trec_values(ta, pairs, relevance_level=level)
+            got = _trec_values(rk, pairs, relevance_level=level)
             # trec_eval -c: a query without run rows is not evaluated: 0 for every
             # measure, except its number of relevant documents.
             for f, k in pairs:
                 v = got.get(_measure_name(f, k))
                 if v is not None and f != "num_rel":
-                    v[~np.asarray(ta.in_run)] = "" if v.dtype == object else 0.0
+                    v[~in_run] = "" if v.dtype == object else 0.0
         for f, k, _, name in group:
             if _measure_name(f, k) in got:
                 vals[name] = got[_measure_name(f, k)]
@@ -1878,4 +2483,4 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         mean[name] = _gm(v) if fam in ("gm_map", "gm_bpref") else \
             (float(v.mean()) if Q else float("nan"))
     names = tuple(p[3] for p in plan)
-    return TrecEvaluation(vals, mean, ta.queries, np.asarray(ta.in_run), names, rn.tag)
+    return TrecEvaluation(vals, mean, out_queries, in_run, names, rn.tag)
