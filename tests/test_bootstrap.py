@@ -736,13 +736,18 @@ def _assert_jax_auc_replicates_are_numpys(y, a, b, *, n_resamples, seed):
         np.testing.assert_array_equal(got[1], ref[1])
 
 
-@pytest.mark.parametrize("n_neg", [1, 31, 32, 33, 95])
+@pytest.mark.parametrize("n_neg", [1, 7, 8, 9, 95, 120, 128, 2048])
 @pytest.mark.parametrize("tied", [True, False])
 def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
-    """The JAX kernel lays negatives' ranks out in blocks of 32 (rank q at (q % 32, q // 32))
-    and reads the prefix sums at k_lo, k_hi there: class sizes around the block edges, with
-    and without ties, give the NumPy engine's replicates bit for bit (x64)."""
+    """The JAX kernel lays negatives' ranks out in blocks of 8 (rank q at (q % 8, q // 8)),
+    takes the block totals' prefix sums in windows of 16 (recursively: 120, 128 and 2048
+    negatives put 16, 17 and 257 blocks there) and reads the prefix sums at k_lo, k_hi:
+    class sizes around those edges, with and without ties, give the NumPy engine's
+    replicates bit for bit (x64)."""
     pytest.importorskip("jax")
+    from calipers import _bootstrap_kernels as BK
+
+    assert (BK._IBLOCK, BK._exclusive_prefix_jax.__defaults__) == (8, (16,))
     rng = np.random.default_rng(n_neg)
     n_pos = 23
     y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
@@ -933,3 +938,19 @@ def test_replicate_keys_in_python_ints_equal_the_array_keys():
             k1, k2 = RS._replicate_keys((words[0:1], words[1:2]),
                                         np.asarray([r], dtype=np.uint32), np)
             assert RS._replicate_keys_int(words, r) == (int(k1[0]), int(k2[0]))
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
+    """The JAX kernel's prefix sums of block totals (windows of 16, recursively) equal
+    NumPy's exclusive cumulative sum at lengths around the window edges."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_kernels as BK
+
+    rng = np.random.default_rng(3)
+    with jax.enable_x64(x64):
+        for L in (1, 2, 15, 16, 17, 255, 256, 257, 4097):
+            t = rng.integers(0, 2000, L).astype(np.int32)
+            got = np.asarray(jax.jit(BK._exclusive_prefix_jax)(jnp.asarray(t)))
+            np.testing.assert_array_equal(got, np.cumsum(t) - t)

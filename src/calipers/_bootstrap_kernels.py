@@ -177,10 +177,12 @@ class _AUCSplitKernel:
         blocked product with a triangular matrix). Here rank ``q`` sits at
         ``(q % b, q // b)`` of a ``(b, m)`` array (``b = _IBLOCK``): the sums
         inside each block of ``b`` consecutive ranks are ``b`` additions of
-        contiguous rows, and only the ``m`` block totals take a cumulative sum.
-        The prefix sum at rank ``k`` is then read at ``(k % b, k // b)``
-        (indices precomputed). Integer arithmetic throughout: exact.
+        contiguous rows, and only the ``m`` block totals take a cumulative sum
+        (:func:`_exclusive_prefix_jax`), which starts the rows. The prefix sum at rank ``k`` is then
+        read at ``(k % b, k // b)`` (indices precomputed). Integer arithmetic
+        throughout: exact.
         """
+        import jax
         import jax.numpy as jnp
 
         perm_b, at_lo, at_hi = blocked
@@ -195,14 +197,17 @@ class _AUCSplitKernel:
             x = jnp.pad(cneg, (0, b * m - N)).reshape(m, b).T.astype(wdt)
         else:                   # gather straight into the blocked order
             x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
-        # sums of the ranks before each one within its block (row 0: none);
-        # the rows past rank N - 1 hold padding that no index below reads
-        rows = [jnp.zeros(m, dtype=wdt)]
-        for t in range(b - 1):
-            rows.append(rows[-1] + x[t])
-        total = rows[-1] + x[b - 1]
-        before = jnp.cumsum(total, dtype=wdt) - total
-        cum = (jnp.stack(rows) + before[None, :]).reshape(-1)
+        # row 0: the count before each block (the block totals' exclusive prefix
+        # sums); row t: plus the block's first t ranks, all as one windowed sum
+        # down the columns (b terms each). Rows past rank N - 1 hold padding that
+        # no index below reads (nor the last block's total). XLA materialises a
+        # windowed sum, so the gathers below read it as it is: when the rows
+        # were a chain of additions (and the block offsets added after), XLA
+        # fused them, through the reshapes' index arithmetic, into every read.
+        before = _exclusive_prefix_jax(jnp.sum(x, axis=0, dtype=wdt))
+        y = jnp.concatenate([before[None, :], x[:b - 1]])
+        cum = jax.lax.reduce_window(y, 0, jax.lax.add, (b, 1), (1, 1),
+                                    ((b - 1, 0), (0, 0))).reshape(-1)
         sdt = R._sum_dtype(xp, cdt)
         lo = cum.at[at_lo].get(mode="promise_in_bounds")
         if self.ties:
@@ -288,8 +293,30 @@ class _AUCSplitKernel:
         return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
-_IBLOCK = 32   # ranks per block of the JAX prefix sums (16 and 64 were no faster)
+_IBLOCK = 8    # ranks per block of the JAX prefix sums
 _NBLOCK = 16   # ranks per block of the NumPy prefix sums
+
+
+def _exclusive_prefix_jax(t, c=16):
+    """Exclusive prefix sums of a short 1-D integer array ``t`` under JAX.
+
+    ``jnp.cumsum`` of the 1,564 block totals took about 140 us per replicate
+    on CPU (XLA splits it into a tree of windowed reductions whose levels are
+    then recomputed inside each consumer). Here: windows of ``c`` along the
+    last axis of a ``(L / c, c)`` reshape (one windowed sum of ``c`` terms per
+    element), the window totals done the same way, recursively; exact.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    L = t.shape[0]
+    if L <= c:
+        return lax.reduce_window(t, 0, lax.add, (L,), (1,), ((L, -1),))
+    m = -(-L // c)
+    tp = jnp.pad(t, (0, m * c - L)).reshape(m, c)
+    inc = lax.reduce_window(tp, 0, lax.add, (1, c), (1, 1), ((0, 0), (c - 1, 0)))
+    before = _exclusive_prefix_jax(inc[:, c - 1], c)
+    return (inc - tp + before[:, None]).reshape(-1)[:L]
 
 
 def _blocked_state(N, perm, k_lo, k_hi, xp):
