@@ -15,10 +15,11 @@ Design: **sort once, resample by counts.**
   models mirrors every replicate exactly, and NumPy, array-api-strict, torch
   and JAX (eager, ``jit``, with or without x64) draw identical counts.
 * The counts are then gathered into each kernel's order. For ROC AUC the
-  layout is [negatives | positives], each in model A's score order: a
-  replicate is one prefix sum of the negatives' counts (after one gather into
-  B's order for model B), a gather at ranks found once by ``searchsorted`` and
-  a dot product, in exact integers. AP sorts each model's scores stably in the
+  layout is [negatives | positives], each in model A's score order (on NumPy
+  A's negatives in the blocked order of its prefix sums): a replicate is one
+  prefix sum of the negatives' counts (after one gather into B's order for
+  model B), taken in blocks of ranks, a gather at ranks found once by
+  ``searchsorted`` and a dot product, in exact integers. AP sorts each model's scores stably in the
   caller's row order; log loss and Brier are weighted means of per-row losses
   computed once.
 * Replicate ``i`` is evaluated one at a time per worker thread on NumPy

@@ -113,7 +113,7 @@ class _AUCSplitKernel:
         k_lo, k_hi = R.split_ranks(sneg_sorted, spos, sx)
         wneg = wpos = None
         if w is not None:
-            wneg = w[:N] if identity else xp.take(w[:N], perm)
+            wneg = w[:N] if perm is None else xp.take(w[:N], perm)
             wpos = w[N:]
         # leave-one-out values (BCa only) sort for themselves, on demand: the layout
         # is not one sorted order
