@@ -736,13 +736,18 @@ def _assert_jax_auc_replicates_are_numpys(y, a, b, *, n_resamples, seed):
         np.testing.assert_array_equal(got[1], ref[1])
 
 
-@pytest.mark.parametrize("n_neg", [1, 31, 32, 33, 95])
+@pytest.mark.parametrize("n_neg", [1, 7, 8, 9, 95, 120, 128, 2048])
 @pytest.mark.parametrize("tied", [True, False])
 def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
-    """The JAX kernel lays negatives' ranks out in blocks of 32 (rank q at (q % 32, q // 32))
-    and reads the prefix sums at k_lo, k_hi there: class sizes around the block edges, with
-    and without ties, give the NumPy engine's replicates bit for bit (x64)."""
+    """The JAX kernel lays negatives' ranks out in blocks of 8 (rank q at (q % 8, q // 8)),
+    takes the block totals' prefix sums in windows of 16 (recursively: 120, 128 and 2048
+    negatives put 16, 17 and 257 blocks there) and reads the prefix sums at k_lo, k_hi:
+    class sizes around those edges, with and without ties, give the NumPy engine's
+    replicates bit for bit (x64)."""
     pytest.importorskip("jax")
+    from calipers import _bootstrap_kernels as BK
+
+    assert (BK._IBLOCK, BK._exclusive_prefix_jax.__defaults__) == (8, (16,))
     rng = np.random.default_rng(n_neg)
     n_pos = 23
     y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
@@ -853,3 +858,99 @@ def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch
     a = rng.integers(0, 9, n) + 0.5 * y
     b = rng.integers(0, 4, n) - 0.5 * y
     _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=16, seed=2)
+
+
+# --------------------------------------------------------------------------
+# the NumPy AUC kernel's blocked prefix sums and the drawer's arithmetic
+# --------------------------------------------------------------------------
+
+def _u2_from_pairs(y, s, c):
+    """``(U2, P*, N*)`` from the definition: every (positive, negative) pair of rows
+    weighted by their counts, 2 when the positive scores higher, 1 when tied."""
+    pos, neg = y == 1, y == 0
+    sp, sn = s[pos][:, None], s[neg][None, :]
+    w = c[pos].astype(np.int64)[:, None] * c[neg].astype(np.int64)[None, :]
+    return int((w * (2 * (sp > sn) + (sp == sn))).sum()), int(c[pos].sum()), int(c[neg].sum())
+
+
+@pytest.mark.parametrize("n_neg", [1, 15, 16, 17, 31, 32, 33, 50])
+@pytest.mark.parametrize("tied", [True, False])
+@pytest.mark.parametrize("bound", [0, 2**27, 2**31])
+def test_numpy_auc_blocked_prefix_sums_at_block_edges(n_neg, tied, bound):
+    """NumPy lays model A's negatives out in blocks of 16 ranks (the layout) and gathers
+    B's into the same blocks; both models' (U2, P*, N*) equal the pair count from the
+    definition at class sizes around the block edges, with and without ties, for uint8
+    counts and int64 counts (one of 300), and with each choice of sums (int32 prefix sums
+    and a float64 dot product under the default bound; int64 beyond)."""
+    from dataclasses import replace
+
+    from calipers import _bootstrap_kernels as BK
+
+    assert BK._NBLOCK == 16
+    rng = np.random.default_rng(n_neg)
+    n_pos = 23
+    y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
+    n = y.size
+    if tied:
+        a = rng.integers(0, 6, n) + y * 0.5
+        b = rng.integers(0, 3, n) - y * 0.5
+    else:
+        a = rng.permutation(n) + 0.5 * y
+        b = rng.permutation(n) - 0.25 * y
+    s = _setup_for("roc_auc", y, a, b)
+    lay = np.asarray(s.design_data[1])
+    ka, kb = s.kernel_a, s.kernel_b
+    assert ka.a_blocks == 16 and ka.N == n_neg
+    # the layout's negatives, read in blocks, are A's ranks in the blocked order
+    assert np.array_equal(np.sort(BK.blocked_ranks(n_neg, 16)), np.arange(n_neg))
+    if bound:
+        ka, kb = replace(ka, total_bound=bound), replace(kb, total_bound=bound)
+    assert ka._dtypes() == {0: (np.int32, np.float64), 2**27: (np.int32, np.int64),
+                            2**31: (np.int64, np.int64)}[bound]
+    sa = ka.prepare(y[lay], a[lay], None, np, True)
+    sb = kb.prepare(y[lay], b[lay], None, np, False)
+    for r in range(12):
+        c = rng.poisson(1.0, n).astype(np.int64)
+        if r % 3 == 2:
+            c[rng.integers(0, n)] = 300        # past the uint8 counts: int64
+        counts = [c[lay]] if c.max() > 255 else [c[lay], c[lay].astype(np.uint8)]
+        for cl in counts:
+            assert ka.parts(sa, cl, np) == _u2_from_pairs(y, a, c)
+            assert kb.parts(sb, cl, np) == _u2_from_pairs(y, b, c)
+            # the pair shares the positives' conversion: the same values
+            va, vb, vd = BS.evaluate_pair(ka, sa, kb, sb, cl, np)
+            ua, P, N = _u2_from_pairs(y, a, c)
+            ub = _u2_from_pairs(y, b, c)[0]
+            if P * N == 0:       # a class drawn no times: undefined
+                assert np.isnan([va, vb, vd]).all()
+            else:
+                den = 2 * P * N
+                assert (va, vb, vd) == (ua / den, ub / den, (ua - ub) / den)
+
+
+def test_replicate_keys_in_python_ints_equal_the_array_keys():
+    """The NumPy drawer takes a replicate's two keys in Python ints: the same integers as
+    the uint32 array arithmetic every backend uses."""
+    rng = np.random.default_rng(1)
+    for words in (RS.seed_words(0), RS.seed_words(12345),
+                  np.array([0xFFFFFFFF, 0xFFFFFFFF], np.uint32), np.zeros(2, np.uint32)):
+        for r in [0, 1, 2**31, 2**32 - 1, *rng.integers(0, 2**32, 20).tolist()]:
+            k1, k2 = RS._replicate_keys((words[0:1], words[1:2]),
+                                        np.asarray([r], dtype=np.uint32), np)
+            assert RS._replicate_keys_int(words, r) == (int(k1[0]), int(k2[0]))
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
+    """The JAX kernel's prefix sums of block totals (windows of 16, recursively) equal
+    NumPy's exclusive cumulative sum at lengths around the window edges."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_kernels as BK
+
+    rng = np.random.default_rng(3)
+    with jax.enable_x64(x64):
+        for L in (1, 2, 15, 16, 17, 255, 256, 257, 4097):
+            t = rng.integers(0, 2000, L).astype(np.int32)
+            got = np.asarray(jax.jit(BK._exclusive_prefix_jax)(jnp.asarray(t)))
+            np.testing.assert_array_equal(got, np.cumsum(t) - t)

@@ -15,10 +15,11 @@ Design: **sort once, resample by counts.**
   models mirrors every replicate exactly, and NumPy, array-api-strict, torch
   and JAX (eager, ``jit``, with or without x64) draw identical counts.
 * The counts are then gathered into each kernel's order. For ROC AUC the
-  layout is [negatives | positives], each in model A's score order: a
-  replicate is one prefix sum of the negatives' counts (after one gather into
-  B's order for model B), a gather at ranks found once by ``searchsorted`` and
-  a dot product, in exact integers. AP sorts each model's scores stably in the
+  layout is [negatives | positives], each in model A's score order (on NumPy
+  A's negatives in the blocked order of its prefix sums): a replicate is one
+  prefix sum of the negatives' counts (after one gather into B's order for
+  model B), taken in blocks of ranks, a gather at ranks found once by
+  ``searchsorted`` and a dot product, in exact integers. AP sorts each model's scores stably in the
   caller's row order; log loss and Brier are weighted means of per-row losses
   computed once.
 * Replicate ``i`` is evaluated one at a time per worker thread on NumPy
@@ -51,8 +52,8 @@ from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
     _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
 )
 from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
-    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
-    _jax_int, _resolve_metric, _WeightKernel, evaluate_pair, host_cpu
+    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES, _NBLOCK,
+    _jax_int, _resolve_metric, _WeightKernel, blocked_ranks, evaluate_pair, host_cpu
 )
 from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
@@ -224,7 +225,14 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 draws = n if w_rep is None else int(w_rep.sum())
                 total = 16 * draws if poisson else (
                     n * max(n, 16, draws) if groups is not None else draws)
-                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total)
+                # NumPy with integer counts: A's negatives laid out in the blocked
+                # order of its prefix sums, so A gathers nothing per replicate
+                a_blocks = _NBLOCK if B.is_numpy(xp) and sw is None and N > 0 else 0
+                if a_blocks:
+                    layout = np.concatenate([layout[:N][blocked_ranks(N, a_blocks)],
+                                             layout[N:]])
+                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total,
+                                          a_blocks=a_blocks)
         else:
             layout = None
             ka = kb = _MeanKernel(name)

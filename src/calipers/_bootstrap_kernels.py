@@ -79,17 +79,21 @@ class _AUCSplitKernel:
     """ROC AUC when the layout is [negatives | positives], each in model A's order.
 
     Eager only (the class sizes ``N``, ``P`` are static). Per replicate:
-    prefix sums of the negatives' weights (in this model's order: a gather of
-    N for model B, none for A), then for each positive the negative weight
-    below it read at a precomputed rank (``searchsorted`` once, at set-up),
-    and one dot product. Integer counts stay integers (exact) on 64-bit
-    backends.
+    prefix sums of the negatives' weights (in this model's order), then for
+    each positive the negative weight below it read at a precomputed rank
+    (``searchsorted`` once, at set-up), and one dot product. Integer counts
+    stay integers (exact) on 64-bit backends; on NumPy and JAX the prefix
+    sums run in blocks of ranks (:meth:`_parts_numpy`, :meth:`_parts_jax`).
     """
 
     N: int
     P: int
     ties: bool = True
     total_bound: int = 0   # a bound on the sum of a replicate's counts (0: unknown)
+    # NumPy: the layout holds A's negatives in the blocked order of its prefix
+    # sums (:func:`blocked_ranks` with this many ranks per block), so A reads
+    # them without a gather; 0: in A's rank order
+    a_blocks: int = 0
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
@@ -101,13 +105,15 @@ class _AUCSplitKernel:
         sx = np if host else xp
         ss = np.asarray(s) if host else s
         sneg, spos = ss[:N], ss[N:]
-        perm = None if identity else (np.argsort(sneg) if host else
-                                      xp.argsort(sneg, stable=False))
-        sneg_sorted = sneg if identity else sx.take(sneg, perm)
+        if identity:    # the layout's own order: A's ranks, or their blocked order
+            perm = np.argsort(blocked_ranks(N, self.a_blocks)) if self.a_blocks else None
+        else:
+            perm = np.argsort(sneg) if host else xp.argsort(sneg, stable=False)
+        sneg_sorted = sneg if perm is None else sx.take(sneg, perm)
         k_lo, k_hi = R.split_ranks(sneg_sorted, spos, sx)
         wneg = wpos = None
         if w is not None:
-            wneg = w[:N] if identity else xp.take(w[:N], perm)
+            wneg = w[:N] if perm is None else xp.take(w[:N], perm)
             wpos = w[N:]
         # leave-one-out values (BCa only) sort for themselves, on demand: the layout
         # is not one sorted order
@@ -116,8 +122,14 @@ class _AUCSplitKernel:
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
         # (no negatives: nothing to sum, and no row to gather from; the plain path)
-        blocked = _blocked_state(N, perm, k_lo, k_hi, sx) if B.is_jax(xp) and w is None \
-            and N > 0 else None
+        blocked = None
+        if w is None and N > 0 and B.is_numpy(xp) and self.a_blocks == _NBLOCK:
+            # rows: the layout position of the negative at each of A's blocked
+            # positions, in this model's ranks (None: A itself)
+            to_layout = None if identity else perm[blocked_ranks(N, _NBLOCK)]
+            blocked = (to_layout, _numpy_at(k_lo, N), _numpy_at(k_hi, N))
+        elif w is None and N > 0 and B.is_jax(xp):
+            blocked = _blocked_state(N, perm, k_lo, k_hi, sx)
         if host:
             idt = B.acc_int(xp)
             perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
@@ -131,17 +143,20 @@ class _AUCSplitKernel:
             return np.float64(math.nan) if P == 0 or N == 0 else np.float64(num2 / (2 * P * N))
         return R.auc_from_u2(num2, P, N, xp)[0]
 
-    def parts(self, state, counts, xp):
+    def parts(self, state, counts, xp, positives=None):
         """``(U2, P, N)`` of a replicate: AUC = U2 / (2 P N).
 
         Python ints on NumPy with integer counts and no weights (exact);
         else backend scalars (integers when the counts are, floats with weights).
+        ``positives``: :meth:`positives_numpy` of these counts, when a caller
+        evaluates two models on them (NumPy).
         """
         perm, k_lo, k_hi, wneg, wpos, scratch, _, blocked = state
         N = self.N
-        if scratch is not None and wneg is None and isinstance(counts, np.ndarray) \
-                and counts.dtype in (np.int64, np.uint8):
-            return self._parts_numpy(perm, k_lo, k_hi, counts, scratch)
+        if _numpy_integer(state, counts):
+            if positives is None:
+                positives = self.positives_numpy(state, counts)
+            return self._parts_numpy(state, counts, positives)
         if blocked is not None and xp.isdtype(counts.dtype, "integral"):
             return self._parts_jax(blocked, counts, xp)
         cneg, cpos = counts[:N], counts[N:]
@@ -162,10 +177,12 @@ class _AUCSplitKernel:
         blocked product with a triangular matrix). Here rank ``q`` sits at
         ``(q % b, q // b)`` of a ``(b, m)`` array (``b = _IBLOCK``): the sums
         inside each block of ``b`` consecutive ranks are ``b`` additions of
-        contiguous rows, and only the ``m`` block totals take a cumulative sum.
-        The prefix sum at rank ``k`` is then read at ``(k % b, k // b)``
-        (indices precomputed). Integer arithmetic throughout: exact.
+        contiguous rows, and only the ``m`` block totals take a cumulative sum
+        (:func:`_exclusive_prefix_jax`), which starts the rows. The prefix sum at rank ``k`` is then
+        read at ``(k % b, k // b)`` (indices precomputed). Integer arithmetic
+        throughout: exact.
         """
+        import jax
         import jax.numpy as jnp
 
         perm_b, at_lo, at_hi = blocked
@@ -180,14 +197,17 @@ class _AUCSplitKernel:
             x = jnp.pad(cneg, (0, b * m - N)).reshape(m, b).T.astype(wdt)
         else:                   # gather straight into the blocked order
             x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
-        # sums of the ranks before each one within its block (row 0: none);
-        # the rows past rank N - 1 hold padding that no index below reads
-        rows = [jnp.zeros(m, dtype=wdt)]
-        for t in range(b - 1):
-            rows.append(rows[-1] + x[t])
-        total = rows[-1] + x[b - 1]
-        before = jnp.cumsum(total, dtype=wdt) - total
-        cum = (jnp.stack(rows) + before[None, :]).reshape(-1)
+        # row 0: the count before each block (the block totals' exclusive prefix
+        # sums); row t: plus the block's first t ranks, all as one windowed sum
+        # down the columns (b terms each). Rows past rank N - 1 hold padding that
+        # no index below reads (nor the last block's total). XLA materialises a
+        # windowed sum, so the gathers below read it as it is: when the rows
+        # were a chain of additions (and the block offsets added after), XLA
+        # fused them, through the reshapes' index arithmetic, into every read.
+        before = _exclusive_prefix_jax(jnp.sum(x, axis=0, dtype=wdt))
+        y = jnp.concatenate([before[None, :], x[:b - 1]])
+        cum = jax.lax.reduce_window(y, 0, jax.lax.add, (b, 1), (1, 1),
+                                    ((b - 1, 0), (0, 0))).reshape(-1)
         sdt = R._sum_dtype(xp, cdt)
         lo = cum.at[at_lo].get(mode="promise_in_bounds")
         if self.ties:
@@ -197,35 +217,106 @@ class _AUCSplitKernel:
         num2 = jnp.sum(cpos.astype(sdt) * twice)
         return num2, jnp.sum(cpos.astype(cdt)), cum[(N % b) * m + N // b].astype(cdt)
 
-    def _parts_numpy(self, perm, k_lo, k_hi, counts, scratch):
-        """NumPy integer counts (int64, or uint8 Poisson counts): exact int64 sums.
+    def _dtypes(self):
+        """NumPy: (prefix sums' dtype, the positives' dtype for the dot product).
 
-        Fewest passes over memory, buffers reused per thread; the counts are
-        gathered in their own (small) dtype and widened by the prefix sum.
+        With ``T`` the bound on a replicate's total count, every prefix sum is
+        at most ``T`` and a tie group's doubled count at most ``2 T``: int32
+        below 2**30. Every product and partial sum of ``U2`` is at most
+        ``2 P* N* <= T**2 / 2``: integers below 2**53 for ``T <= 2**26``,
+        exact in float64 in any order. Else int64 (0: no bound known).
         """
-        N = self.N
+        T = self.total_bound
+        return (np.dtype(np.int32 if 0 < T < 2**30 else np.int64),
+                np.dtype(np.float64 if 0 < T <= 2**26 else np.int64))
+
+    def positives_numpy(self, state, counts):
+        """The positives' counts in the dot product's dtype, and their total ``P*`` (NumPy).
+
+        Both models read the same positives (layout order): converted once.
+        """
+        scratch = state[5]
+        key = (threading.get_ident(), "positives")
+        buf = scratch.get(key)
+        if buf is None:
+            buf = scratch[key] = np.empty(self.P, dtype=self._dtypes()[1])
+        np.copyto(buf, counts[self.N:], casting="unsafe")   # exact: counts below the bound
+        return buf, int(buf.sum())
+
+    def _parts_numpy(self, state, counts, positives):
+        """NumPy integer counts (int64, or uint8): exact sums (:meth:`_dtypes`).
+
+        ``np.cumsum`` is a loop-carried scalar sum (about 3 ns per element
+        here). Instead the ``N`` negatives come in blocks of ``b = _NBLOCK``
+        ranks (:func:`blocked_ranks`): the first ``b * m1`` (``m1 = N // b``)
+        read as a ``(b, m1)`` array with rank ``q`` at ``(q % b, q // b)``,
+        the last ``N % b`` after them. The prefix sums inside the blocks are
+        ``b - 1`` additions of contiguous rows; only the ``m1`` block totals
+        and the short last block take cumulative sums. Model A's counts are in
+        that order in the layout; model B gathers its own into it. The prefix
+        sum at rank ``q`` lands at ``(q % b) * (m1 + 1) + q // b``. Buffers
+        are reused per thread.
+        """
+        _, _, _, _, _, scratch, _, (rows, at_lo, at_hi) = state
+        N, b = self.N, _NBLOCK
+        m1 = N // b
+        r = N - b * m1
         key = (threading.get_ident(), counts.dtype.char)
         bufs = scratch.get(key)
         if bufs is None:
+            acc = self._dtypes()[0]
             bufs = scratch[key] = (
-                np.empty(N + 1, dtype=np.int64), np.empty(N, dtype=counts.dtype),
-                np.empty(self.P, dtype=np.int64), np.empty(self.P, dtype=np.int64))
-        cum0, negbuf, g1, g2 = bufs
-        # ("clip" on indices known valid: see :func:`calipers._rankstats.u2_split`)
-        cneg = counts[:N] if perm is None else np.take(counts[:N], perm, out=negbuf,
-                                                      mode="clip")
-        cum0[0] = 0
-        np.cumsum(cneg, dtype=np.int64, out=cum0[1:])
-        cpos = counts[N:]
-        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
-        return num2, int(cpos.sum(dtype=np.int64)), int(cum0[N])
+                np.empty(N, dtype=counts.dtype), np.empty((b, m1 + 1), dtype=acc),
+                np.empty(m1, dtype=acc), np.empty(self.P, dtype=acc),
+                np.empty(self.P, dtype=acc))
+        xg, cum, total, g1, g2 = bufs
+        # ("clip": the indices are valid)
+        x = counts[:N] if rows is None else np.take(counts, rows, out=xg, mode="clip")
+        full = x[:b * m1].reshape(b, m1)
+        # row 0: the count before each block; row t: plus the block's first t ranks
+        # (the small counts are widened inside the additions, not copied first)
+        np.sum(full, axis=0, dtype=cum.dtype, out=total)
+        cum[0, 0] = 0
+        np.cumsum(total, out=cum[0, 1:])
+        for t in range(b - 1):
+            np.add(cum[t, :m1], full[t], out=cum[t + 1, :m1])
+        # the last, short block in the last column (its other entries are never read)
+        np.cumsum(x[b * m1:], dtype=cum.dtype, out=cum[1:r + 1, m1])
+        cum[1:r + 1, m1] += cum[0, m1]
+        flat = cum.reshape(-1)
+        cpos, P = positives
+        num2 = R.u2_split(flat, at_lo, at_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
+        return num2, P, int(flat[r * (m1 + 1) + m1])
 
     def loo(self, state, xp):
         y01, s, w = state[6]
         return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
-_IBLOCK = 32   # ranks per block of the JAX prefix sums (16 and 64 were no faster)
+_IBLOCK = 8    # ranks per block of the JAX prefix sums
+_NBLOCK = 16   # ranks per block of the NumPy prefix sums
+
+
+def _exclusive_prefix_jax(t, c=16):
+    """Exclusive prefix sums of a short 1-D integer array ``t`` under JAX.
+
+    ``jnp.cumsum`` of the 1,564 block totals took about 140 us per replicate
+    on CPU (XLA splits it into a tree of windowed reductions whose levels are
+    then recomputed inside each consumer). Here: windows of ``c`` along the
+    last axis of a ``(L / c, c)`` reshape (one windowed sum of ``c`` terms per
+    element), the window totals done the same way, recursively; exact.
+    """
+    from jax import lax
+    import jax.numpy as jnp
+
+    L = t.shape[0]
+    if L <= c:
+        return lax.reduce_window(t, 0, lax.add, (L,), (1,), ((L, -1),))
+    m = -(-L // c)
+    tp = jnp.pad(t, (0, m * c - L)).reshape(m, c)
+    inc = lax.reduce_window(tp, 0, lax.add, (1, c), (1, 1), ((0, 0), (c - 1, 0)))
+    before = _exclusive_prefix_jax(inc[:, c - 1], c)
+    return (inc - tp + before[:, None]).reshape(-1)[:L]
 
 
 def _blocked_state(N, perm, k_lo, k_hi, xp):
@@ -239,20 +330,47 @@ def _blocked_state(N, perm, k_lo, k_hi, xp):
     """
     b = _IBLOCK
     m = N // b + 1
-    i32 = xp.int32
+    idt = xp.int32
 
     def at(k):
-        k = xp.asarray(k, dtype=i32)
+        k = xp.asarray(k, dtype=idt)
         return (k % b) * m + k // b
 
     perm_b = None
     if perm is not None:
         # the inverse of ``at`` as a gather: blocked position j holds rank (j % m) * b + j // m
-        j = xp.arange(b * m, dtype=i32)
+        j = xp.arange(b * m, dtype=idt)
         rank = (j % m) * b + j // m
-        rows = xp.take(xp.asarray(perm, dtype=i32), xp.clip(rank, 0, N - 1))
+        rows = xp.take(xp.asarray(perm, dtype=idt), xp.clip(rank, 0, N - 1))
         perm_b = xp.where(rank < N, rows, xp.zeros_like(rows))
     return (perm_b, at(k_lo), at(k_hi))
+
+
+def blocked_ranks(N, b):
+    """The rank at each of ``N`` blocked positions (:meth:`_AUCSplitKernel._parts_numpy`).
+
+    The first ``b * (N // b)`` positions, read as a ``(b, N // b)`` array,
+    hold rank ``q`` at ``(q % b, q // b)``; the last ``N % b`` ranks follow
+    in order. On NumPy the layout holds model A's negatives so (``a_blocks``).
+    """
+    m1 = N // b
+    j = np.arange(N)
+    if m1 == 0:
+        return j
+    return np.where(j < b * m1, (j % m1) * b + j // m1, j)
+
+
+def _numpy_at(k, N):
+    """Where :meth:`_AUCSplitKernel._parts_numpy` leaves the prefix sum at rank ``k``."""
+    b = _NBLOCK
+    k = np.asarray(k, dtype=np.intp)
+    return (k % b) * (N // b + 1) + k // b
+
+
+def _numpy_integer(state, counts) -> bool:
+    """Does :meth:`_AUCSplitKernel._parts_numpy` take these counts (NumPy, no weights)?"""
+    return state[5] is not None and state[7] is not None and isinstance(counts, np.ndarray) \
+        and counts.dtype in (np.int64, np.uint8)
 
 
 def _jax_int(xp):
@@ -330,8 +448,11 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
     """
     if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel) \
             and sa[3] is None and sb[3] is None:
-        na, P, N = kernel_a.parts(sa, counts, xp)
-        nb, _, _ = kernel_b.parts(sb, counts, xp)
+        # NumPy: the positives' counts are converted once for both models
+        pos = kernel_a.positives_numpy(sa, counts) if _numpy_integer(sa, counts) \
+            and _numpy_integer(sb, counts) else None
+        na, P, N = kernel_a.parts(sa, counts, xp, pos)
+        nb, _, _ = kernel_b.parts(sb, counts, xp, pos)
         if isinstance(na, int):       # NumPy: Python ints, division correctly rounded
             if P == 0 or N == 0:
                 nan = np.float64(math.nan)

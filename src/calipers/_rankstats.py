@@ -664,20 +664,22 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
 
     The same count as :func:`u2` (:func:`_bounds_sum` with the negatives'
     prefix sums ``Cneg``; None: unit weights). ``ties=False`` (no positive ties a negative, so
-    ``k_hi == k_lo``) skips one gather. NumPy int64: ``scratch`` is a pair of
-    int64 buffers of the positives' length (no allocation per call) and the
-    result a Python int.
+    ``k_hi == k_lo``) skips one gather. NumPy with ``scratch``: two buffers of
+    the positives' length in ``Cneg``'s dtype, float64 or int64, with ``wpos``
+    in it too (no allocation per call); the result is a Python int. Float64
+    is exact only when every product and partial sum is an integer below
+    2**53, which the caller guarantees (a bound on the counts).
     """
     if scratch is not None and isinstance(Cneg, np.ndarray):
         # k_lo, k_hi lie in [0, len(Cneg)) by construction: "clip" checks nothing,
         # while "raise" with ``out`` gathers through a temporary (about 2x slower).
-        # The product goes in place and is summed (an integer ``dot`` of mixed
-        # dtypes converts an operand first).
         g1, g2 = scratch
         np.take(Cneg, k_lo, out=g1, mode="clip")
         if ties:
             np.add(g1, np.take(Cneg, k_hi, out=g2, mode="clip"), out=g1)
-        s = int(np.multiply(g1, wpos, out=g1).sum())
+        # einsum's own contiguous sum of products: one pass, no temporary, and
+        # no BLAS (whose threads, woken per call, cost milliseconds on a busy machine)
+        s = int(np.einsum("i,i->", g1, wpos))
         return s if ties else 2 * s
     sdt = _sum_dtype(xp, k_lo.dtype if Cneg is None else Cneg.dtype)
     if not ties:
