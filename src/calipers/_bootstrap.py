@@ -292,7 +292,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
 
 def _cross_ties(state, xp):
     """Does a positive tie a negative (a tie group of the negatives at some ``k_lo < k_hi``)?"""
-    k_lo, k_hi = state[1], state[2]
+    k_lo, k_hi = state.k_lo, state.k_hi
     return k_lo.shape[0] > 0 and bool(xp.any(k_lo != k_hi))
 
 

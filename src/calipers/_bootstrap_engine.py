@@ -83,7 +83,7 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
 
     def chunk(idx, words, sa, sb, dd):
         # (only with the blocked path in both states: the others sum counts in their dtype)
-        if small and sa[7] is not None and sb[7] is not None:
+        if small and sa.blocked is not None and sb.blocked is not None:
             return evaluate_s(draw_s(idx, words, dd), idx, words, dd, sa, sb)
         return evaluate_b(draw_b(idx, words, dd), sa, sb)
 

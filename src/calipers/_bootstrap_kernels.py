@@ -13,7 +13,7 @@ import inspect
 import math
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -72,6 +72,19 @@ class _AUCKernel:
         perm, y, lo, hi, w = state
         tg = R.presorted_groups(y, lo, hi)
         return _unpermute(R.loo_auc(tg, R.class_weights(tg, w, xp), xp), perm, xp)
+
+
+class SplitState(NamedTuple):
+    """One model's state of :class:`_AUCSplitKernel` (a pytree: compiled code takes it)."""
+
+    perm: Any       # this model's order of the negatives (None: the layout's own)
+    k_lo: Any       # each positive's tie-group bounds among the sorted negatives
+    k_hi: Any
+    wneg: Any       # sample weights of the negatives (this order) and positives, or None
+    wpos: Any
+    scratch: Any    # NumPy: buffers reused per worker thread (None on other backends)
+    general: Any    # (y01, scores, weights) in layout order, for leave-one-out values
+    blocked: Any    # the blocked prefix sums' indices (NumPy or JAX), or None
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,7 @@ class _AUCSplitKernel:
             perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
             k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
             blocked = tuple(None if x is None else xp.asarray(x) for x in blocked)
-        return (perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
+        return SplitState(perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -235,7 +248,7 @@ class _AUCSplitKernel:
 
         Both models read the same positives (layout order): converted once.
         """
-        scratch = state[5]
+        scratch = state.scratch
         key = (threading.get_ident(), "positives")
         buf = scratch.get(key)
         if buf is None:
@@ -257,7 +270,7 @@ class _AUCSplitKernel:
         sum at rank ``q`` lands at ``(q % b) * (m1 + 1) + q // b``. Buffers
         are reused per thread.
         """
-        _, _, _, _, _, scratch, _, (rows, at_lo, at_hi) = state
+        scratch, (rows, at_lo, at_hi) = state.scratch, state.blocked
         N, b = self.N, _NBLOCK
         m1 = N // b
         r = N - b * m1
@@ -289,7 +302,7 @@ class _AUCSplitKernel:
         return num2, P, int(flat[r * (m1 + 1) + m1])
 
     def loo(self, state, xp):
-        y01, s, w = state[6]
+        y01, s, w = state.general
         return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
@@ -369,7 +382,8 @@ def _numpy_at(k, N):
 
 def _numpy_integer(state, counts) -> bool:
     """Does :meth:`_AUCSplitKernel._parts_numpy` take these counts (NumPy, no weights)?"""
-    return state[5] is not None and state[7] is not None and isinstance(counts, np.ndarray) \
+    return state.scratch is not None and state.blocked is not None \
+        and isinstance(counts, np.ndarray) \
         and counts.dtype in (np.int64, np.uint8)
 
 
@@ -447,7 +461,7 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
     right). Other metrics: the two values, subtracted.
     """
     if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel) \
-            and sa[3] is None and sb[3] is None:
+            and sa.wneg is None and sb.wneg is None:
         # NumPy: the positives' counts are converted once for both models
         pos = kernel_a.positives_numpy(sa, counts) if _numpy_integer(sa, counts) \
             and _numpy_integer(sb, counts) else None

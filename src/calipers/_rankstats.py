@@ -284,19 +284,6 @@ def _prefix(x, xp, dtype):
 # the one Mann-Whitney / placement kernel
 # --------------------------------------------------------------------------
 
-def _bounds_sum(C, lo, hi1, xp):
-    """``C[lo] + C[hi1]``: twice the weight before a tie group plus the group's own weight.
-
-    With ``C`` the prefix sums of a class's weight over an order, and
-    ``[lo, hi1)`` a tie group, this is ``2 * (weight before) + (weight tied)``:
-    the doubled Mann-Whitney count. ``C`` may be (n + 1,) or (n + 1, k), or
-    None for unit weights (``C[k] = k``).
-    """
-    if C is None:
-        return lo + hi1
-    return xp.take(C, lo, axis=0) + xp.take(C, hi1, axis=0)
-
-
 def _edge_lo(C, tg: TieGroups, xp):
     """``C[lo]`` per sorted row: the prefix sum before the row's tie group.
 
@@ -566,7 +553,9 @@ def _roc_auc_split_jax(y01, s, xp):
     """
     kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
     k_lo, k_hi = split_ranks(kn, kp, xp, N)
-    return auc_from_u2(u2_split(None, k_lo, k_hi, real, xp), P, N, xp)
+    # unit weights: the negatives' prefix sum at rank k is k itself
+    u2_value = _weighted_sum(real, k_lo + k_hi, xp, _sum_dtype(xp, k_lo.dtype))
+    return auc_from_u2(u2_value, P, N, xp)
 
 
 def _average_precision_split_jax(y01, s, xp):
@@ -662,8 +651,8 @@ def split_ranks(neg_sorted, pos, xp, n_neg=None, *, upper=True):
 def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
     """``U2`` with the classes sorted apart: ``sum wpos * (Cneg[k_lo] + Cneg[k_hi])``.
 
-    The same count as :func:`u2` (:func:`_bounds_sum` with the negatives'
-    prefix sums ``Cneg``; None: unit weights). ``ties=False`` (no positive ties a negative, so
+    The same count as :func:`u2` (``Cneg``: the negatives' prefix sums in
+    their sorted order). ``ties=False`` (no positive ties a negative, so
     ``k_hi == k_lo``) skips one gather. NumPy with ``scratch``: two buffers of
     the positives' length in ``Cneg``'s dtype, float64 or int64, with ``wpos``
     in it too (no allocation per call); the result is a Python int. Float64
@@ -681,7 +670,8 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
         # no BLAS (whose threads, woken per call, cost milliseconds on a busy machine)
         s = int(np.einsum("i,i->", g1, wpos))
         return s if ties else 2 * s
-    sdt = _sum_dtype(xp, k_lo.dtype if Cneg is None else Cneg.dtype)
+    sdt = _sum_dtype(xp, Cneg.dtype)
+    lo = xp.take(Cneg, k_lo)
     if not ties:
-        return 2 * _weighted_sum(wpos, k_lo if Cneg is None else xp.take(Cneg, k_lo), xp, sdt)
-    return _weighted_sum(wpos, _bounds_sum(Cneg, k_lo, k_hi, xp), xp, sdt)
+        return 2 * _weighted_sum(wpos, lo, xp, sdt)
+    return _weighted_sum(wpos, lo + xp.take(Cneg, k_hi), xp, sdt)
