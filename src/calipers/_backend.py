@@ -96,7 +96,7 @@ def as_arrays(*args: Any, names=None, **named: Any):
         desc = ", ".join(f"{n} ({ns.__name__})" for ns, n in foreign.items())
         raise ValueError(f"inputs come from different array libraries: {desc}; pass arrays of "
                          "one library (NumPy arrays and lists are converted to the other one)")
-    xp = next(iter(foreign)) if foreign else array_api_compat.array_namespace(np.empty(0))
+    xp = next(iter(foreign)) if foreign else numpy_namespace()
     to_np = is_numpy(xp)
     out = []
     for name, a in zip(names, args):
@@ -109,6 +109,11 @@ def as_arrays(*args: Any, names=None, **named: Any):
         except Exception as exc:  # ragged lists, objects, strings on JAX
             raise ValueError(f"could not convert {name} to an array: {exc}") from exc
     return xp, out
+
+
+def numpy_namespace():
+    """NumPy's array-API namespace (array-api-compat's wrapper: ``stable=``, ``take`` ...)."""
+    return array_api_compat.array_namespace(np.empty(0))
 
 
 def scipy_stats(what: str):

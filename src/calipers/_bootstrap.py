@@ -207,13 +207,12 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             # gather. The AUC is exact integers, so the layout cannot move a value.
             # JAX on the CPU: NumPy sorts several times faster than XLA
             host = not traced and host_cpu(a, xp)
+            sx, a_s, y_s = (B.numpy_namespace(), np.asarray(a), np.asarray(y01)) if host \
+                else (xp, a, y01)
+            layout = sx.argsort(a_s, stable=False)
+            layout = sx.take(layout, sx.argsort(sx.take(y_s, layout), stable=True))
             if host:
-                lay_np = np.argsort(np.asarray(a))
-                lay_np = lay_np[np.argsort(np.asarray(y01)[lay_np], kind="stable")]
-                layout = xp.asarray(lay_np.astype(_jax_int(xp)))
-            else:
-                layout = xp.argsort(a, stable=False)
-                layout = xp.take(layout, xp.argsort(xp.take(y01, layout), stable=True))
+                layout = xp.asarray(layout.astype(_jax_int(xp)))
             if traced:   # class sizes are not static: the general kernel
                 ka = kb = _AUCKernel()
                 a_identity = False
