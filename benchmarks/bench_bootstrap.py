@@ -3,7 +3,7 @@
 Run as a script for the full comparison (same inputs, same run)::
 
     python benchmarks/bench_bootstrap.py                     # n=1e5, B=10,000
-                                     # backends numpy, numpy with 2 threads, jax
+                                     # backends numpy (default threads), numpy:1, jax
     python benchmarks/bench_bootstrap.py --n 1000000 --B 1000 --skip-memory
     python benchmarks/bench_bootstrap.py --coverage 400      # coverage simulation
 
@@ -153,8 +153,8 @@ def main(argv=None):
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--B", type=int, default=10_000)
     p.add_argument("--loop-reps", type=int, default=150)
-    p.add_argument("--backends", default="numpy,numpy:2,jax",
-                   help="numpy, numpy:W (W worker threads), jax")
+    p.add_argument("--backends", default="numpy,numpy:1,jax",
+                   help="numpy (default workers), numpy:W (W worker threads), jax")
     p.add_argument("--skip-memory", action="store_true")
     p.add_argument("--memory-only", action="store_true")
     p.add_argument("--coverage", type=int, default=0, help="trials of the coverage simulation")

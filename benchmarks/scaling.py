@@ -177,15 +177,18 @@ def bench_bootstrap(quick):
     for B in ((1000,) if quick else (1000, 10000)):
         record("bootstrap", "sklearn loop (scaled)", B, t_loop * B, n_examples=n)
         record("bootstrap", "scipy.stats.bootstrap paired (scaled)", B, t_scipy * B, n_examples=n)
+        from calipers._bootstrap_engine import default_workers
+
         t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
                                                      n_resamples=B, seed=0), 1)
-        record("bootstrap", "calipers paired_bootstrap numpy", B, t, n_examples=n)
-        # the same replicates on two threads (workers=2), and the Poisson design
-        # (resampling="poisson": independent counts per row, another estimator of
-        # the same distribution; its own rows, never mixed with the multinomial ones)
-        for label, kw in (("numpy workers=2", dict(workers=2)),
+        record("bootstrap", f"calipers paired_bootstrap numpy (default: "
+               f"{default_workers(n)} threads)", B, t, n_examples=n)
+        # the same replicates on one thread, and the Poisson design (resampling=
+        # "poisson": independent counts per row, another estimator of the same
+        # distribution; its own rows, never mixed with the multinomial ones)
+        for label, kw in (("numpy workers=1", dict(workers=1)),
                           ("numpy poisson", dict(resampling="poisson")),
-                          ("numpy poisson workers=2", dict(resampling="poisson", workers=2))):
+                          ("numpy poisson workers=1", dict(resampling="poisson", workers=1))):
             t = median_time(lambda: calipers.paired_bootstrap(
                 calipers.roc_auc_score, y, a, b, n_resamples=B, seed=0, **kw), 1)
             record("bootstrap", f"calipers paired_bootstrap {label}", B, t, n_examples=n)

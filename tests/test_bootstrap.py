@@ -262,9 +262,10 @@ def test_jax_user_traceable_weighted_metric_and_python_fallback():
 
 def test_numpy_workers_and_seed_streams_do_not_change_replicates():
     y, a, b = _data(16, n=50)
-    one = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9)
-    two = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9, workers=2)
-    np.testing.assert_array_equal(one.bootstrap_distribution, two.bootstrap_distribution)
+    one = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9)   # default workers
+    for w in (1, 2, 3):
+        other_w = paired_bootstrap("roc_auc", y, a, b, n_resamples=150, seed=9, workers=w)
+        np.testing.assert_array_equal(one.bootstrap_distribution, other_w.bootstrap_distribution)
     # replicate r depends only on (seed, r): the first 100 of 150 are the 100 of a shorter run
     short = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=100, seed=9)
     np.testing.assert_array_equal(short[0], one.distribution_a[:100])
@@ -542,7 +543,7 @@ Y, A, Bs = [0, 1, 0, 1, 1], [0.1, 0.4, 0.35, 0.8, 0.2], [0.2, 0.3, 0.5, 0.6, 0.1
     (dict(jackknife_groups=1), "jackknife_groups"),
     (dict(resample_by="rows"), "resample_by must be"),
     (dict(devices=2), "devices applies to JAX arrays only"),
-    (dict(workers=0), "workers must be a positive integer"),
+    (dict(workers=0), "workers must be None or a positive integer"),
     (dict(seed=-3), "seed must be None, a non-negative int"),
     (dict(seed="abc"), "seed must be None, a non-negative int"),
 ])
@@ -954,3 +955,25 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
             t = rng.integers(0, 2000, L).astype(np.int32)
             got = np.asarray(jax.jit(BK._exclusive_prefix_jax)(jnp.asarray(t)))
             np.testing.assert_array_equal(got, np.cumsum(t) - t)
+
+
+def test_default_workers_follow_the_cores_and_bound_memory():
+    from calipers._bootstrap_engine import default_workers
+    assert default_workers(10**5, cores=2) == 2
+    assert default_workers(10**5, cores=1) == 1
+    assert default_workers(10**5, cores=64) == 4
+    assert default_workers(10**7, cores=8) == 1        # 32 bytes a row: one thread's buffers
+    assert default_workers(2 * 10**6, cores=8) == 4
+
+
+def test_a_python_metric_runs_in_the_callers_thread_by_default():
+    import threading
+    seen = set()
+
+    def metric(y, s):
+        seen.add(threading.get_ident())
+        return float(np.mean(s[y == 1])) - float(np.mean(s[y == 0]))
+
+    y, a, b = _data(3, n=40)
+    paired_bootstrap(metric, y, a, b, n_resamples=30, seed=0)
+    assert seen == {threading.get_ident()}

@@ -155,8 +155,10 @@ class _Setup:
 
 
 def _check_workers(workers, xp):
+    if workers is None:
+        return
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        raise ValueError(f"workers must be None or a positive integer, got {workers!r}")
     if workers > 1 and B.is_jax(xp):
         raise ValueError("workers applies to NumPy and array-api-strict; on JAX the replicates "
                          "run as compiled chunks (batch) sharded over devices (devices)")
@@ -343,7 +345,7 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
                                 n_resamples: int = 1000, stratify: bool = False, groups=None,
                                 num_groups: int | None = None, block_length: int | None = None,
                                 resampling: str = "multinomial", resample_by: str = "auto",
-                                batch: int | None = None, seed=None, workers: int = 1):
+                                batch: int | None = None, seed=None, workers: int | None = None):
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
     The engine of :func:`paired_bootstrap` without the intervals: returns
@@ -423,7 +425,7 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     return ra.reshape(-1)[:n_resamples], rb.reshape(-1)[:n_resamples]
 
 
-def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=1):
+def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=None):
     """Eager engine choice: float64 NumPy arrays (metric A, metric B, difference)."""
     xp = s.xp
     if B.is_jax(xp):
@@ -456,7 +458,7 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
         def draw(r):
             return xp.asarray(np_draw(r))
     return _run_loop(s.kernel_a, s.state_a, s.kernel_b, s.state_b, draw, xp, n_resamples,
-                     progress, workers)
+                     progress, workers, s.n)
 
 
 def _full_estimate(metric, kind, y_true, s, sw):
@@ -539,7 +541,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                      method: str = "percentile", alternative: str = "two-sided",
                      stratify: bool = False, groups=None, block_length: int | None = None,
                      resampling: str = "multinomial", resample_by: str = "auto",
-                     batch: int | None = None, seed=None, devices=None, workers: int = 1,
+                     batch: int | None = None, seed=None, devices=None, workers: int | None = None,
                      jackknife_groups: int = 100,
                      progress: Callable[[int], None] | None = None) -> BootstrapResult:
     """Paired bootstrap interval for ``metric(A) - metric(B)`` on the same examples.
@@ -633,10 +635,14 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         Shard each chunk's replicates over these devices
         (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates
         are identical to the single-device ones for the same key.
-    workers : int
+    workers : int or None
         NumPy / array-api-strict: threads evaluating replicates (NumPy releases
         the GIL in the draws, gathers and prefix sums); memory O(workers * n).
-        Default 1. Not for JAX (use ``batch`` and ``devices``).
+        Default None: calipers' own kernels (ROC AUC, AP, log loss, Brier) use
+        the cores available to the process, at most 4 and fewer for large n
+        (their buffers stay under about 256 MB in all); any other metric runs
+        in the caller's thread (it may not be thread-safe). The replicates
+        do not depend on it. Not for JAX (use ``batch`` and ``devices``).
     jackknife_groups : int
         Most groups of the grouped jackknife (BCa only).
     progress : callable, optional
