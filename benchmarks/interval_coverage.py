@@ -1,6 +1,6 @@
 """Coverage of paired intervals for an AUC difference, by simulation with a known truth.
 
-    python benchmarks/coverage.py [--trials 200] [--n 100 200 1000 10000] [--B 500]
+    python benchmarks/interval_coverage.py [--trials 200] [--n 100 200 1000 10000] [--B 500]
                                   [--json out.json] [--markdown]
 
 Data: two correlated models scored on the same examples, binormal — a
