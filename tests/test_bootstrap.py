@@ -737,6 +737,16 @@ def _assert_jax_auc_replicates_are_numpys(y, a, b, *, n_resamples, seed):
         np.testing.assert_array_equal(got[1], ref[1])
 
 
+def _class_edge_data(rng, n_neg, tied, n_pos=23):
+    """Labels with ``n_neg`` negatives and 23 positives, shuffled, and two models' scores:
+    distinct, or a few tied values per class."""
+    y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
+    n = y.size
+    if tied:
+        return y, rng.integers(0, 6, n) + y * 0.5, rng.integers(0, 3, n) - y * 0.5
+    return y, rng.permutation(n) + 0.5 * y, rng.permutation(n) - 0.25 * y
+
+
 @pytest.mark.parametrize("n_neg", [1, 7, 8, 9, 95, 120, 128, 2048])
 @pytest.mark.parametrize("tied", [True, False])
 def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
@@ -750,15 +760,7 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
 
     assert (BK._IBLOCK, BK._exclusive_prefix_jax.__defaults__) == (8, (16,))
     rng = np.random.default_rng(n_neg)
-    n_pos = 23
-    y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
-    n = y.size
-    if tied:
-        a = rng.integers(0, 6, n) + y * 0.5
-        b = rng.integers(0, 3, n) - y * 0.5
-    else:
-        a = rng.permutation(n) + 0.5 * y
-        b = rng.permutation(n) - 0.25 * y
+    y, a, b = _class_edge_data(rng, n_neg, tied)
     _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=30, seed=4)
 
 
@@ -889,15 +891,8 @@ def test_numpy_auc_blocked_prefix_sums_at_block_edges(n_neg, tied, bound):
 
     assert BK._NBLOCK == 16
     rng = np.random.default_rng(n_neg)
-    n_pos = 23
-    y = rng.permutation(np.r_[np.zeros(n_neg, np.int64), np.ones(n_pos, np.int64)])
+    y, a, b = _class_edge_data(rng, n_neg, tied)
     n = y.size
-    if tied:
-        a = rng.integers(0, 6, n) + y * 0.5
-        b = rng.integers(0, 3, n) - y * 0.5
-    else:
-        a = rng.permutation(n) + 0.5 * y
-        b = rng.permutation(n) - 0.25 * y
     s = _setup_for("roc_auc", y, a, b)
     lay = np.asarray(s.design_data[1])
     ka, kb = s.kernel_a, s.kernel_b

@@ -188,8 +188,9 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
 def default_workers(n, cores=None):
     """Threads for calipers' own NumPy kernels: the cores this process may use, at most
     4, and fewer when their per-thread buffers (about 32 bytes per row) would pass
-    about 256 MB in all. Two threads on two cores took 0.6-0.7x one thread's time per
-    replicate at n = 10^5 here."""
+    about 256 MB in all. Whether threads pay depends on the machine: two threads on two
+    cores took 0.6-0.7x one thread's time per replicate at n = 10^5 on one, 1.1x on
+    another (docs/benchmarks.md)."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
