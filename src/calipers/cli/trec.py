@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 import numpy as np
@@ -30,6 +31,10 @@ from ._errors import InputError
 _COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
 # trec_eval prints these only in the summary (geometric means over queries).
 _NO_PER_QUERY = frozenset({"gm_map", "gm_bpref"})
+# ir_measures' counts, keyed as written: NumRet, NumRel, NumRet(rel=2), ... ir_measures
+# sums them over queries, as trec_eval does its num_* lines; NumQ is num_q.
+_IR_COUNT = re.compile(r"^Num(Ret|Rel)(\([^()]*\))?$")
+_IR_NUM_Q = re.compile(r"^NumQ(\(\))?$")
 
 
 def add_parser(subparsers):
@@ -90,7 +95,12 @@ def check_measures(specs):
 
 
 def _family(name):
-    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``."""
+    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``; ir_measures' counts
+    as trec_eval's (``"NumRet(rel=2)"`` -> ``"num_ret"``, ``"NumQ"`` -> ``"num_q"``)."""
+    if _IR_COUNT.match(name):
+        return "num_ret"      # any count: printed as an integer, summed over queries
+    if _IR_NUM_Q.match(name):
+        return "num_q"
     for fam in sorted(retrieval.TREC_MEASURES, key=len, reverse=True):
         if name == fam or name.startswith(fam + "_"):
             return fam
@@ -201,6 +211,8 @@ def _print_single(args, res):
         doc = {"runid": res.run_id, "num_q": num_q, "measures": {}}
         for name in res.measures:
             if name not in vals:
+                if name != "num_q" and _family(name) == "num_q":   # NumQ
+                    doc["measures"][name] = {"all": num_q}
                 continue
             v = vals[name]
             fam = _family(name)
@@ -227,8 +239,8 @@ def _print_single(args, res):
     for name in res.measures:
         if name == "runid":
             out.write(_line("runid", "all", res.run_id) + "\n")
-        elif name == "num_q":
-            out.write(_line("num_q", "all", str(num_q)) + "\n")
+        elif _family(name) == "num_q":     # num_q, NumQ
+            out.write(_line(name, "all", str(num_q)) + "\n")
         elif name in vals and name in res.mean:
             fam = _family(name)
             agg = vals[name].sum() if fam in _COUNTS else res.mean[name]

@@ -1,0 +1,90 @@
+"""``calipers trec``: counts, comparisons, argument errors and the help text."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from calipers.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QRELS = """\
+q1 0 clueweb09-en0000-00-00001 2
+q1 0 clueweb09-en0000-00-00002 1
+q1 0 clueweb09-en0000-00-00003 0
+q1 0 clueweb09-en0000-00-00004 -1
+q2 0 clueweb09-en0000-00-00011 1
+q2 0 clueweb09-en0000-00-00012 0
+q3 0 clueweb09-en0000-00-00021 0
+q4 0 clueweb09-en0000-00-00031 2
+"""
+RUN = """\
+q1 Q0 clueweb09-en0000-00-00003 1 10.0 runA
+q1 Q0 clueweb09-en0000-00-00001 2 9.0 runA
+q1 Q0 clueweb09-en0000-00-00005 3 9.0 runA
+q1 Q0 clueweb09-en0000-00-00002 4 9.0 runA
+q1 Q0 clueweb09-en0000-00-00004 5 8.5 runA
+q2 Q0 clueweb09-en0000-00-00012 1 3.0 runA
+q2 Q0 clueweb09-en0000-00-00011 2 3.0 runA
+q2 Q0 clueweb09-en0000-00-00013 3 2.0 runA
+q3 Q0 clueweb09-en0000-00-00021 1 1.0 runA
+q9 Q0 clueweb09-en0000-00-00099 1 1.0 runA
+"""
+RUN_B = """\
+q1 Q0 clueweb09-en0000-00-00001 1 5.0 runB
+q1 Q0 clueweb09-en0000-00-00002 2 4.0 runB
+q2 Q0 clueweb09-en0000-00-00011 1 2.0 runB
+q4 Q0 clueweb09-en0000-00-00031 1 2.0 runB
+"""
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def files(tmp_path):
+    paths = {}
+    for name, text in (("qrels", QRELS), ("run", RUN), ("run_b", RUN_B)):
+        p = tmp_path / f"{name}.txt"
+        p.write_text(text)
+        paths[name] = str(p)
+    return paths
+
+
+def lines_of(out):
+    return [tuple(part.strip() for part in line.split("\t")) for line in out.splitlines()]
+
+
+def test_ir_measures_counts_are_summed_integers_like_trec_eval(capsys, files):
+    # ir_measures sums NumRet, NumRel and NumQ over queries (as trec_eval's num_* lines do)
+    code, out, _ = run_cli(capsys, "trec", files["qrels"], files["run"], "--no-progress",
+                           "-m", "num_ret", "-m", "num_rel", "-m", "num_rel_ret", "-m", "num_q",
+                           "-m", "NumRet", "-m", "NumRel", "-m", "NumRet(rel=1)", "-m", "NumQ")
+    assert code == 0
+    got = {name: value for name, _, value in lines_of(out)}
+    assert got == {"num_q": "3", "num_ret": "9", "num_rel": "3", "num_rel_ret": "3",
+                   "NumRet": "9", "NumRel": "3", "NumRet(rel=1)": "3", "NumQ": "3"}
+
+
+def test_ir_measures_counts_per_query_and_json(capsys, files):
+    code, out, _ = run_cli(capsys, "trec", files["qrels"], files["run"], "--no-progress",
+                           "-q", "-m", "NumRet", "-m", "NumRet(rel=2)", "-m", "NumQ")
+    assert code == 0
+    assert lines_of(out) == [("NumRet", "q1", "5"), ("NumRet(rel=2)", "q1", "1"),
+                             ("NumRet", "q2", "3"), ("NumRet(rel=2)", "q2", "0"),
+                             ("NumRet", "q3", "1"), ("NumRet(rel=2)", "q3", "0"),
+                             ("NumRet", "all", "9"), ("NumRet(rel=2)", "all", "1"),
+                             ("NumQ", "all", "3")]
+    code, out, _ = run_cli(capsys, "trec", files["qrels"], files["run"], "--no-progress",
+                           "-q", "-m", "NumRet", "-m", "NumQ", "--format", "json")
+    doc = json.loads(out)["measures"]
+    assert code == 0
+    assert doc["NumRet"] == {"all": 9, "per_query": {"q1": 5, "q2": 3, "q3": 1}}
+    assert doc["NumQ"] == {"all": 3}
