@@ -88,3 +88,20 @@ def test_ir_measures_counts_per_query_and_json(capsys, files):
     assert code == 0
     assert doc["NumRet"] == {"all": 9, "per_query": {"q1": 5, "q2": 3, "q3": 1}}
     assert doc["NumQ"] == {"all": 3}
+
+
+def test_compare_leaves_out_counts_and_geometric_means(capsys, files):
+    # gm_map's per-query values are AP: their arithmetic mean is map, not gm_map, so a
+    # comparison row named gm_map would repeat map under a wrong name
+    code, out, _ = run_cli(capsys, "trec", files["qrels"], files["run"], files["run_b"],
+                           "--no-progress", "--n-resamples", "200", "-m", "map", "-m", "gm_map",
+                           "-m", "bpref", "-m", "gm_bpref", "-m", "num_ret", "-m", "NumRet",
+                           "-m", "NumRel", "-m", "NumQ")
+    assert code == 0
+    rows = [line.split("\t")[0].strip() for line in out.splitlines()
+            if not line.startswith("#")]
+    assert rows == ["measure", "map", "bpref"]
+    code, out, _ = run_cli(capsys, "trec", files["qrels"], files["run"], files["run_b"],
+                           "--no-progress", "--n-resamples", "200", "-m", "gm_map", "-m", "map",
+                           "--format", "json")
+    assert code == 0 and list(json.loads(out)["measures"]) == ["map"]

@@ -255,7 +255,10 @@ def _print_compare(args, ra, rb):
     tag_a, tag_b = ra.run_id, rb.run_id
     rows = []
     for name in ra.measures:
-        if name not in va or _family(name) in _COUNTS or _family(name) == "relstring":
+        # counts and relstring are not compared; gm_map and gm_bpref are geometric means
+        # whose per-query values are map's and bpref's, so a row for them would repeat those
+        fam = _family(name)
+        if name not in va or fam in _COUNTS or fam in _NO_PER_QUERY or fam == "relstring":
             continue
         st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
                                 confidence=args.confidence, seed=args.seed)
