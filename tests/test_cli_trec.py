@@ -105,3 +105,16 @@ def test_compare_leaves_out_counts_and_geometric_means(capsys, files):
                            "--no-progress", "--n-resamples", "200", "-m", "gm_map", "-m", "map",
                            "--format", "json")
     assert code == 0 and list(json.loads(out)["measures"]) == ["map"]
+
+
+def test_ties_average_with_an_unsupported_measure_names_the_option(capsys, files, tmp_path):
+    # checked before any file is read, and blamed on --ties, not on the run file
+    missing = str(tmp_path / "nope.txt")
+    code, out, err = run_cli(capsys, "trec", files["qrels"], missing, "--no-progress",
+                             "--ties", "average", "-m", "infAP")
+    assert code == 2 and out == ""
+    assert err.startswith("calipers trec: error: --ties average: ")
+    assert "infAP" in err and "nope.txt" not in err
+    code, _, err = run_cli(capsys, "trec", files["qrels"], missing, "--no-progress",
+                           "-m", "nDCG@x")
+    assert code == 2 and err.startswith("calipers trec: error: -m nDCG@x: unknown measure")

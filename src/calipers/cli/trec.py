@@ -85,13 +85,20 @@ def parse_measures(specs):
         raise InputError(f"-m {exc}") from None
 
 
-def check_measures(specs):
-    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')."""
+def check_measures(specs, ties="trec_eval"):
+    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')
+    and on a measure the tie rule ``ties`` does not cover."""
+    # evaluate() parses the names first; a one-document input makes it cost nothing
+    tiny = ({"q": {"d": 1}}, {"q": {"d": 1.0}})
     try:
-        # evaluate() parses the names first; a one-document input makes it cost nothing
-        retrieval.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, specs)
+        retrieval.evaluate(*tiny, specs)
     except ValueError as exc:
         raise InputError(f"-m {exc}") from None
+    if ties != "trec_eval":
+        try:
+            retrieval.evaluate(*tiny, specs, ties=ties)
+        except ValueError as exc:
+            raise InputError(f"--ties {ties}: {exc}") from None
 
 
 def _family(name):
@@ -171,7 +178,7 @@ def run(args) -> int:
     if not 0 < args.confidence < 1:
         raise InputError("--confidence-level must be in (0, 1)")
     specs = args.measures or ["official"]   # trec_eval's default set
-    check_measures(specs)
+    check_measures(specs, args.ties)
     progress = not args.no_progress
     qrels = _load(args.qrels, retrieval.read_qrels, progress)
     run_a = _load(args.run, retrieval.read_run, progress)
