@@ -118,3 +118,11 @@ def test_ties_average_with_an_unsupported_measure_names_the_option(capsys, files
     code, _, err = run_cli(capsys, "trec", files["qrels"], missing, "--no-progress",
                            "-m", "nDCG@x")
     assert code == 2 and err.startswith("calipers trec: error: -m nDCG@x: unknown measure")
+
+
+def test_empty_qrels_file_is_named(capsys, files, tmp_path):
+    empty = tmp_path / "empty_qrels.txt"
+    empty.write_text("\n# only a comment\n")
+    code, out, err = run_cli(capsys, "trec", str(empty), files["run"], "--no-progress")
+    assert code == 2 and out == ""
+    assert err == f"calipers trec: error: {empty}: the qrels hold no judgement\n"

@@ -181,6 +181,8 @@ def run(args) -> int:
     check_measures(specs, args.ties)
     progress = not args.no_progress
     qrels = _load(args.qrels, retrieval.read_qrels, progress)
+    if qrels.qid.shape[0] == 0:
+        raise InputError(f"{args.qrels}: the qrels hold no judgement")
     run_a = _load(args.run, retrieval.read_run, progress)
     if run_a.qid.shape[0] == 0:
         raise InputError(f"{args.run}: the run holds no document")
