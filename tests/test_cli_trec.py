@@ -126,3 +126,54 @@ def test_empty_qrels_file_is_named(capsys, files, tmp_path):
     code, out, err = run_cli(capsys, "trec", str(empty), files["run"], "--no-progress")
     assert code == 2 and out == ""
     assert err == f"calipers trec: error: {empty}: the qrels hold no judgement\n"
+
+
+def test_help_states_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["trec", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--format {trec,json}" in text
+    assert "trec_eval's lines (default)" in text
+    assert "(comparison; default 10000)" in text
+    assert "(comparison; default 0.95)" in text
+    assert "(comparison; default 0)" in text
+    # every option of the parser appears in docs/cli.md's calipers trec section
+    doc = _trec_section()
+    trec = next(a for a in build_parser()._subparsers._group_actions[0].choices.items()
+                if a[0] == "trec")[1]
+    for action in trec._actions:
+        for opt in action.option_strings:
+            if opt not in ("-h", "--help"):
+                assert f"`{opt}" in doc, opt
+
+
+def _trec_section():
+    text = (ROOT / "docs" / "cli.md").read_text()
+    start = text.index("## TREC runs: `calipers trec`")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _docs_examples():
+    """The files the section writes (```text blocks titled by a file name) and its commands."""
+    sec = _trec_section()
+    files = dict(re.findall(r"`(\w+\.txt)`:\n\n```text\n(.*?)```", sec, re.S))
+    runs = []
+    for block in re.findall(r"```text\n(\$ calipers trec .*?)```", sec, re.S):
+        first, _, rest = block.partition("\n")
+        runs.append((first[2:].split()[1:], rest))
+    return files, runs
+
+
+def test_docs_cli_trec_examples_run_as_written(capsys, tmp_path, monkeypatch):
+    files, runs = _docs_examples()
+    assert {"qrels.txt", "run_a.txt", "run_b.txt"} <= set(files) and len(runs) >= 4
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    for argv, expected in runs:
+        code, out, err = run_cli(capsys, *[a.strip("'") for a in argv], "--no-progress")
+        if expected.startswith("calipers trec: error:"):
+            assert code == 2 and err == expected, argv
+        else:
+            assert code == 0 and out == expected, argv

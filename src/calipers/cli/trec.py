@@ -54,22 +54,31 @@ def add_parser(subparsers):
                         "(trec_eval's default set, the default here too), or an ir_measures "
                         "name (nDCG@10, P(rel=2)@5, AP, RR, Judged@10, ...)")
     p.add_argument("-q", dest="per_query", action="store_true",
-                   help="also print each query's value")
+                   help="also print each query's value (with two runs: each query's A - B)")
     p.add_argument("-c", dest="complete", action="store_true",
-                   help="average over every query of the qrels (missing queries score 0)")
+                   help="average over every query of the qrels (queries missing from the "
+                        "run score 0)")
     p.add_argument("-l", dest="level", type=int, default=1, metavar="N",
                    help="minimum relevance counted as relevant for binary measures (default 1)")
     p.add_argument("--ties", choices=["trec_eval", "average"], default="trec_eval",
                    help="tie rule: trec_eval (score, then docno descending; default) or "
                         "average (expected value over orderings of tied scores)")
-    p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt")
-    p.add_argument("--n-resamples", type=int, default=10000,
-                   help="bootstrap replicates and randomisation permutations (comparison)")
+    p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt",
+                   help="trec: trec_eval's lines (default); json: every value at full "
+                        "precision")
+    p.add_argument("--n-resamples", type=int, default=10000, metavar="B",
+                   help="bootstrap replicates and randomisation permutations "
+                        "(comparison; default 10000)")
     p.add_argument("--confidence-level", "--confidence", dest="confidence", type=float,
-                   default=0.95,
-                   help="confidence level of the bootstrap interval (comparison)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (comparison)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+                   default=0.95, metavar="LEVEL",
+                   help="confidence level of the bootstrap interval, in (0, 1) "
+                        "(comparison; default 0.95)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of the bootstrap and the randomisation test "
+                        "(comparison; default 0)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (one appears on a terminal while files over "
+                        "20 MB are read)")
     return p
 
 
