@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 import numpy as np
@@ -30,6 +31,10 @@ from ._errors import InputError
 _COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
 # trec_eval prints these only in the summary (geometric means over queries).
 _NO_PER_QUERY = frozenset({"gm_map", "gm_bpref"})
+# ir_measures' counts, keyed as written: NumRet, NumRel, NumRet(rel=2), ... ir_measures
+# sums them over queries, as trec_eval does its num_* lines; NumQ is num_q.
+_IR_COUNT = re.compile(r"^Num(Ret|Rel)(\([^()]*\))?$")
+_IR_NUM_Q = re.compile(r"^NumQ(\(\))?$")
 
 
 def add_parser(subparsers):
@@ -49,22 +54,31 @@ def add_parser(subparsers):
                         "(trec_eval's default set, the default here too), or an ir_measures "
                         "name (nDCG@10, P(rel=2)@5, AP, RR, Judged@10, ...)")
     p.add_argument("-q", dest="per_query", action="store_true",
-                   help="also print each query's value")
+                   help="also print each query's value (with two runs: each query's A - B)")
     p.add_argument("-c", dest="complete", action="store_true",
-                   help="average over every query of the qrels (missing queries score 0)")
+                   help="average over every query of the qrels (queries missing from the "
+                        "run score 0)")
     p.add_argument("-l", dest="level", type=int, default=1, metavar="N",
                    help="minimum relevance counted as relevant for binary measures (default 1)")
     p.add_argument("--ties", choices=["trec_eval", "average"], default="trec_eval",
                    help="tie rule: trec_eval (score, then docno descending; default) or "
                         "average (expected value over orderings of tied scores)")
-    p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt")
-    p.add_argument("--n-resamples", type=int, default=10000,
-                   help="bootstrap replicates and randomisation permutations (comparison)")
+    p.add_argument("--format", choices=["trec", "json"], default="trec", dest="fmt",
+                   help="trec: trec_eval's lines (default); json: every value at full "
+                        "precision")
+    p.add_argument("--n-resamples", type=int, default=10000, metavar="B",
+                   help="bootstrap replicates and randomisation permutations "
+                        "(comparison; default 10000)")
     p.add_argument("--confidence-level", "--confidence", dest="confidence", type=float,
-                   default=0.95,
-                   help="confidence level of the bootstrap interval (comparison)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (comparison)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+                   default=0.95, metavar="LEVEL",
+                   help="confidence level of the bootstrap interval, in (0, 1) "
+                        "(comparison; default 0.95)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of the bootstrap and the randomisation test "
+                        "(comparison; default 0)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (one appears on a terminal while files over "
+                        "20 MB are read)")
     return p
 
 
@@ -80,17 +94,29 @@ def parse_measures(specs):
         raise InputError(f"-m {exc}") from None
 
 
-def check_measures(specs):
-    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')."""
+def check_measures(specs, ties="trec_eval"):
+    """Fail fast, before reading files, on a measure name (trec_eval's or ir_measures')
+    and on a measure the tie rule ``ties`` does not cover."""
+    # evaluate() parses the names first; a one-document input makes it cost nothing
+    tiny = ({"q": {"d": 1}}, {"q": {"d": 1.0}})
     try:
-        # evaluate() parses the names first; a one-document input makes it cost nothing
-        retrieval.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, specs)
+        retrieval.evaluate(*tiny, specs)
     except ValueError as exc:
         raise InputError(f"-m {exc}") from None
+    if ties != "trec_eval":
+        try:
+            retrieval.evaluate(*tiny, specs, ties=ties)
+        except ValueError as exc:
+            raise InputError(f"--ties {ties}: {exc}") from None
 
 
 def _family(name):
-    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``."""
+    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``; ir_measures' counts
+    as trec_eval's (``"NumRet(rel=2)"`` -> ``"num_ret"``, ``"NumQ"`` -> ``"num_q"``)."""
+    if _IR_COUNT.match(name):
+        return "num_ret"      # any count: printed as an integer, summed over queries
+    if _IR_NUM_Q.match(name):
+        return "num_q"
     for fam in sorted(retrieval.TREC_MEASURES, key=len, reverse=True):
         if name == fam or name.startswith(fam + "_"):
             return fam
@@ -161,9 +187,11 @@ def run(args) -> int:
     if not 0 < args.confidence < 1:
         raise InputError("--confidence-level must be in (0, 1)")
     specs = args.measures or ["official"]   # trec_eval's default set
-    check_measures(specs)
+    check_measures(specs, args.ties)
     progress = not args.no_progress
     qrels = _load(args.qrels, retrieval.read_qrels, progress)
+    if qrels.qid.shape[0] == 0:
+        raise InputError(f"{args.qrels}: the qrels hold no judgement")
     run_a = _load(args.run, retrieval.read_run, progress)
     if run_a.qid.shape[0] == 0:
         raise InputError(f"{args.run}: the run holds no document")
@@ -201,6 +229,8 @@ def _print_single(args, res):
         doc = {"runid": res.run_id, "num_q": num_q, "measures": {}}
         for name in res.measures:
             if name not in vals:
+                if name != "num_q" and _family(name) == "num_q":   # NumQ
+                    doc["measures"][name] = {"all": num_q}
                 continue
             v = vals[name]
             fam = _family(name)
@@ -227,8 +257,8 @@ def _print_single(args, res):
     for name in res.measures:
         if name == "runid":
             out.write(_line("runid", "all", res.run_id) + "\n")
-        elif name == "num_q":
-            out.write(_line("num_q", "all", str(num_q)) + "\n")
+        elif _family(name) == "num_q":     # num_q, NumQ
+            out.write(_line(name, "all", str(num_q)) + "\n")
         elif name in vals and name in res.mean:
             fam = _family(name)
             agg = vals[name].sum() if fam in _COUNTS else res.mean[name]
@@ -243,7 +273,10 @@ def _print_compare(args, ra, rb):
     tag_a, tag_b = ra.run_id, rb.run_id
     rows = []
     for name in ra.measures:
-        if name not in va or _family(name) in _COUNTS or _family(name) == "relstring":
+        # counts and relstring are not compared; gm_map and gm_bpref are geometric means
+        # whose per-query values are map's and bpref's, so a row for them would repeat those
+        fam = _family(name)
+        if name not in va or fam in _COUNTS or fam in _NO_PER_QUERY or fam == "relstring":
             continue
         st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
                                 confidence=args.confidence, seed=args.seed)
