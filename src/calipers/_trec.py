@@ -78,6 +78,18 @@ def _encodable(qid, docno, values, kinds):
         docno.dtype.kind in "iuU" and values.dtype.kind in kinds
 
 
+def _bad_utf8_line(path):
+    """Line number of the first byte that is not UTF-8 (the text layer decodes in chunks
+    ahead of the lines it hands out, so the line being read when it fails can be earlier)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data.count(b"\n", 0, exc.start) + 1
+    return "?"
+
+
 def _records(path, progress, min_cols, exact):
     """Split the non-blank, non-comment lines: ``(columns per line, line numbers)``.
 
@@ -118,8 +130,8 @@ def _records(path, progress, min_cols, exact):
                     if lineno % 100_000 == 0:
                         bar.update(chars - bar.n)
     except UnicodeDecodeError as exc:
-        raise TrecFormatError(f"{path}, after line {lineno}: not UTF-8 text ({exc.reason})") \
-            from None
+        raise TrecFormatError(f"{path}, line {_bad_utf8_line(path)}: not UTF-8 text "
+                              f"({exc.reason})") from None
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -1261,10 +1273,13 @@ def _plan(measures):
     trec_eval names first, in trec_eval's order; ir_measures names after them in
     the order given, each printed as written (spaces removed).
     """
-    if isinstance(measures, str):
-        measures = [measures]
-    if not measures:
+    if measures is None:
         measures = ["all_trec"]
+    elif isinstance(measures, str):
+        measures = [measures]
+    measures = list(measures)
+    if not measures:
+        raise ValueError("measures is empty: name at least one measure (None means all_trec)")
     trec, ir = [], []
     for one in measures:
         got = _parse_ir_measure(str(one))
@@ -2259,10 +2274,6 @@ def _average_ties_values(ta, measures, *, relevance_level):
     """The measures with an expectation over orderings of tied scores (ties="average")."""
     from ._retrieval import _Ranking
 
-    bad = sorted({f for f, _ in measures} - _AVERAGE_TIES)
-    if bad:
-        raise ValueError(f"ties='average' is defined for {', '.join(sorted(_AVERAGE_TIES))}; "
-                         f"not for {', '.join(bad)} (use ties='trec_eval')")
     ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
                    retrieved=ta.retrieved, ties="average", gain="linear",
                    relevance_level=relevance_level, num_segments=int(ta.queries.shape[0]))
@@ -2314,10 +2325,11 @@ class TrecEvaluation:
         0 for a query without relevant documents (trec_eval). ``relstring``:
         an object array of strings.
     mean : dict str -> float
-        Mean over the ``Q`` queries (trec_eval's ``all`` line; geometric for
-        ``gm_map`` and ``gm_bpref``; none for ``relstring``; for the counts
-        ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``, ``all`` is the
-        sum); NaN when there is no query.
+        Mean over the ``Q`` queries: trec_eval's ``all`` line, except that for the
+        counts (``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``,
+        ``NumRet``, ``NumRel``) trec_eval and ``calipers trec`` print the sum,
+        ``values[name].sum()``; geometric for ``gm_map`` and ``gm_bpref``; none for
+        ``relstring``, ``runid``, ``num_q`` and ``NumQ``; NaN when there is no query.
     query_ids : str array (Q,)
         The evaluated queries, sorted as strings.
     in_run : bool array (Q,)
@@ -2325,9 +2337,9 @@ class TrecEvaluation:
         ``complete_qrels`` or ``queries``; trec_eval ``-q -c`` does not
         print those queries).
     measures : tuple of str
-        The measure names in trec_eval's order, ``"runid"`` and ``"num_q"``
-        included when asked for (they have no per-query values: see
-        ``run_id`` and ``query_ids``).
+        The measure names in trec_eval's order, ``"runid"``, ``"num_q"`` and
+        ``"NumQ"`` included when asked for (they have no values: see ``run_id``
+        and ``query_ids``).
     run_id : str
         The run's tag (sixth column of the first run line).
     """
@@ -2435,7 +2447,18 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     plan = _plan(measures)
     if ties not in ("average", "trec_eval"):
         raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
+    if ties == "average":
+        bad = [p[3] for p in plan if p[0] not in _AVERAGE_TIES]
+        if bad:
+            raise ValueError(f"ties='average' is defined for {', '.join(sorted(_AVERAGE_TIES))};"
+                             f" not for {', '.join(bad)} (use ties='trec_eval')")
+    if isinstance(relevance_level, (bool, np.bool_)) or \
+            not isinstance(relevance_level, (int, np.integer)):
+        raise ValueError("relevance_level must be an integer (trec_eval -l), got "
+                         f"{relevance_level!r}")
     qr = _as_qrels(qrels)
+    if qr.qid.shape[0] == 0:
+        raise ValueError("qrels: no judgement (an empty qrels leaves every measure undefined)")
     rn = _as_run(run, run_id)
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
