@@ -563,7 +563,7 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(T, "_trec_arrays", spy)
-    monkeypatch.setattr(T, "_str_hash", lambda s: np.zeros(s.shape[0], dtype=np.uint64))
+    monkeypatch.setattr(T, "_str_hash", lambda s, width=None: np.zeros(s.shape[0], np.uint64))
     b = R.evaluate(qrels, run, "all_trec")
     assert calls == [True, False]            # collision found, exact join used
     assert a.query_ids.tolist() == b.query_ids.tolist()

@@ -169,26 +169,48 @@ def _mix64(h):
     return h ^ (h >> np.uint64(31))
 
 
-def _str_hash(a):
+def _longest(a):
+    """Code points of the longest string of a ``U`` array (its width unless every string
+    is shorter: arrays from ``astype(str)`` of integers are 21 wide)."""
+    w = a.dtype.itemsize // 4
+    if a.shape[0] == 0 or w == 0:
+        return 0
+    if a.view(np.uint32).reshape(a.shape[0], w)[:, w - 1].any():
+        return w
+    return int(np.strings.str_len(a).max())
+
+
+def _narrow(a, width):
+    """The first ``width`` code points of each string of a contiguous ``U`` array, as a
+    view (no copy; the rest must be NUL padding): cheaper to compare than the full width."""
+    width = max(width, 1)
+    if width >= a.dtype.itemsize // 4:
+        return a
+    return np.ndarray(shape=a.shape, dtype=f"U{width}", buffer=a, strides=(a.itemsize,))
+
+
+def _str_hash(a, width=None):
     """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
-    words (two code points each), then mixed.
+    words (two code points each), then mixed. ``width``: the code points to read (the rest
+    NUL padding; default :func:`_longest`).
 
     NUL padding adds nothing, so arrays of different widths agree. Equal strings get equal
-    hashes; the join checks that the pairs it matched are equal strings (and falls back to
-    exact string codes on a collision).
+    hashes; the joins check that the pairs they matched are equal strings (and fall back
+    to exact string codes on a collision).
     """
     a = np.ascontiguousarray(a)
     n, w = a.shape[0], a.dtype.itemsize // 4
+    width = _longest(a) if width is None else min(width, w)
     h = np.zeros(n, dtype=np.uint64)
-    if n and w:
-        p = w // 2
+    if n and width:
+        p = width // 2
         K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
         if p:
             h += words @ K[:p]      # row by row (integer matmul wraps modulo 2**64)
-        if w % 2:
-            h += a.view(np.uint32).reshape(n, w)[:, w - 1] * K[p]
+        if width % 2:
+            h += a.view(np.uint32).reshape(n, w)[:, width - 1] * K[p]
     return _mix64(h)
 
 
@@ -200,6 +222,8 @@ def _heads(a):
     """
     if a.shape[0] == 0:
         return a, np.zeros(0, dtype=np.int64)
+    if a.dtype.kind == "U" and a.flags.c_contiguous:
+        a = _narrow(a, _longest(a))
     ch = np.empty(a.shape[0], dtype=bool)
     ch[0] = True
     np.not_equal(a[1:], a[:-1], out=ch[1:])
@@ -224,11 +248,15 @@ def _id_codes(qid, docno, rel=None, score=None):
     """Ids factorized once, when qrels (``rel``) or a run (``score``) is built, and the
     rows encoded for evaluate's block join (:func:`_qrels_blocks`, :func:`_run_blocks`)."""
     qh = _heads(qid)
-    dh = None if _is_int(docno) else _str_hash(docno)
+    dh = dn = None
+    if not _is_int(docno):
+        docno = np.ascontiguousarray(docno)
+        width = _longest(docno)
+        dh, dn = _str_hash(docno, width), _narrow(docno, width)
     if rel is not None:
-        blocks = _qrels_blocks(docno, rel, qh)
+        blocks = _qrels_blocks(docno, rel, qh, dh, dn)
     elif score is not None:
-        blocks = _run_blocks(docno, score, qh)
+        blocks = _run_blocks(docno, score, qh, dh, dn)
     else:
         blocks = None
     return _Ids(qh, dh, blocks)
@@ -244,7 +272,10 @@ def _id_codes(qid, docno, rel=None, score=None):
 # side, and the pair names the run row's rank and its relevance (two keys of one side with
 # one docno: a duplicate). Integer docnos in 0 .. 2**_DOC_BITS - 1 are packed; padding
 # "docnos" lie past them (the judgements' from _PAD_J, the run's from _PAD_R, one per
-# column: never equal to another key).
+# column: never equal to another key). String docnos are packed as the top _DOC_BITS bits
+# of their hash; a judgement's payload then also holds its column in the block (above the
+# code's bits), so the join can name both rows of a pair and check that their strings are
+# equal (a shared key of two strings, on one side or across: the general join instead).
 _LOW = 20
 _DOC_BITS = 41
 _PAD_J = 1 << _DOC_BITS
@@ -261,6 +292,9 @@ class _Blocks(NamedTuple):
     levels: Any = None  # qrels: judgements of each query per relevance level 0 .. highest
     top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
     top_code: int = 0   # qrels: the highest relevance code
+    code_bits: int = _LOW   # qrels: the payload's bits that hold the code (+ 2)
+    docno: Any = None   # string docnos (None: integers packed as themselves) ...
+    rows: Any = None    # ... and the row of each key (queries, longest list), to check pairs
 
 
 class _Grouping(NamedTuple):
@@ -310,9 +344,15 @@ def _to_block(key, grp, width, pad, out=None):
     return out
 
 
-def _packable(docno, n):
-    """Whether the docnos are integers that fit a join key."""
-    return n and _is_int(docno) and int(docno.min()) >= 0 and int(docno.max()) < _PAD_J
+def _doc_keys(docno, dhash):
+    """The docnos' part of the join keys (int64 below ``_PAD_J``): integer docnos
+    themselves, string docnos the top bits of their hash ``dhash``; None when none fit."""
+    if dhash is not None:
+        return (dhash >> np.uint64(64 - _DOC_BITS)).view(np.int64)
+    if docno.shape[0] and _is_int(docno) and int(docno.min()) >= 0 and \
+            int(docno.max()) < _PAD_J:
+        return docno.astype(np.int64, copy=False)
+    return None
 
 
 def _dense(grp, n):
@@ -322,11 +362,13 @@ def _dense(grp, n):
     return width if width <= 1 << _LOW and cnt.shape[0] * width <= 2 * n + 1024 else None
 
 
-def _qrels_blocks(docno, rel, heads):
-    """Judgements as :class:`_Blocks` (None where they do not apply: string or huge docnos,
-    very uneven lists, huge relevance levels)."""
+def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
+    """Judgements as :class:`_Blocks` (None where they do not apply: huge docnos, very
+    uneven lists, huge relevance levels). String docnos: ``dhash`` their hashes, ``dstr``
+    the strings (to check the pairs the join matches)."""
     n = rel.shape[0]
-    if not _packable(docno, n) or int(rel.max()) >= (1 << _LOW) - 2:
+    dkey = _doc_keys(docno, dhash) if n else None
+    if dkey is None or int(rel.max()) >= (1 << _LOW) - 2:
         return None
     grp = _group(heads, n)
     width = _dense(grp, n)
@@ -337,40 +379,50 @@ def _qrels_blocks(docno, rel, heads):
     Q = grp.names.shape[0]
     if Q * nlev > 4 * n + 1_000_000:
         return None
-    key = np.left_shift(docno, _LOW + 1, dtype=np.int64)
+    cbits = _LOW if dhash is None else _bits(nlev + 1)
+    if dhash is not None and cbits + _bits(width - 1) > _LOW:    # no room for the column
+        return None
+    key = np.left_shift(dkey, _LOW + 1)
     key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
+    rows = None
+    if dhash is not None:       # each row's column in its block, above the code
+        col = np.repeat(grp.offset - grp.start, grp.ln)
+        col += np.arange(n, dtype=np.int64)
+        col <<= cbits
+        key += col
+        rows = _to_block(np.arange(n, dtype=np.int64), grp, width, 0)
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
     keys[Q] = pad
     _to_block(key, grp, width, pad, out=keys[:Q])
     # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
     # with the negative judgements)
-    c = keys[:Q] & ((1 << _LOW) - 1)
+    c = keys[:Q] & ((1 << cbits) - 1)
     c += (np.arange(Q, dtype=np.int64) * (nlev + 2))[:, None]
     levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
     levels = np.ascontiguousarray(levels[:, 2:])
     has = levels > 0
     return _Blocks(grp.names, grp.cnt, keys, levels,
                    np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
-                   top)
+                   top, cbits, dstr, rows)
 
 
-def _run_blocks(docno, score, heads):
+def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     """Run rows as :class:`_Blocks`, each query's rows keyed by their trec_eval rank (score
     as float32 descending, then docno descending in string order). None where they do not
     apply (see :func:`_qrels_blocks`)."""
     n = score.shape[0]
-    if not _packable(docno, n) or n > 1 << 30:
+    dkey = _doc_keys(docno, dhash) if n else None
+    if dkey is None or n > 1 << 30:
         return None
     grp = _group(heads, n)
     width = _dense(grp, n)
     if width is None:
         return None
     Q = grp.names.shape[0]
-    docno = docno.astype(np.int64, copy=False)
-    rows = _ranked_block(score, docno, grp, width)
+    rows = _ranked_block(score, docno if dstr is None else dstr, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
-    np.take(docno, rows, out=keys[:Q], mode="clip")
+    np.take(dkey, rows, out=keys[:Q], mode="clip")
     keys[:Q] <<= _LOW + 1
     keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
     pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
@@ -378,7 +430,9 @@ def _run_blocks(docno, score, heads):
     cnt = grp.cnt
     if int(cnt.min()) < width:
         np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
-    return _Blocks(grp.names, cnt, keys)
+    if dstr is None:
+        return _Blocks(grp.names, cnt, keys)
+    return _Blocks(grp.names, cnt, keys, docno=dstr, rows=rows)
 
 
 def _ranked_block(score, docno, grp, width):
@@ -468,6 +522,8 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         jrows = np.append(jo, jo.shape[0])[jrows]
         rrows = np.append(ro, ro.shape[0])[rrows]
     jq, rq = qb.names.shape[0], rb.names.shape[0]
+    if (qb.docno is None) != (rb.docno is None):     # integer docnos on one side only
+        return None
     top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
     levels = np.zeros((Q, top + 1), dtype=np.int64)
     found = jrows < jq
@@ -478,8 +534,10 @@ def _block_ranking(qb, rb, complete_qrels, queries):
     # joined in the qrels' block order (consecutive rows are plain copies), the codes
     # then put in output order
     by_block = np.argsort(jrows, kind="stable")
-    code = _join_blocks(qb.keys, rb.keys, jrows[by_block], rrows[by_block], dtype)
-    if code is None:
+    jb, rbk = jrows[by_block], rrows[by_block]
+    pairs = None if qb.docno is None else []
+    code = _join_blocks(qb.keys, rb.keys, jb, rbk, dtype, qb.code_bits, pairs)
+    if code is None or (pairs and not _same_docnos(qb, rb, jb, rbk, pairs)):
         return None
     code = np.take(code, np.argsort(by_block), axis=1)
     nret = np.append(rb.cnt, 0)[rrows]
@@ -494,12 +552,16 @@ def _first_if_range(rows):
     return None
 
 
-def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
+def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
     """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
     (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
     rows ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one
     row sort, and each judged document's two neighbouring keys. None when a query has a
-    docno twice on one side."""
+    docno twice on one side (or two docnos with one hashed key).
+
+    ``code_bits``: the judgements' payload bits that hold the code; ``pairs`` (a list):
+    receives, per slice, each matched pair's ``(rank * queries + query, judgement's column
+    in its block)`` (the payload's bits above the code)."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
     code = np.full((L, Q), _NONPOOL, dtype=dtype)
@@ -533,9 +595,32 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
         rk *= Q
         row += rk                                   # rank * Q + query
         jk &= low
+        if pairs is not None:
+            pairs.append((row, jk >> code_bits))
+            jk &= (1 << code_bits) - 1
         jk -= 2
         flat[row] = jk
     return code
+
+
+# Matched pairs whose docno strings are compared at a time (small temporaries).
+_CHECK_SLICE = 1 << 16
+
+
+def _same_docnos(qb, rb, jrows, rrows, pairs):
+    """Whether every pair the block join matched on hashed keys (``pairs`` of
+    :func:`_join_blocks`, queries ``jrows``/``rrows`` of the qrels' and the run's blocks)
+    has equal docno strings (else a shared key of two strings: a collision)."""
+    Q = jrows.shape[0]
+    for pos, col in pairs:
+        for a in range(0, pos.shape[0], _CHECK_SLICE):
+            p, c = pos[a:a + _CHECK_SLICE], col[a:a + _CHECK_SLICE]
+            q, rank = p % Q, p // Q
+            j = qb.rows[jrows[q], c]
+            r = rb.rows[rrows[q], rank]
+            if not np.array_equal(qb.docno[j], rb.docno[r]):
+                return False
+    return True
 
 
 def _check_duplicates(qid, docno, lines, path, what):
