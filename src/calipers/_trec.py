@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -189,6 +190,22 @@ def _narrow(a, width):
     return np.ndarray(shape=a.shape, dtype=f"U{width}", buffer=a, strides=(a.itemsize,))
 
 
+def _compact(a, width):
+    """The strings of a contiguous ``U`` array (``width``: :func:`_longest`) in the form
+    that compares fastest, contiguous: bytes, one per code point, when every code point is
+    below 256 (an exact encoding); else the first ``width`` code points."""
+    n, w = a.shape[0], a.dtype.itemsize // 4
+    width = max(width, 1)
+    if n and w:
+        cps = np.ndarray(shape=(n, width), dtype=np.uint32, buffer=a, strides=(4 * w, 4))
+        if int(cps.max()) < 256:
+            low = 0 if sys.byteorder == "little" else 3     # each code point's low byte
+            b = np.ndarray(shape=(n, width), dtype=np.uint8, buffer=a, offset=low,
+                           strides=(4 * w, 4))
+            return np.ascontiguousarray(b).view(f"S{width}").reshape(n)
+    return np.ascontiguousarray(_narrow(a, width))
+
+
 def _str_hash(a, width=None):
     """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
     words (two code points each), then mixed. ``width``: the code points to read (the rest
@@ -252,7 +269,7 @@ def _id_codes(qid, docno, rel=None, score=None):
     if not _is_int(docno):
         docno = np.ascontiguousarray(docno)
         width = _longest(docno)
-        dh, dn = _str_hash(docno, width), _narrow(docno, width)
+        dh, dn = _str_hash(docno, width), _compact(docno, width)
     if rel is not None:
         blocks = _qrels_blocks(docno, rel, qh, dh, dn)
     elif score is not None:
@@ -293,8 +310,8 @@ class _Blocks(NamedTuple):
     top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
     top_code: int = 0   # qrels: the highest relevance code
     code_bits: int = _LOW   # qrels: the payload's bits that hold the code (+ 2)
-    docno: Any = None   # string docnos (None: integers packed as themselves) ...
-    rows: Any = None    # ... and the row of each key (queries, longest list), to check pairs
+    docno: Any = None   # string docnos (:func:`_compact`) at their keys' places (queries,
+                        # longest list), to check the join's pairs (None: integer docnos)
 
 
 class _Grouping(NamedTuple):
@@ -336,7 +353,7 @@ def _to_block(key, grp, width, pad, out=None):
             np.array_equal(grp.blk, np.arange(Q)):
         return key.reshape(Q, width)       # every list full, in name order: a view
     if out is None:
-        out = np.empty((Q, width), dtype=np.int64)
+        out = np.empty((Q, width), dtype=key.dtype)
     out[...] = pad
     dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
     dest += np.arange(n, dtype=np.int64)
@@ -384,13 +401,13 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
         return None
     key = np.left_shift(dkey, _LOW + 1)
     key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
-    rows = None
+    strs = None
     if dhash is not None:       # each row's column in its block, above the code
         col = np.repeat(grp.offset - grp.start, grp.ln)
         col += np.arange(n, dtype=np.int64)
         col <<= cbits
         key += col
-        rows = _to_block(np.arange(n, dtype=np.int64), grp, width, 0)
+        strs = _to_block(dstr, grp, width, dstr.dtype.type())
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
     keys[Q] = pad
@@ -404,7 +421,7 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
     has = levels > 0
     return _Blocks(grp.names, grp.cnt, keys, levels,
                    np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
-                   top, cbits, dstr, rows)
+                   top, cbits, strs)
 
 
 def _run_blocks(docno, score, heads, dhash=None, dstr=None):
@@ -420,7 +437,7 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     if width is None:
         return None
     Q = grp.names.shape[0]
-    rows = _ranked_block(score, docno if dstr is None else dstr, grp, width)
+    rows = _ranked_block(score, docno, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
     np.take(dkey, rows, out=keys[:Q], mode="clip")
     keys[:Q] <<= _LOW + 1
@@ -432,7 +449,7 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
         np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
     if dstr is None:
         return _Blocks(grp.names, cnt, keys)
-    return _Blocks(grp.names, cnt, keys, docno=dstr, rows=rows)
+    return _Blocks(grp.names, cnt, keys, docno=np.take(dstr, rows))
 
 
 def _ranked_block(score, docno, grp, width):
@@ -560,8 +577,8 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
     docno twice on one side (or two docnos with one hashed key).
 
     ``code_bits``: the judgements' payload bits that hold the code; ``pairs`` (a list):
-    receives, per slice, each matched pair's ``(rank * queries + query, judgement's column
-    in its block)`` (the payload's bits above the code)."""
+    receives, per slice, each matched pair's ``(query, rank, judgement's column in its
+    block)`` (the column: the payload's bits above the code)."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
     code = np.full((L, Q), _NONPOOL, dtype=dtype)
@@ -592,12 +609,12 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
             return None
         row += a
         rk &= low
-        rk *= Q
-        row += rk                                   # rank * Q + query
         jk &= low
         if pairs is not None:
-            pairs.append((row, jk >> code_bits))
+            pairs.append((row.copy(), rk.copy(), jk >> code_bits))
             jk &= (1 << code_bits) - 1
+        rk *= Q
+        row += rk                                   # rank * Q + query
         jk -= 2
         flat[row] = jk
     return code
@@ -611,14 +628,17 @@ def _same_docnos(qb, rb, jrows, rrows, pairs):
     """Whether every pair the block join matched on hashed keys (``pairs`` of
     :func:`_join_blocks`, queries ``jrows``/``rrows`` of the qrels' and the run's blocks)
     has equal docno strings (else a shared key of two strings: a collision)."""
-    Q = jrows.shape[0]
-    for pos, col in pairs:
-        for a in range(0, pos.shape[0], _CHECK_SLICE):
-            p, c = pos[a:a + _CHECK_SLICE], col[a:a + _CHECK_SLICE]
-            q, rank = p % Q, p // Q
-            j = qb.rows[jrows[q], c]
-            r = rb.rows[rrows[q], rank]
-            if not np.array_equal(qb.docno[j], rb.docno[r]):
+    jd, rd = qb.docno, rb.docno
+    if jd.dtype.kind != rd.dtype.kind:      # bytes on one side only: compare code points
+        jd, rd = jd.astype(str), rd.astype(str)
+    jw, rw = jd.shape[1], rd.shape[1]
+    jd, rd = jd.reshape(-1), rd.reshape(-1)
+    for q, rank, col in pairs:
+        for a in range(0, q.shape[0], _CHECK_SLICE):
+            qs = q[a:a + _CHECK_SLICE]
+            j = jrows[qs] * jw + col[a:a + _CHECK_SLICE]
+            r = rrows[qs] * rw + rank[a:a + _CHECK_SLICE]
+            if not np.array_equal(jd[j], rd[r]):
                 return False
     return True
 
