@@ -178,7 +178,9 @@ def _longest(a):
         return 0
     if a.view(np.uint32).reshape(a.shape[0], w)[:, w - 1].any():
         return w
-    return int(np.strings.str_len(a).max())
+    # in slices: no row-sized array of lengths
+    return max(int(np.strings.str_len(a[i:i + _HASH_SLICE]).max())
+               for i in range(0, a.shape[0], _HASH_SLICE))
 
 
 def _narrow(a, width):
@@ -224,11 +226,20 @@ def _str_hash(a, width=None):
         K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
-        if p:
-            h += words @ K[:p]      # row by row (integer matmul wraps modulo 2**64)
-        if width % 2:
-            h += a.view(np.uint32).reshape(n, w)[:, width - 1] * K[p]
+        last = a.view(np.uint32).reshape(n, w)[:, width - 1]
+        for i in range(0, n, _HASH_SLICE):      # slices: temporaries stay in cache
+            hi = h[i:i + _HASH_SLICE]
+            if p:
+                np.matmul(words[i:i + _HASH_SLICE], K[:p], out=hi)   # wraps modulo 2**64
+            if width % 2:
+                hi += last[i:i + _HASH_SLICE] * K[p]
+            hi[...] = _mix64(hi)
+        return h
     return _mix64(h)
+
+
+# Rows per slice of the string passes (lengths, hashes).
+_HASH_SLICE = 1 << 16
 
 
 def _heads(a):
@@ -302,13 +313,14 @@ _PAD_R = _PAD_J + (1 << 40)
 class _Blocks(NamedTuple):
     """Qrels or a run as one row of join keys per query."""
 
-    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the rows of keys
-    cnt: np.ndarray     # rows of each query
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
+    cnt: np.ndarray     # rows of each query (per row of keys)
     keys: np.ndarray    # (queries + 1, longest list) int64; the last row (a query the
                         # object lacks) is padding only
     levels: Any = None  # qrels: judgements of each query per relevance level 0 .. highest
     top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
     top_code: int = 0   # qrels: the highest relevance code
+    block_of: Any = None    # row of keys of each name (None: the names' order)
     code_bits: int = _LOW   # qrels: the payload's bits that hold the code (+ 2)
     docno: Any = None   # string docnos (:func:`_compact`) at their keys' places (queries,
                         # longest list), to check the join's pairs (None: integer docnos)
@@ -317,12 +329,13 @@ class _Blocks(NamedTuple):
 class _Grouping(NamedTuple):
     """Rows grouped by query (:func:`_group`); a run is a run of rows of one query."""
 
-    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the blocks
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
     blk: np.ndarray     # block of each run
     start: np.ndarray   # each run's first row
     ln: np.ndarray      # each run's length
     offset: np.ndarray  # each run's first column in its block
-    cnt: np.ndarray     # rows per query
+    cnt: np.ndarray     # rows per block
+    block_of: Any = None    # block of each name (None: blocks in the names' order)
 
 
 def _group(heads, n):
@@ -333,10 +346,10 @@ def _group(heads, n):
     names, inv = _string_codes(h) if h.dtype.kind == "U" else np.unique(h, return_inverse=True)
     inv = inv.reshape(-1)
     Q = names.shape[0]
-    if Q == h.shape[0]:       # every query's rows in one run
-        cnt = np.empty(Q, dtype=np.int64)
-        cnt[inv] = lens
-        return _Grouping(names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt)
+    if Q == h.shape[0]:       # every query's rows in one run: blocks in row order
+        block_of = None if np.array_equal(inv, np.arange(Q)) else np.argsort(inv)
+        return _Grouping(names, np.arange(Q), starts, lens, np.zeros(Q, dtype=np.int64),
+                         lens, block_of)
     cnt = np.bincount(inv, weights=lens, minlength=Q).astype(np.int64)
     o = argsort_ints(inv)     # the runs grouped by query, in row order within each
     before = np.cumsum(lens[o]) - lens[o]
@@ -346,15 +359,21 @@ def _group(heads, n):
 
 
 def _to_block(key, grp, width, pad, out=None):
-    """Per-row ``key`` -> ``(names, width)`` block (query ``i``'s rows from column 0 of row
+    """Per-row ``key`` -> ``(blocks, width)`` (block ``i``'s rows from column 0 of row
     ``i``, in row order), the rest ``pad`` (one value per column)."""
-    Q, n = grp.names.shape[0], key.shape[0]
-    if out is None and n == Q * width and grp.blk.shape[0] == Q and \
-            np.array_equal(grp.blk, np.arange(Q)):
-        return key.reshape(Q, width)       # every list full, in name order: a view
+    Q, n = grp.cnt.shape[0], key.shape[0]
+    in_order = grp.blk.shape[0] == Q and np.array_equal(grp.blk, np.arange(Q))
+    if in_order and n == Q * width:     # every list full, blocks in row order
+        if out is None:
+            return key.reshape(Q, width)    # a view
+        out[...] = key.reshape(Q, width)
+        return out
     if out is None:
         out = np.empty((Q, width), dtype=key.dtype)
     out[...] = pad
+    if in_order:    # one run per block, in row order: the rows fill the lists row-major
+        out[np.arange(width) < grp.cnt[:, None]] = key
+        return out
     dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
     dest += np.arange(n, dtype=np.int64)
     out.reshape(-1)[dest] = key
@@ -421,7 +440,7 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
     has = levels > 0
     return _Blocks(grp.names, grp.cnt, keys, levels,
                    np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
-                   top, cbits, strs)
+                   top, grp.block_of, cbits, strs)
 
 
 def _run_blocks(docno, score, heads, dhash=None, dstr=None):
@@ -447,9 +466,8 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     cnt = grp.cnt
     if int(cnt.min()) < width:
         np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
-    if dstr is None:
-        return _Blocks(grp.names, cnt, keys)
-    return _Blocks(grp.names, cnt, keys, docno=np.take(dstr, rows))
+    return _Blocks(grp.names, cnt, keys, block_of=grp.block_of,
+                   docno=None if dstr is None else np.take(dstr, rows))
 
 
 def _ranked_block(score, docno, grp, width):
@@ -539,6 +557,11 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         jrows = np.append(jo, jo.shape[0])[jrows]
         rrows = np.append(ro, ro.shape[0])[rrows]
     jq, rq = qb.names.shape[0], rb.names.shape[0]
+    # names -> rows of keys (the last row: padding)
+    if qb.block_of is not None:
+        jrows = np.append(qb.block_of, jq)[jrows]
+    if rb.block_of is not None:
+        rrows = np.append(rb.block_of, rq)[rrows]
     if (qb.docno is None) != (rb.docno is None):     # integer docnos on one side only
         return None
     top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
