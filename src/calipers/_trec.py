@@ -208,6 +208,15 @@ def _compact(a, width):
     return np.ascontiguousarray(_narrow(a, width))
 
 
+def _code_points(a):
+    """A :func:`_compact` array as code points (``U``): bytes decoded as Latin-1."""
+    if a.dtype.kind == "U":
+        return a
+    n, w = a.shape[0], a.dtype.itemsize
+    return np.ascontiguousarray(a).view(np.uint8).reshape(n, w).astype(np.uint32) \
+        .view(f"U{w}").reshape(n)
+
+
 def _str_hash(a, width=None):
     """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
     words (two code points each), then mixed. ``width``: the code points to read (the rest
@@ -651,11 +660,10 @@ def _same_docnos(qb, rb, jrows, rrows, pairs):
     """Whether every pair the block join matched on hashed keys (``pairs`` of
     :func:`_join_blocks`, queries ``jrows``/``rrows`` of the qrels' and the run's blocks)
     has equal docno strings (else a shared key of two strings: a collision)."""
-    jd, rd = qb.docno, rb.docno
+    jw, rw = qb.docno.shape[1], rb.docno.shape[1]
+    jd, rd = qb.docno.reshape(-1), rb.docno.reshape(-1)
     if jd.dtype.kind != rd.dtype.kind:      # bytes on one side only: compare code points
-        jd, rd = jd.astype(str), rd.astype(str)
-    jw, rw = jd.shape[1], rd.shape[1]
-    jd, rd = jd.reshape(-1), rd.reshape(-1)
+        jd, rd = _code_points(jd), _code_points(rd)
     for q, rank, col in pairs:
         for a in range(0, q.shape[0], _CHECK_SLICE):
             qs = q[a:a + _CHECK_SLICE]
