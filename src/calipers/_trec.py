@@ -176,11 +176,19 @@ def _longest(a):
     w = a.dtype.itemsize // 4
     if a.shape[0] == 0 or w == 0:
         return 0
-    if a.view(np.uint32).reshape(a.shape[0], w)[:, w - 1].any():
+    if _code_point_rows(a, w)[:, w - 1].any():
         return w
     # in slices: no row-sized array of lengths
-    return max(int(np.strings.str_len(a[i:i + _HASH_SLICE]).max())
-               for i in range(0, a.shape[0], _HASH_SLICE))
+    return max(int(np.strings.str_len(a[i:i + _ROW_SLICE]).max())
+               for i in range(0, a.shape[0], _ROW_SLICE))
+
+
+def _code_point_rows(a, width, dtype=np.uint32, offset=0):
+    """The first ``width`` code points of each string of a ``U`` array as a ``(rows,
+    width)`` view of ``dtype`` items (``offset``: bytes into each code point)."""
+    a = np.ascontiguousarray(a)
+    return np.ndarray(shape=(a.shape[0], width), dtype=dtype, buffer=a, offset=offset,
+                      strides=(a.itemsize, 4))
 
 
 def _narrow(a, width):
@@ -199,12 +207,15 @@ def _compact(a, width):
     n, w = a.shape[0], a.dtype.itemsize // 4
     width = max(width, 1)
     if n and w:
-        cps = np.ndarray(shape=(n, width), dtype=np.uint32, buffer=a, strides=(4 * w, 4))
-        if int(cps.max()) < 256:
-            low = 0 if sys.byteorder == "little" else 3     # each code point's low byte
-            b = np.ndarray(shape=(n, width), dtype=np.uint8, buffer=a, offset=low,
-                           strides=(4 * w, 4))
-            return np.ascontiguousarray(b).view(f"S{width}").reshape(n)
+        cps = _code_point_rows(a, width)
+        low = _code_point_rows(a, width, np.uint8, 0 if sys.byteorder == "little" else 3)
+        out = np.empty((n, width), dtype=np.uint8)
+        for i in range(0, n, _ROW_SLICE):     # checked and copied slice by slice
+            if int(cps[i:i + _ROW_SLICE].max()) >= 256:
+                break
+            out[i:i + _ROW_SLICE] = low[i:i + _ROW_SLICE]
+        else:
+            return out.view(f"S{width}").reshape(n)
     return np.ascontiguousarray(_narrow(a, width))
 
 
@@ -236,19 +247,20 @@ def _str_hash(a, width=None):
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
         last = a.view(np.uint32).reshape(n, w)[:, width - 1]
-        for i in range(0, n, _HASH_SLICE):      # slices: temporaries stay in cache
-            hi = h[i:i + _HASH_SLICE]
+        for i in range(0, n, _ROW_SLICE):      # slices: temporaries stay in cache
+            hi = h[i:i + _ROW_SLICE]
             if p:
-                np.matmul(words[i:i + _HASH_SLICE], K[:p], out=hi)   # wraps modulo 2**64
+                np.matmul(words[i:i + _ROW_SLICE], K[:p], out=hi)   # wraps modulo 2**64
             if width % 2:
-                hi += last[i:i + _HASH_SLICE] * K[p]
+                hi += last[i:i + _ROW_SLICE] * K[p]
             hi[...] = _mix64(hi)
         return h
     return _mix64(h)
 
 
-# Rows per slice of the string passes (lengths, hashes).
-_HASH_SLICE = 1 << 16
+# Rows per slice of the row-wise passes of construction (string lengths, hashes, sort
+# keys): small temporaries that stay in cache, no fresh row-sized arrays.
+_ROW_SLICE = 1 << 16
 
 
 def _heads(a):
@@ -259,8 +271,6 @@ def _heads(a):
     """
     if a.shape[0] == 0:
         return a, np.zeros(0, dtype=np.int64)
-    if a.dtype.kind == "U" and a.flags.c_contiguous:
-        a = _narrow(a, _longest(a))
     ch = np.empty(a.shape[0], dtype=bool)
     ch[0] = True
     np.not_equal(a[1:], a[:-1], out=ch[1:])
@@ -427,15 +437,23 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
     cbits = _LOW if dhash is None else _bits(nlev + 1)
     if dhash is not None and cbits + _bits(width - 1) > _LOW:    # no room for the column
         return None
-    key = np.left_shift(dkey, _LOW + 1)
-    key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
-    strs = None
-    if dhash is not None:       # each row's column in its block, above the code
-        col = np.repeat(grp.offset - grp.start, grp.ln)
-        col += np.arange(n, dtype=np.int64)
-        col <<= cbits
-        key += col
-        strs = _to_block(dstr, grp, width, dstr.dtype.type())
+    # key: docno << (_LOW + 1) | (column << cbits for string docnos) | code + 2, where
+    # trec_eval's code is -2 for a negative judgement (in slices of rows: no temporaries)
+    key = np.empty(n, dtype=np.int64)
+    base = None
+    if dhash is not None:       # each row's column in its block, minus its row number
+        base = np.repeat(grp.offset - grp.start, grp.ln)
+    for a in range(0, n, _ROW_SLICE):
+        b = min(a + _ROW_SLICE, n)
+        k, r = key[a:b], rel[a:b]
+        k[...] = dkey[a:b]
+        k <<= _LOW + 1
+        k += np.where(r >= 0, r + 2, 0)
+        if base is not None:
+            c = base[a:b] + np.arange(a, b, dtype=np.int64)
+            c <<= cbits
+            k += c
+    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type())
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
     keys[Q] = pad
@@ -457,8 +475,7 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     as float32 descending, then docno descending in string order). None where they do not
     apply (see :func:`_qrels_blocks`)."""
     n = score.shape[0]
-    dkey = _doc_keys(docno, dhash) if n else None
-    if dkey is None or n > 1 << 30:
+    if n == 0 or n > 1 << 30 or (dhash is None and _doc_keys(docno, None) is None):
         return None
     grp = _group(heads, n)
     width = _dense(grp, n)
@@ -467,7 +484,12 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     Q = grp.names.shape[0]
     rows = _ranked_block(score, docno, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
-    np.take(dkey, rows, out=keys[:Q], mode="clip")
+    if dhash is None:
+        np.take(_doc_keys(docno, None), rows, out=keys[:Q], mode="clip")
+    else:       # the hashes' top bits (a shift in place: no row-sized copy of the keys)
+        top = keys[:Q].view(np.uint64)
+        np.take(dhash, rows, out=top, mode="clip")
+        top >>= np.uint64(64 - _DOC_BITS)
     keys[:Q] <<= _LOW + 1
     keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
     pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
@@ -486,23 +508,32 @@ def _ranked_block(score, docno, grp, width):
     whose scores tie."""
     n = score.shape[0]
     nb = _bits(n - 1)
-    key = _float32_key(score.astype(np.float32))
-    key <<= nb
-    key += np.arange(n, dtype=np.int64)
+    key = np.empty(n, dtype=np.int64)
+    for a in range(0, n, _ROW_SLICE):
+        k = key[a:a + _ROW_SLICE]
+        k[...] = _float32_key(score[a:a + _ROW_SLICE].astype(np.float32))
+        k <<= nb
+        k += np.arange(a, a + k.shape[0], dtype=np.int64)
     S = _to_block(key, grp, width, ((1 << 32) + np.arange(width, dtype=np.int64)) << nb)
     S.sort(axis=1)
-    rows = S & ((1 << nb) - 1)
-    x = S[:, 1:] ^ S[:, :-1]
-    tie = np.flatnonzero(x < 1 << nb)     # neighbours that differ in the row bits only
+    # neighbours that differ in the row bits only (in slices of rows: small temporaries)
+    step = max(1, _ROW_SLICE // width)
+    tie = np.concatenate([np.zeros(0, np.int64)] + [
+        np.flatnonzero((S[r:r + step, 1:] ^ S[r:r + step, :-1]) < 1 << nb) + r * (width - 1)
+        for r in range(0, S.shape[0], step)])
+    S_flat = S.reshape(-1)
+    idx = None
     if tie.shape[0]:
         f = tie + tie // (width - 1)      # position in S of the first of the two
         idx = np.unique(np.concatenate([f, f + 1]))
-        fr = rows.reshape(-1)
-        d = docno[fr[idx]]
+        tied = S_flat[idx] >> nb
+    S &= (1 << nb) - 1                    # the rows
+    if idx is not None:
+        d = docno[S_flat[idx]]
         drank = np.unique(d.astype(str), return_inverse=True)[1].reshape(-1)
-        sub = np.lexsort((-drank, S.reshape(-1)[idx] >> nb, idx // width))
-        fr[idx] = fr[idx][sub]
-    return rows
+        sub = np.lexsort((-drank, tied, idx // width))
+        S_flat[idx] = S_flat[idx][sub]
+    return S
 
 
 # Rows of the join's (queries x columns) key array sorted at a time: a slice stays in cache.
