@@ -377,9 +377,19 @@ def _group(heads, n):
     return _Grouping(names, inv, starts, lens, offset, cnt)
 
 
-def _to_block(key, grp, width, pad, out=None):
+def _block_dest(grp, width, n):
+    """Flat position of each of the ``n`` rows in its ``(blocks, width)`` block (see
+    :func:`_to_block`); ``% width``: its column."""
+    dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
+    for a in range(0, n, _ROW_SLICE):
+        dest[a:a + _ROW_SLICE] += np.arange(a, min(a + _ROW_SLICE, n), dtype=np.int64)
+    return dest
+
+
+def _to_block(key, grp, width, pad, out=None, dest=None):
     """Per-row ``key`` -> ``(blocks, width)`` (block ``i``'s rows from column 0 of row
-    ``i``, in row order), the rest ``pad`` (one value per column)."""
+    ``i``, in row order), the rest ``pad`` (one value per column). ``dest``:
+    :func:`_block_dest`, when computed already."""
     Q, n = grp.cnt.shape[0], key.shape[0]
     in_order = grp.blk.shape[0] == Q and np.array_equal(grp.blk, np.arange(Q))
     if in_order and n == Q * width:     # every list full, blocks in row order
@@ -390,12 +400,10 @@ def _to_block(key, grp, width, pad, out=None):
     if out is None:
         out = np.empty((Q, width), dtype=key.dtype)
     out[...] = pad
-    if in_order:    # one run per block, in row order: the rows fill the lists row-major
-        out[np.arange(width) < grp.cnt[:, None]] = key
+    if in_order and dest is None:   # one run per block, in row order: the rows fill
+        out[np.arange(width) < grp.cnt[:, None]] = key      # the lists row-major
         return out
-    dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
-    dest += np.arange(n, dtype=np.int64)
-    out.reshape(-1)[dest] = key
+    out.reshape(-1)[_block_dest(grp, width, n) if dest is None else dest] = key
     return out
 
 
@@ -440,24 +448,23 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
     # key: docno << (_LOW + 1) | (column << cbits for string docnos) | code + 2, where
     # trec_eval's code is -2 for a negative judgement (in slices of rows: no temporaries)
     key = np.empty(n, dtype=np.int64)
-    base = None
-    if dhash is not None:       # each row's column in its block, minus its row number
-        base = np.repeat(grp.offset - grp.start, grp.ln)
+    dest = None if dhash is None else _block_dest(grp, width, n)   # -> each row's column
     for a in range(0, n, _ROW_SLICE):
         b = min(a + _ROW_SLICE, n)
         k, r = key[a:b], rel[a:b]
         k[...] = dkey[a:b]
         k <<= _LOW + 1
         k += np.where(r >= 0, r + 2, 0)
-        if base is not None:
-            c = base[a:b] + np.arange(a, b, dtype=np.int64)
+        if dest is not None:
+            c = dest[a:b] % width
             c <<= cbits
             k += c
-    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type())
+    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type(),
+                                                dest=dest)
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
     keys[Q] = pad
-    _to_block(key, grp, width, pad, out=keys[:Q])
+    _to_block(key, grp, width, pad, out=keys[:Q], dest=dest)
     # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
     # with the negative judgements)
     c = keys[:Q] & ((1 << cbits) - 1)
