@@ -258,6 +258,20 @@ def _str_hash(a, width=None):
     return _mix64(h)
 
 
+def _hash_widths(a):
+    """``(_str_hash(a), _longest(a))`` in one pass over a contiguous ``U`` array: each
+    slice of rows hashed at its own longest width (the same hashes), while it is in cache."""
+    n = a.shape[0]
+    h = np.empty(n, dtype=np.uint64)
+    longest = 0
+    for i in range(0, n, _ROW_SLICE):
+        part = a[i:i + _ROW_SLICE]
+        width = _longest(part)
+        h[i:i + _ROW_SLICE] = _str_hash(part, width)
+        longest = max(longest, width)
+    return h, longest
+
+
 # Rows per slice of the row-wise passes of construction (string lengths, hashes, sort
 # keys): small temporaries that stay in cache, no fresh row-sized arrays.
 _ROW_SLICE = 1 << 16
@@ -298,8 +312,8 @@ def _id_codes(qid, docno, rel=None, score=None):
     dh = dn = None
     if not _is_int(docno):
         docno = np.ascontiguousarray(docno)
-        width = _longest(docno)
-        dh, dn = _str_hash(docno, width), _compact(docno, width)
+        dh, width = _hash_widths(docno)
+        dn = _compact(docno, width)
     if rel is not None:
         blocks = _qrels_blocks(docno, rel, qh, dh, dn)
     elif score is not None:
