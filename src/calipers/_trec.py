@@ -2535,11 +2535,12 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     Every measure comes from one ranking of the joined rows (the join of
     :func:`trec_arrays`: unjudged documents non-relevant, judged documents
     the run did not return counted in the ideal ranking and in R). A
-    :class:`Qrels` or :class:`Run` with integer docnos is encoded once, when built
-    (here for paths, dicts and arrays): each query's judgements, and its run rows in
-    trec_eval's rank order, as packed keys; evaluating one run against several qrels
-    or measure sets, or several runs against one qrels, then repeats only the join and
-    the measures.
+    :class:`Qrels` or :class:`Run` is encoded once, when built (here for paths, dicts
+    and arrays): each query's judgements, and its run rows in trec_eval's rank order,
+    as packed keys (string docnos by a hash; the strings of matched pairs are compared,
+    and a collision takes the exact join instead); evaluating one run against several
+    qrels or measure sets, or several runs against one qrels, then repeats only the join
+    and the measures.
 
     Parameters
     ----------
