@@ -460,30 +460,38 @@ def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
     if dhash is not None and cbits + _bits(width - 1) > _LOW:    # no room for the column
         return None
     # key: docno << (_LOW + 1) | (column << cbits for string docnos) | code + 2, where
-    # trec_eval's code is -2 for a negative judgement (in slices of rows: no temporaries)
-    key = np.empty(n, dtype=np.int64)
-    dest = None if dhash is None else _block_dest(grp, width, n)   # -> each row's column
-    for a in range(0, n, _ROW_SLICE):
-        b = min(a + _ROW_SLICE, n)
-        k, r = key[a:b], rel[a:b]
-        k[...] = dkey[a:b]
-        k <<= _LOW + 1
-        k += np.where(r >= 0, r + 2, 0)
-        if dest is not None:
-            c = dest[a:b] % width
-            c <<= cbits
-            k += c
-    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type(),
-                                                dest=dest)
+    # trec_eval's code is -2 for a negative judgement; built and put in place slice by
+    # slice of rows (no row-sized temporaries)
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
+    full = n == Q * width and np.array_equal(grp.blk, np.arange(Q))   # rows as they are
     keys[Q] = pad
-    _to_block(key, grp, width, pad, out=keys[:Q], dest=dest)
+    if not full:
+        keys[:Q] = pad
+    dest = None if full else _block_dest(grp, width, n)
+    flat = keys.reshape(-1)
+    for a in range(0, n, _ROW_SLICE):
+        b = min(a + _ROW_SLICE, n)
+        r = rel[a:b]
+        k = dkey[a:b] << (_LOW + 1)
+        k += np.where(r >= 0, r + 2, 0)
+        at = np.arange(a, b, dtype=np.int64) if full else dest[a:b]
+        if dhash is not None:
+            c = at % width
+            c <<= cbits
+            k += c
+        flat[at] = k
+    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type(),
+                                                dest=dest)
     # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
-    # with the negative judgements)
-    c = keys[:Q] & ((1 << cbits) - 1)
-    c += (np.arange(Q, dtype=np.int64) * (nlev + 2))[:, None]
-    levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
+    # with the negative judgements), slice by slice of queries
+    levels = np.empty((Q, nlev + 2), dtype=np.int64)
+    step = max(1, _ROW_SLICE // width)
+    for a in range(0, Q, step):
+        c = keys[a:min(a + step, Q)] & ((1 << cbits) - 1)
+        c += (np.arange(c.shape[0], dtype=np.int64) * (nlev + 2))[:, None]
+        levels[a:a + c.shape[0]] = np.bincount(c.reshape(-1), minlength=c.shape[0] * (
+            nlev + 2)).reshape(-1, nlev + 2)
     levels = np.ascontiguousarray(levels[:, 2:])
     has = levels > 0
     return _Blocks(grp.names, grp.cnt, keys, levels,
