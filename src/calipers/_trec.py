@@ -513,19 +513,25 @@ def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     Q = grp.names.shape[0]
     rows = _ranked_block(score, docno, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
-    if dhash is None:
-        np.take(_doc_keys(docno, None), rows, out=keys[:Q], mode="clip")
-    else:       # the hashes' top bits (a shift in place: no row-sized copy of the keys)
-        top = keys[:Q].view(np.uint64)
-        np.take(dhash, rows, out=top, mode="clip")
-        top >>= np.uint64(64 - _DOC_BITS)
-    keys[:Q] <<= _LOW + 1
-    keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
+    dkey = _doc_keys(docno, None) if dhash is None else None
+    payload = (1 << _LOW) + np.arange(width, dtype=np.int64)      # side 1, the rank
     pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
     keys[Q] = pad
     cnt = grp.cnt
-    if int(cnt.min()) < width:
-        np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
+    ragged = int(cnt.min()) < width
+    step = max(1, _ROW_SLICE // width)
+    for a in range(0, Q, step):     # slice by slice of queries: every pass in cache
+        k, r = keys[a:min(a + step, Q)], rows[a:a + step]
+        if dhash is None:
+            np.take(dkey, r, out=k, mode="clip")
+        else:       # the hashes' top bits
+            top = k.view(np.uint64)
+            np.take(dhash, r, out=top, mode="clip")
+            top >>= np.uint64(64 - _DOC_BITS)
+        k <<= _LOW + 1
+        k += payload
+        if ragged:
+            np.copyto(k, pad, where=np.arange(width) >= cnt[a:a + step, None])
     return _Blocks(grp.names, cnt, keys, block_of=grp.block_of,
                    docno=None if dstr is None else np.take(dstr, rows))
 
