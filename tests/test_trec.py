@@ -563,7 +563,7 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(T, "_trec_arrays", spy)
-    monkeypatch.setattr(T, "_str_hash", lambda s: np.zeros(s.shape[0], dtype=np.uint64))
+    monkeypatch.setattr(T, "_str_hash", lambda s, width=None: np.zeros(s.shape[0], np.uint64))
     b = R.evaluate(qrels, run, "all_trec")
     assert calls == [True, False]            # collision found, exact join used
     assert a.query_ids.tolist() == b.query_ids.tolist()
@@ -927,3 +927,141 @@ def test_block_join_hands_over_duplicates_and_unpackable_docnos(monkeypatch):
         b = R.evaluate((jq, (jd + base).astype(str), jr), (rq, (rd + base).astype(str), rs),
                        "all_trec")
         _assert_same_evaluation(a, b, base)
+
+
+def _string_trec(rng, n_q=12, alphabet="ab0-", shuffle=False, top=3):
+    """Flat qrels and run with string docnos: ragged lists, tied scores, ids that are
+    prefixes of each other, non-ASCII letters (``alphabet``), the two sides at different
+    widths, queries of one side only."""
+    names = np.unique(np.array(["".join(rng.choice(list(alphabet), rng.integers(1, 6)))
+                                for _ in range(120)]))
+    names = np.concatenate([names, np.char.add(names[:10], "0"), ["x" * 19]])  # prefixes
+    names = np.unique(names)
+    n = 30 * n_q
+    rq, rd = rng.integers(1, n_q + 1, n), rng.integers(0, names.shape[0], n)
+    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
+    rq, rd = rq[keep], rd[keep]
+    rs = rng.integers(0, 4, rq.shape[0]) / 2          # many ties: docno string order decides
+    jq, jd = rng.integers(1, n_q + 3, n), rng.integers(0, names.shape[0], n)
+    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
+    jq, jd = jq[keep], jd[keep]
+    jr = rng.integers(-1, top + 1, jq.shape[0])
+    jr[jq == 2] = 0                                   # no relevant document
+    if shuffle:
+        o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
+        rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
+    return ((jq.astype(str), names[jd].astype("U25"), jr),
+            (rq.astype(str), names[rd], rs))
+
+
+@pytest.mark.parametrize("seed,alphabet,shuffle", [
+    (0, "ab0-", False), (1, "ab0-", True), (2, "aé0~", False),   # é: bytes below 256
+    (3, "a中é", True), (4, "ab", False)])                        # 中: code points compared
+def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle,
+                                                          monkeypatch):
+    # String docnos take the block join on hashed keys (checked pairs); the general join's
+    # values bit for bit: ties ordered by the docno strings, -c, queries=, levels.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    qrels, run = _string_trec(rng, alphabet=alphabet, shuffle=shuffle)
+    calls = _spy_block_join(monkeypatch)
+    opts = [{}, {"complete_qrels": True}, {"relevance_level": 2},
+            {"queries": ["1", "2", "3", "zz", "13"]}]
+    for kw in opts:
+        for spec in ("all_trec", _IR_NAMES_SET):
+            calls.clear()
+            a = R.evaluate(qrels, run, spec, **kw)
+            assert calls == [True], (kw, spec)
+            with monkeypatch.context() as m:
+                m.setattr(T, "_BLOCK_JOIN", False)
+                b = R.evaluate(qrels, run, spec, **kw)
+            _assert_same_evaluation(a, b, (kw, spec))
+    # one side with code points past 255 (compared as code points), the other as bytes
+    qd = (qrels[0], np.where(np.arange(qrels[1].shape[0]) % 2, np.char.add(qrels[1], "ж"),
+                             qrels[1]), qrels[2])
+    rd = run
+    calls.clear()
+    a = R.evaluate(qd, rd, "all_trec")
+    assert calls == [True] and a.values["num_rel_ret"].sum() > 0
+    monkeypatch.setattr(T, "_BLOCK_JOIN", False)
+    _assert_same_evaluation(a, R.evaluate(qd, rd, "all_trec"))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_string_docno_block_join_matches_pytrec_eval(seed, monkeypatch):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    qrels, run = _string_trec(rng, alphabet="ab0-é", shuffle=bool(seed))
+    calls = _spy_block_join(monkeypatch)
+    res = R.evaluate(qrels, run, "all_trec")
+    assert calls == [True]
+    ref = _pytrec_eval_values(pytrec_eval, qrels, run, pytrec_eval.supported_measures)
+    qs = list(res.query_ids)
+    assert sorted(ref) == qs
+    for name, v in res.values.items():
+        if name == "relstring":
+            continue
+        want = np.array([ref[q][name] for q in qs])
+        if name.startswith("gm_"):
+            want = np.exp(want)      # pytrec_eval keeps log(max(v, 1e-5))
+            v = np.maximum(v, 1e-5)
+        np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=name)
+        if name.startswith(("map", "bpref", "P_", "Rprec", "recip_rank", "num_", "success")):
+            np.testing.assert_array_equal(v, want, err_msg=name)
+
+
+@pytest.mark.parametrize("bits", [0, 3])
+def test_string_docno_hash_collisions_take_the_general_join(bits, monkeypatch):
+    # Docno hashes cut to a few bits: keys shared by different strings, on one side or
+    # across; the block join hands over and the values are the exact join's.
+    from calipers import retrieval as R
+    rng = np.random.default_rng(5)
+    qrels, run = _string_trec(rng)
+    want = R.evaluate(qrels, run, "all_trec")
+    real = T._str_hash
+    monkeypatch.setattr(T, "_str_hash",
+                        lambda s, width=None: real(s, width) & np.uint64((1 << bits) - 1))
+    calls = _spy_block_join(monkeypatch)
+    got = R.evaluate(qrels, run, "all_trec")
+    assert calls == [False]
+    _assert_same_evaluation(want, got)
+
+
+def test_string_docno_cross_collision_is_caught_by_the_string_check(monkeypatch):
+    # "b" (judged) and "zz" (retrieved, not judged) of one query share a hashed key, with
+    # no shared key on either side: only the check of the matched strings can see it.
+    from calipers import retrieval as R
+    qrels = (np.array(["1", "1", "2"]), np.array(["a", "b", "zz"]), np.array([1, 1, 1]))
+    run = (np.array(["1", "1", "2"]), np.array(["a", "zz", "zz"]), np.array([0.5, 0.9, 0.1]))
+    real = T._str_hash
+
+    def hashed(s, width=None):
+        h = real(s, width)
+        return np.where(s == "zz", real(np.array(["b"])), h)
+
+    checks = []
+    real_check = T._same_docnos
+    monkeypatch.setattr(T, "_same_docnos", lambda *a: checks.append(real_check(*a)) or
+                        checks[-1])
+    a = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
+    assert checks == [True]
+    monkeypatch.setattr(T, "_str_hash", hashed)
+    b = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
+    assert checks == [True, False]
+    _assert_same_evaluation(a, b)
+    assert b.values["num_rel_ret"].tolist() == [1.0, 1.0]
+    assert b.values["P_1"].tolist() == [0.0, 1.0]
+
+
+def test_compact_strings_and_longest_width():
+    a = np.array(["ab", "", "é~", "abc"], dtype="U9")
+    assert T._longest(a) == 3 and T._longest(a[:1]) == 2 and T._longest(a[:0]) == 0
+    c = T._compact(a, 3)
+    assert c.dtype == np.dtype("S3") and c.tolist() == [b"ab", b"", "é~".encode("latin-1"),
+                                                        b"abc"]
+    u = T._compact(np.array(["a中", "b"], dtype="U7"), 2)
+    assert u.dtype == np.dtype("U2") and u.tolist() == ["a中", "b"]
+    np.testing.assert_array_equal(T._str_hash(a), T._str_hash(a, 3))
+    np.testing.assert_array_equal(T._narrow(a, 3), a)
+    assert T._code_points(c).tolist() == a.tolist() and T._code_points(u) is u

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -181,27 +182,111 @@ def _mix64(h):
     return h ^ (h >> np.uint64(31))
 
 
-def _str_hash(a):
+def _longest(a):
+    """Code points of the longest string of a ``U`` array (its width unless every string
+    is shorter: arrays from ``astype(str)`` of integers are 21 wide)."""
+    w = a.dtype.itemsize // 4
+    if a.shape[0] == 0 or w == 0:
+        return 0
+    if _code_point_rows(a, w)[:, w - 1].any():
+        return w
+    # in slices: no row-sized array of lengths
+    return max(int(np.strings.str_len(a[i:i + _ROW_SLICE]).max())
+               for i in range(0, a.shape[0], _ROW_SLICE))
+
+
+def _code_point_rows(a, width, dtype=np.uint32, offset=0):
+    """The first ``width`` code points of each string of a ``U`` array as a ``(rows,
+    width)`` view of ``dtype`` items (``offset``: bytes into each code point)."""
+    a = np.ascontiguousarray(a)
+    return np.ndarray(shape=(a.shape[0], width), dtype=dtype, buffer=a, offset=offset,
+                      strides=(a.itemsize, 4))
+
+
+def _narrow(a, width):
+    """The first ``width`` code points of each string of a contiguous ``U`` array, as a
+    view (no copy; the rest must be NUL padding): cheaper to compare than the full width."""
+    width = max(width, 1)
+    if width >= a.dtype.itemsize // 4:
+        return a
+    return np.ndarray(shape=a.shape, dtype=f"U{width}", buffer=a, strides=(a.itemsize,))
+
+
+def _compact(a, width):
+    """The strings of a contiguous ``U`` array (``width``: :func:`_longest`) in the form
+    that compares fastest, contiguous: bytes, one per code point, when every code point is
+    below 256 (an exact encoding); else the first ``width`` code points."""
+    n, w = a.shape[0], a.dtype.itemsize // 4
+    width = max(width, 1)
+    if n and w:
+        cps = _code_point_rows(a, width)
+        low = _code_point_rows(a, width, np.uint8, 0 if sys.byteorder == "little" else 3)
+        out = np.empty((n, width), dtype=np.uint8)
+        for i in range(0, n, _ROW_SLICE):     # checked and copied slice by slice
+            if int(cps[i:i + _ROW_SLICE].max()) >= 256:
+                break
+            out[i:i + _ROW_SLICE] = low[i:i + _ROW_SLICE]
+        else:
+            return out.view(f"S{width}").reshape(n)
+    return np.ascontiguousarray(_narrow(a, width))
+
+
+def _code_points(a):
+    """A :func:`_compact` array as code points (``U``): bytes decoded as Latin-1."""
+    if a.dtype.kind == "U":
+        return a
+    n, w = a.shape[0], a.dtype.itemsize
+    return np.ascontiguousarray(a).view(np.uint8).reshape(n, w).astype(np.uint32) \
+        .view(f"U{w}").reshape(n)
+
+
+def _str_hash(a, width=None):
     """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
-    words (two code points each), then mixed.
+    words (two code points each), then mixed. ``width``: the code points to read (the rest
+    NUL padding; default :func:`_longest`).
 
     NUL padding adds nothing, so arrays of different widths agree. Equal strings get equal
-    hashes; the join checks that the pairs it matched are equal strings (and falls back to
-    exact string codes on a collision).
+    hashes; the joins check that the pairs they matched are equal strings (and fall back
+    to exact string codes on a collision).
     """
     a = np.ascontiguousarray(a)
     n, w = a.shape[0], a.dtype.itemsize // 4
+    width = _longest(a) if width is None else min(width, w)
     h = np.zeros(n, dtype=np.uint64)
-    if n and w:
-        p = w // 2
+    if n and width:
+        p = width // 2
         K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
-        if p:
-            h += words @ K[:p]      # row by row (integer matmul wraps modulo 2**64)
-        if w % 2:
-            h += a.view(np.uint32).reshape(n, w)[:, w - 1] * K[p]
+        last = a.view(np.uint32).reshape(n, w)[:, width - 1]
+        for i in range(0, n, _ROW_SLICE):      # slices: temporaries stay in cache
+            hi = h[i:i + _ROW_SLICE]
+            if p:
+                np.matmul(words[i:i + _ROW_SLICE], K[:p], out=hi)   # wraps modulo 2**64
+            if width % 2:
+                hi += last[i:i + _ROW_SLICE] * K[p]
+            hi[...] = _mix64(hi)
+        return h
     return _mix64(h)
+
+
+def _hash_widths(a):
+    """``(_str_hash(a), _longest(a))`` in one pass over a contiguous ``U`` array: each
+    slice of rows hashed at its own longest width (the same hashes), while it is in cache."""
+    n = a.shape[0]
+    h = np.empty(n, dtype=np.uint64)
+    longest = 0
+    for i in range(0, n, _ROW_SLICE):
+        part = a[i:i + _ROW_SLICE]
+        width = _longest(part)
+        h[i:i + _ROW_SLICE] = _str_hash(part, width)
+        longest = max(longest, width)
+    return h, longest
+
+
+# Rows per slice of the row-wise passes of construction (string lengths, hashes, sort
+# keys): small temporaries that stay in cache, no fresh row-sized arrays.
+_ROW_SLICE = 1 << 16
 
 
 def _heads(a):
@@ -236,11 +321,15 @@ def _id_codes(qid, docno, rel=None, score=None):
     """Ids factorized once, when qrels (``rel``) or a run (``score``) is built, and the
     rows encoded for evaluate's block join (:func:`_qrels_blocks`, :func:`_run_blocks`)."""
     qh = _heads(qid)
-    dh = None if _is_int(docno) else _str_hash(docno)
+    dh = dn = None
+    if not _is_int(docno):
+        docno = np.ascontiguousarray(docno)
+        dh, width = _hash_widths(docno)
+        dn = _compact(docno, width)
     if rel is not None:
-        blocks = _qrels_blocks(docno, rel, qh)
+        blocks = _qrels_blocks(docno, rel, qh, dh, dn)
     elif score is not None:
-        blocks = _run_blocks(docno, score, qh)
+        blocks = _run_blocks(docno, score, qh, dh, dn)
     else:
         blocks = None
     return _Ids(qh, dh, blocks)
@@ -256,7 +345,10 @@ def _id_codes(qid, docno, rel=None, score=None):
 # side, and the pair names the run row's rank and its relevance (two keys of one side with
 # one docno: a duplicate). Integer docnos in 0 .. 2**_DOC_BITS - 1 are packed; padding
 # "docnos" lie past them (the judgements' from _PAD_J, the run's from _PAD_R, one per
-# column: never equal to another key).
+# column: never equal to another key). String docnos are packed as the top _DOC_BITS bits
+# of their hash; a judgement's payload then also holds its column in the block (above the
+# code's bits), so the join can name both rows of a pair and check that their strings are
+# equal (a shared key of two strings, on one side or across: the general join instead).
 _LOW = 20
 _DOC_BITS = 41
 _PAD_J = 1 << _DOC_BITS
@@ -266,24 +358,29 @@ _PAD_R = _PAD_J + (1 << 40)
 class _Blocks(NamedTuple):
     """Qrels or a run as one row of join keys per query."""
 
-    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the rows of keys
-    cnt: np.ndarray     # rows of each query
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
+    cnt: np.ndarray     # rows of each query (per row of keys)
     keys: np.ndarray    # (queries + 1, longest list) int64; the last row (a query the
                         # object lacks) is padding only
     levels: Any = None  # qrels: judgements of each query per relevance level 0 .. highest
     top: Any = None     # qrels: each query's highest judged level >= 0 (-1: none)
     top_code: int = 0   # qrels: the highest relevance code
+    block_of: Any = None    # row of keys of each name (None: the names' order)
+    code_bits: int = _LOW   # qrels: the payload's bits that hold the code (+ 2)
+    docno: Any = None   # string docnos (:func:`_compact`) at their keys' places (queries,
+                        # longest list), to check the join's pairs (None: integer docnos)
 
 
 class _Grouping(NamedTuple):
     """Rows grouped by query (:func:`_group`); a run is a run of rows of one query."""
 
-    names: np.ndarray   # distinct query ids, sorted (numbers as numbers): the blocks
+    names: np.ndarray   # distinct query ids, sorted (numbers as numbers)
     blk: np.ndarray     # block of each run
     start: np.ndarray   # each run's first row
     ln: np.ndarray      # each run's length
     offset: np.ndarray  # each run's first column in its block
-    cnt: np.ndarray     # rows per query
+    cnt: np.ndarray     # rows per block
+    block_of: Any = None    # block of each name (None: blocks in the names' order)
 
 
 def _group(heads, n):
@@ -294,10 +391,10 @@ def _group(heads, n):
     names, inv = _string_codes(h) if h.dtype.kind == "U" else np.unique(h, return_inverse=True)
     inv = inv.reshape(-1)
     Q = names.shape[0]
-    if Q == h.shape[0]:       # every query's rows in one run
-        cnt = np.empty(Q, dtype=np.int64)
-        cnt[inv] = lens
-        return _Grouping(names, inv, starts, lens, np.zeros(Q, dtype=np.int64), cnt)
+    if Q == h.shape[0]:       # every query's rows in one run: blocks in row order
+        block_of = None if np.array_equal(inv, np.arange(Q)) else np.argsort(inv)
+        return _Grouping(names, np.arange(Q), starts, lens, np.zeros(Q, dtype=np.int64),
+                         lens, block_of)
     cnt = np.bincount(inv, weights=lens, minlength=Q).astype(np.int64)
     o = argsort_ints(inv)     # the runs grouped by query, in row order within each
     before = np.cumsum(lens[o]) - lens[o]
@@ -306,25 +403,45 @@ def _group(heads, n):
     return _Grouping(names, inv, starts, lens, offset, cnt)
 
 
-def _to_block(key, grp, width, pad, out=None):
-    """Per-row ``key`` -> ``(names, width)`` block (query ``i``'s rows from column 0 of row
-    ``i``, in row order), the rest ``pad`` (one value per column)."""
-    Q, n = grp.names.shape[0], key.shape[0]
-    if out is None and n == Q * width and grp.blk.shape[0] == Q and \
-            np.array_equal(grp.blk, np.arange(Q)):
-        return key.reshape(Q, width)       # every list full, in name order: a view
-    if out is None:
-        out = np.empty((Q, width), dtype=np.int64)
-    out[...] = pad
+def _block_dest(grp, width, n):
+    """Flat position of each of the ``n`` rows in its ``(blocks, width)`` block (see
+    :func:`_to_block`); ``% width``: its column."""
     dest = np.repeat(grp.blk * width + grp.offset - grp.start, grp.ln)
-    dest += np.arange(n, dtype=np.int64)
-    out.reshape(-1)[dest] = key
+    for a in range(0, n, _ROW_SLICE):
+        dest[a:a + _ROW_SLICE] += np.arange(a, min(a + _ROW_SLICE, n), dtype=np.int64)
+    return dest
+
+
+def _to_block(key, grp, width, pad, out=None, dest=None):
+    """Per-row ``key`` -> ``(blocks, width)`` (block ``i``'s rows from column 0 of row
+    ``i``, in row order), the rest ``pad`` (one value per column). ``dest``:
+    :func:`_block_dest`, when computed already."""
+    Q, n = grp.cnt.shape[0], key.shape[0]
+    in_order = grp.blk.shape[0] == Q and np.array_equal(grp.blk, np.arange(Q))
+    if in_order and n == Q * width:     # every list full, blocks in row order
+        if out is None:
+            return key.reshape(Q, width)    # a view
+        out[...] = key.reshape(Q, width)
+        return out
+    if out is None:
+        out = np.empty((Q, width), dtype=key.dtype)
+    out[...] = pad
+    if in_order and dest is None:   # one run per block, in row order: the rows fill
+        out[np.arange(width) < grp.cnt[:, None]] = key      # the lists row-major
+        return out
+    out.reshape(-1)[_block_dest(grp, width, n) if dest is None else dest] = key
     return out
 
 
-def _packable(docno, n):
-    """Whether the docnos are integers that fit a join key."""
-    return n and _is_int(docno) and int(docno.min()) >= 0 and int(docno.max()) < _PAD_J
+def _doc_keys(docno, dhash):
+    """The docnos' part of the join keys (int64 below ``_PAD_J``): integer docnos
+    themselves, string docnos the top bits of their hash ``dhash``; None when none fit."""
+    if dhash is not None:
+        return (dhash >> np.uint64(64 - _DOC_BITS)).view(np.int64)
+    if docno.shape[0] and _is_int(docno) and int(docno.min()) >= 0 and \
+            int(docno.max()) < _PAD_J:
+        return docno.astype(np.int64, copy=False)
+    return None
 
 
 def _dense(grp, n):
@@ -334,11 +451,13 @@ def _dense(grp, n):
     return width if width <= 1 << _LOW and cnt.shape[0] * width <= 2 * n + 1024 else None
 
 
-def _qrels_blocks(docno, rel, heads):
-    """Judgements as :class:`_Blocks` (None where they do not apply: string or huge docnos,
-    very uneven lists, huge relevance levels)."""
+def _qrels_blocks(docno, rel, heads, dhash=None, dstr=None):
+    """Judgements as :class:`_Blocks` (None where they do not apply: huge docnos, very
+    uneven lists, huge relevance levels). String docnos: ``dhash`` their hashes, ``dstr``
+    the strings (to check the pairs the join matches)."""
     n = rel.shape[0]
-    if not _packable(docno, n) or int(rel.max()) >= (1 << _LOW) - 2:
+    dkey = _doc_keys(docno, dhash) if n else None
+    if dkey is None or int(rel.max()) >= (1 << _LOW) - 2:
         return None
     grp = _group(heads, n)
     width = _dense(grp, n)
@@ -349,48 +468,84 @@ def _qrels_blocks(docno, rel, heads):
     Q = grp.names.shape[0]
     if Q * nlev > 4 * n + 1_000_000:
         return None
-    key = np.left_shift(docno, _LOW + 1, dtype=np.int64)
-    key += np.where(rel >= 0, rel + 2, 0)      # trec_eval's code + 2: -2 judged negative
+    cbits = _LOW if dhash is None else _bits(nlev + 1)
+    if dhash is not None and cbits + _bits(width - 1) > _LOW:    # no room for the column
+        return None
+    # key: docno << (_LOW + 1) | (column << cbits for string docnos) | code + 2, where
+    # trec_eval's code is -2 for a negative judgement; built and put in place slice by
+    # slice of rows (no row-sized temporaries)
     keys = np.empty((Q + 1, width), dtype=np.int64)
     pad = (_PAD_J + np.arange(width, dtype=np.int64)) << (_LOW + 1)
+    full = n == Q * width and np.array_equal(grp.blk, np.arange(Q))   # rows as they are
     keys[Q] = pad
-    _to_block(key, grp, width, pad, out=keys[:Q])
+    if not full:
+        keys[:Q] = pad
+    dest = None if full else _block_dest(grp, width, n)
+    flat = keys.reshape(-1)
+    for a in range(0, n, _ROW_SLICE):
+        b = min(a + _ROW_SLICE, n)
+        r = rel[a:b]
+        k = dkey[a:b] << (_LOW + 1)
+        k += np.where(r >= 0, r + 2, 0)
+        at = np.arange(a, b, dtype=np.int64) if full else dest[a:b]
+        if dhash is not None:
+            c = at % width
+            c <<= cbits
+            k += c
+        flat[at] = k
+    strs = None if dhash is None else _to_block(dstr, grp, width, dstr.dtype.type(),
+                                                dest=dest)
     # judgements per (query, code + 2) from the keys' payloads (padding: 0, dropped
-    # with the negative judgements)
-    c = keys[:Q] & ((1 << _LOW) - 1)
-    c += (np.arange(Q, dtype=np.int64) * (nlev + 2))[:, None]
-    levels = np.bincount(c.reshape(-1), minlength=Q * (nlev + 2)).reshape(Q, nlev + 2)
+    # with the negative judgements), slice by slice of queries
+    levels = np.empty((Q, nlev + 2), dtype=np.int64)
+    step = max(1, _ROW_SLICE // width)
+    for a in range(0, Q, step):
+        c = keys[a:min(a + step, Q)] & ((1 << cbits) - 1)
+        c += (np.arange(c.shape[0], dtype=np.int64) * (nlev + 2))[:, None]
+        levels[a:a + c.shape[0]] = np.bincount(c.reshape(-1), minlength=c.shape[0] * (
+            nlev + 2)).reshape(-1, nlev + 2)
     levels = np.ascontiguousarray(levels[:, 2:])
     has = levels > 0
     return _Blocks(grp.names, grp.cnt, keys, levels,
                    np.where(has.any(axis=1), nlev - 1 - np.argmax(has[:, ::-1], axis=1), -1),
-                   top)
+                   top, grp.block_of, cbits, strs)
 
 
-def _run_blocks(docno, score, heads):
+def _run_blocks(docno, score, heads, dhash=None, dstr=None):
     """Run rows as :class:`_Blocks`, each query's rows keyed by their trec_eval rank (score
     as float32 descending, then docno descending in string order). None where they do not
     apply (see :func:`_qrels_blocks`)."""
     n = score.shape[0]
-    if not _packable(docno, n) or n > 1 << 30:
+    if n == 0 or n > 1 << 30 or (dhash is None and _doc_keys(docno, None) is None):
         return None
     grp = _group(heads, n)
     width = _dense(grp, n)
     if width is None:
         return None
     Q = grp.names.shape[0]
-    docno = docno.astype(np.int64, copy=False)
     rows = _ranked_block(score, docno, grp, width)
     keys = np.empty((Q + 1, width), dtype=np.int64)
-    np.take(docno, rows, out=keys[:Q], mode="clip")
-    keys[:Q] <<= _LOW + 1
-    keys[:Q] += (1 << _LOW) + np.arange(width, dtype=np.int64)
+    dkey = _doc_keys(docno, None) if dhash is None else None
+    payload = (1 << _LOW) + np.arange(width, dtype=np.int64)      # side 1, the rank
     pad = ((_PAD_R + np.arange(width, dtype=np.int64)) << (_LOW + 1)) + (1 << _LOW)
     keys[Q] = pad
     cnt = grp.cnt
-    if int(cnt.min()) < width:
-        np.copyto(keys[:Q], pad, where=np.arange(width) >= cnt[:, None])
-    return _Blocks(grp.names, cnt, keys)
+    ragged = int(cnt.min()) < width
+    step = max(1, _ROW_SLICE // width)
+    for a in range(0, Q, step):     # slice by slice of queries: every pass in cache
+        k, r = keys[a:min(a + step, Q)], rows[a:a + step]
+        if dhash is None:
+            np.take(dkey, r, out=k, mode="clip")
+        else:       # the hashes' top bits
+            top = k.view(np.uint64)
+            np.take(dhash, r, out=top, mode="clip")
+            top >>= np.uint64(64 - _DOC_BITS)
+        k <<= _LOW + 1
+        k += payload
+        if ragged:
+            np.copyto(k, pad, where=np.arange(width) >= cnt[a:a + step, None])
+    return _Blocks(grp.names, cnt, keys, block_of=grp.block_of,
+                   docno=None if dstr is None else np.take(dstr, rows))
 
 
 def _ranked_block(score, docno, grp, width):
@@ -400,23 +555,32 @@ def _ranked_block(score, docno, grp, width):
     whose scores tie."""
     n = score.shape[0]
     nb = _bits(n - 1)
-    key = _float32_key(score.astype(np.float32))
-    key <<= nb
-    key += np.arange(n, dtype=np.int64)
+    key = np.empty(n, dtype=np.int64)
+    for a in range(0, n, _ROW_SLICE):
+        k = key[a:a + _ROW_SLICE]
+        k[...] = _float32_key(score[a:a + _ROW_SLICE].astype(np.float32))
+        k <<= nb
+        k += np.arange(a, a + k.shape[0], dtype=np.int64)
     S = _to_block(key, grp, width, ((1 << 32) + np.arange(width, dtype=np.int64)) << nb)
     S.sort(axis=1)
-    rows = S & ((1 << nb) - 1)
-    x = S[:, 1:] ^ S[:, :-1]
-    tie = np.flatnonzero(x < 1 << nb)     # neighbours that differ in the row bits only
+    # neighbours that differ in the row bits only (in slices of rows: small temporaries)
+    step = max(1, _ROW_SLICE // width)
+    tie = np.concatenate([np.zeros(0, np.int64)] + [
+        np.flatnonzero((S[r:r + step, 1:] ^ S[r:r + step, :-1]) < 1 << nb) + r * (width - 1)
+        for r in range(0, S.shape[0], step)])
+    S_flat = S.reshape(-1)
+    idx = None
     if tie.shape[0]:
         f = tie + tie // (width - 1)      # position in S of the first of the two
         idx = np.unique(np.concatenate([f, f + 1]))
-        fr = rows.reshape(-1)
-        d = docno[fr[idx]]
+        tied = S_flat[idx] >> nb
+    S &= (1 << nb) - 1                    # the rows
+    if idx is not None:
+        d = docno[S_flat[idx]]
         drank = np.unique(d.astype(str), return_inverse=True)[1].reshape(-1)
-        sub = np.lexsort((-drank, S.reshape(-1)[idx] >> nb, idx // width))
-        fr[idx] = fr[idx][sub]
-    return rows
+        sub = np.lexsort((-drank, tied, idx // width))
+        S_flat[idx] = S_flat[idx][sub]
+    return S
 
 
 # Rows of the join's (queries x columns) key array sorted at a time: a slice stays in cache.
@@ -480,6 +644,13 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         jrows = np.append(jo, jo.shape[0])[jrows]
         rrows = np.append(ro, ro.shape[0])[rrows]
     jq, rq = qb.names.shape[0], rb.names.shape[0]
+    # names -> rows of keys (the last row: padding)
+    if qb.block_of is not None:
+        jrows = np.append(qb.block_of, jq)[jrows]
+    if rb.block_of is not None:
+        rrows = np.append(rb.block_of, rq)[rrows]
+    if (qb.docno is None) != (rb.docno is None):     # integer docnos on one side only
+        return None
     top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
     levels = np.zeros((Q, top + 1), dtype=np.int64)
     found = jrows < jq
@@ -490,8 +661,10 @@ def _block_ranking(qb, rb, complete_qrels, queries):
     # joined in the qrels' block order (consecutive rows are plain copies), the codes
     # then put in output order
     by_block = np.argsort(jrows, kind="stable")
-    code = _join_blocks(qb.keys, rb.keys, jrows[by_block], rrows[by_block], dtype)
-    if code is None:
+    jb, rbk = jrows[by_block], rrows[by_block]
+    pairs = None if qb.docno is None else []
+    code = _join_blocks(qb.keys, rb.keys, jb, rbk, dtype, qb.code_bits, pairs)
+    if code is None or (pairs and not _same_docnos(qb, rb, jb, rbk, pairs)):
         return None
     code = np.take(code, np.argsort(by_block), axis=1)
     nret = np.append(rb.cnt, 0)[rrows]
@@ -506,12 +679,16 @@ def _first_if_range(rows):
     return None
 
 
-def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
+def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
     """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
     (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
     rows ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one
     row sort, and each judged document's two neighbouring keys. None when a query has a
-    docno twice on one side."""
+    docno twice on one side (or two docnos with one hashed key).
+
+    ``code_bits``: the judgements' payload bits that hold the code; ``pairs`` (a list):
+    receives, per slice, each matched pair's ``(query, rank, judgement's column in its
+    block)`` (the column: the payload's bits above the code)."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
     code = np.full((L, Q), _NONPOOL, dtype=dtype)
@@ -542,12 +719,37 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype):
             return None
         row += a
         rk &= low
+        jk &= low
+        if pairs is not None:
+            pairs.append((row.copy(), rk.copy(), jk >> code_bits))
+            jk &= (1 << code_bits) - 1
         rk *= Q
         row += rk                                   # rank * Q + query
-        jk &= low
         jk -= 2
         flat[row] = jk
     return code
+
+
+# Matched pairs whose docno strings are compared at a time (small temporaries).
+_CHECK_SLICE = 1 << 16
+
+
+def _same_docnos(qb, rb, jrows, rrows, pairs):
+    """Whether every pair the block join matched on hashed keys (``pairs`` of
+    :func:`_join_blocks`, queries ``jrows``/``rrows`` of the qrels' and the run's blocks)
+    has equal docno strings (else a shared key of two strings: a collision)."""
+    jw, rw = qb.docno.shape[1], rb.docno.shape[1]
+    jd, rd = qb.docno.reshape(-1), rb.docno.reshape(-1)
+    if jd.dtype.kind != rd.dtype.kind:      # bytes on one side only: compare code points
+        jd, rd = _code_points(jd), _code_points(rd)
+    for q, rank, col in pairs:
+        for a in range(0, q.shape[0], _CHECK_SLICE):
+            qs = q[a:a + _CHECK_SLICE]
+            j = jrows[qs] * jw + col[a:a + _CHECK_SLICE]
+            r = rrows[qs] * rw + rank[a:a + _CHECK_SLICE]
+            if not np.array_equal(jd[j], rd[r]):
+                return False
+    return True
 
 
 def _check_duplicates(qid, docno, lines, path, what):
@@ -2359,11 +2561,12 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     Every measure comes from one ranking of the joined rows (the join of
     :func:`trec_arrays`: unjudged documents non-relevant, judged documents
     the run did not return counted in the ideal ranking and in R). A
-    :class:`Qrels` or :class:`Run` with integer docnos is encoded once, when built
-    (here for paths, dicts and arrays): each query's judgements, and its run rows in
-    trec_eval's rank order, as packed keys; evaluating one run against several qrels
-    or measure sets, or several runs against one qrels, then repeats only the join and
-    the measures.
+    :class:`Qrels` or :class:`Run` is encoded once, when built (here for paths, dicts
+    and arrays): each query's judgements, and its run rows in trec_eval's rank order,
+    as packed keys (string docnos by a hash; the strings of matched pairs are compared,
+    and a collision takes the exact join instead); evaluating one run against several
+    qrels or measure sets, or several runs against one qrels, then repeats only the join
+    and the measures.
 
     Parameters
     ----------
