@@ -15,6 +15,7 @@ evaluation; the means of every measure are cross-checked between libraries. Medi
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 
@@ -47,6 +48,10 @@ def make_data(Q, D, seed=0, string_ids=False):
 def timed(fn, repeat):
     ts, out = [], None
     for _ in range(repeat):
+        # free the previous repeat's objects before the clock starts (else their
+        # deallocation is billed to the next call), for every library alike
+        out = None
+        gc.collect()
         t = time.perf_counter()
         out = fn()
         ts.append(time.perf_counter() - t)
