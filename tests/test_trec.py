@@ -580,19 +580,27 @@ def test_hashed_join_still_reports_duplicates():
         R.evaluate({"1": {"a": 1}}, run, "map")
 
 
-def _int_trec(rng, n_q=9, n=500, doc_base=0, shuffle=False):
-    rq, rd = rng.integers(1, n_q + 1, n), rng.integers(0, 40, n)
+def _ragged_trec(rng, n_q=14, string_q=False, shuffle=False, top=3, doc_base=0):
+    """Flat integer-docno qrels and run: ragged lists (some one row long), tied scores,
+    levels -1..top, queries in only one of the two, a query without a relevant document;
+    docnos from ``doc_base`` up."""
+    n = 40 * n_q
+    rq, rd = rng.integers(1, n_q + 1, n), rng.integers(0, 70, n)
+    rq[:3] = n_q + 1                                  # a one-row list
     keep = np.unique(rq * 1000 + rd, return_index=True)[1]
     rq, rd = rq[keep], rd[keep]
     rs = rng.integers(0, 4, rq.shape[0]) / 2          # many ties: docno string order decides
-    jq, jd = rng.integers(1, n_q + 3, n), rng.integers(0, 50, n)   # queries the run lacks
+    jq, jd = rng.integers(1, n_q + 4, n), rng.integers(0, 80, n)   # queries the run lacks
     keep = np.unique(jq * 1000 + jd, return_index=True)[1]
     jq, jd = jq[keep], jd[keep]
-    jr = rng.integers(-1, 4, jq.shape[0])
-    jr[jq == 2] = 0                                   # a query without a relevant document
+    jr = rng.integers(-1, top + 1, jq.shape[0])
+    jr[jq == 2] = 0                                   # no relevant document
+    jr[jq == 3] = -1                                  # judged negative only
     if shuffle:
         o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
         rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
+    if string_q:
+        rq, jq = np.char.add("q", rq.astype(str)), np.char.add("q", jq.astype(str))
     return (jq, jd + doc_base, jr), (rq, rd + doc_base, rs)
 
 
@@ -605,7 +613,7 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
     # retrieved document (complete_qrels).
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
-    qrels, run = _int_trec(rng, doc_base=doc_base, shuffle=shuffle)
+    qrels, run = _ragged_trec(rng, n_q=9, doc_base=doc_base, shuffle=shuffle)
     want = "all_trec"
     for kw in ({}, {"complete_qrels": True}, {"relevance_level": 2}):
         a = R.evaluate(qrels, run, want, **kw)
@@ -649,7 +657,7 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
     qrels, run = _equal_blocks_trec(rng, shuffle=shuffle) if equal else \
-        _int_trec(rng, shuffle=shuffle)
+        _ragged_trec(rng, n_q=9, shuffle=shuffle)
     for kw in ({}, {"complete_qrels": True}):
         a = R.evaluate(qrels, run, "all_trec", **kw)
         # (and the join's neighbour scan in slices of 7 keys)
@@ -799,29 +807,6 @@ def _assert_same_evaluation(a, b, tag=""):
             np.testing.assert_array_equal(np.signbit(v), np.signbit(w), err_msg=f"{tag} {name}")
     for name, m in a.mean.items():
         assert m == b.mean[name] or (np.isnan(m) and np.isnan(b.mean[name])), (tag, name)
-
-
-def _ragged_trec(rng, n_q=14, string_q=False, shuffle=False, top=3):
-    """Flat integer-docno qrels and run: ragged lists (some one row long), tied scores,
-    levels -1..top, queries in only one of the two, a query without a relevant document."""
-    n = 40 * n_q
-    rq, rd = rng.integers(1, n_q + 1, n), rng.integers(0, 70, n)
-    rq[:3] = n_q + 1                                  # a one-row list
-    keep = np.unique(rq * 1000 + rd, return_index=True)[1]
-    rq, rd = rq[keep], rd[keep]
-    rs = rng.integers(0, 4, rq.shape[0]) / 2          # many ties: docno string order decides
-    jq, jd = rng.integers(1, n_q + 4, n), rng.integers(0, 80, n)   # queries the run lacks
-    keep = np.unique(jq * 1000 + jd, return_index=True)[1]
-    jq, jd = jq[keep], jd[keep]
-    jr = rng.integers(-1, top + 1, jq.shape[0])
-    jr[jq == 2] = 0                                   # no relevant document
-    jr[jq == 3] = -1                                  # judged negative only
-    if shuffle:
-        o, p = rng.permutation(rq.shape[0]), rng.permutation(jq.shape[0])
-        rq, rd, rs, jq, jd, jr = rq[o], rd[o], rs[o], jq[p], jd[p], jr[p]
-    if string_q:
-        rq, jq = np.char.add("q", rq.astype(str)), np.char.add("q", jq.astype(str))
-    return (jq, jd, jr), (rq, rd, rs)
 
 
 _IR_NAMES_SET = ["AP", "AP@5", "P(rel=2)@5", "R@10", "RR", "RR@3", "nDCG@10", "Judged@5",
