@@ -53,3 +53,11 @@ def test_count_means_are_means_and_the_sum_is_the_values_sum():
     assert res.mean["num_ret"] == 2.5 and res.values["num_ret"].sum() == 5
     assert res.mean["NumRet"] == res.mean["num_ret"]
     assert "NumQ" in res.measures and "NumQ" not in res.values and "NumQ" not in res.mean
+
+
+def test_families_name_each_measures_trec_eval_family():
+    res = R.evaluate(QRELS, RUN, ["P.5", "gm_map", "nDCG@10", "NumRet(rel=2)", "NumRel", "NumQ",
+                                  "relstring.3"])
+    assert dict(zip(res.measures, res.families)) == {
+        "P_5": "P", "gm_map": "gm_map", "relstring_3": "relstring", "nDCG@10": "ndcg_cut",
+        "NumRet(rel=2)": "num_rel_ret", "NumRel": "num_rel", "NumQ": "num_q"}

@@ -241,14 +241,10 @@ def _code_points(a):
 
 
 def _str_hash(a, width=None):
-    """64-bit hash of each string of a ``U`` array: ``sum_j word_j * K_j`` over the 64-bit
-    words (two code points each), then mixed. ``width``: the code points to read (the rest
-    NUL padding; default :func:`_longest`).
-
-    NUL padding adds nothing, so arrays of different widths agree. Equal strings get equal
-    hashes; the joins check that the pairs they matched are equal strings (and fall back
-    to exact string codes on a collision).
-    """
+    """64-bit hash of each string of a ``U`` array from its first ``width`` code points
+    (the rest NUL padding; default :func:`_longest`): ``sum_j word_j * K_j`` over the
+    64-bit words (two code points each), then mixed. NUL padding adds nothing, so widths
+    agree. One slice of rows at a time: :func:`_hash_widths`."""
     a = np.ascontiguousarray(a)
     n, w = a.shape[0], a.dtype.itemsize // 4
     width = _longest(a) if width is None else min(width, w)
@@ -258,21 +254,22 @@ def _str_hash(a, width=None):
         K = _mix64(np.arange(1, p + 2, dtype=np.uint64)) | np.uint64(1)
         # the rows' code points read two at a time as (possibly unaligned) 64-bit words
         words = np.ndarray(shape=(n, p), dtype=np.uint64, buffer=a.data, strides=(4 * w, 8))
-        last = a.view(np.uint32).reshape(n, w)[:, width - 1]
-        for i in range(0, n, _ROW_SLICE):      # slices: temporaries stay in cache
-            hi = h[i:i + _ROW_SLICE]
-            if p:
-                np.matmul(words[i:i + _ROW_SLICE], K[:p], out=hi)   # wraps modulo 2**64
-            if width % 2:
-                hi += last[i:i + _ROW_SLICE] * K[p]
-            hi[...] = _mix64(hi)
-        return h
+        if p:
+            np.matmul(words, K[:p], out=h)      # row by row; wraps modulo 2**64
+        if width % 2:
+            h += a.view(np.uint32).reshape(n, w)[:, width - 1] * K[p]
     return _mix64(h)
 
 
 def _hash_widths(a):
-    """``(_str_hash(a), _longest(a))`` in one pass over a contiguous ``U`` array: each
-    slice of rows hashed at its own longest width (the same hashes), while it is in cache."""
+    """``(hashes, longest)`` of a ``U`` array: each string's :func:`_str_hash` and the
+    code points of the longest string, in one pass of slices (each hashed at its own
+    longest width, the same hashes, while it is in cache).
+
+    Equal strings get equal hashes; the joins check that the pairs they matched are equal
+    strings (and fall back to exact string codes on a collision).
+    """
+    a = np.ascontiguousarray(a)
     n = a.shape[0]
     h = np.empty(n, dtype=np.uint64)
     longest = 0
@@ -619,7 +616,9 @@ def _block_ranking(qb, rb, complete_qrels, queries):
     """Evaluate's join on encoded qrels and run (:class:`_Blocks`): ``(_Ranked, query names
     in output order, in_run)``, or None where the general join must run (no query; level
     counts too large; a docno twice in an evaluated query: the general join names the
-    lines)."""
+    lines; integer docnos on one side only)."""
+    if (qb.docno is None) != (rb.docno is None):
+        return None
     jn, rn = qb.names, rb.names
     if queries is not None or jn.dtype.kind != rn.dtype.kind:
         # compared as strings; each side's names re-sorted in string order
@@ -649,8 +648,6 @@ def _block_ranking(qb, rb, complete_qrels, queries):
         jrows = np.append(qb.block_of, jq)[jrows]
     if rb.block_of is not None:
         rrows = np.append(rb.block_of, rq)[rrows]
-    if (qb.docno is None) != (rb.docno is None):     # integer docnos on one side only
-        return None
     top = max(int(np.append(qb.top, -1)[jrows].max()), 0)
     levels = np.zeros((Q, top + 1), dtype=np.int64)
     found = jrows < jq
@@ -907,7 +904,7 @@ def _cached(obj, a, which):
     got = obj.ids[which] if obj.ids is not None and a is own else None
     if got is not None:
         return got
-    return _heads(a) if which == 0 else _str_hash(a)
+    return _heads(a) if which == 0 else _hash_widths(a)[0]
 
 
 def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
@@ -2514,7 +2511,7 @@ def _average_ties_values(ta, measures, *, relevance_level):
     return res
 
 
-@result_type(meta=("measures", "run_id"))
+@result_type(meta=("measures", "run_id", "families"))
 class TrecEvaluation:
     """trec_eval measures per query and their means (:func:`evaluate`).
 
@@ -2544,6 +2541,10 @@ class TrecEvaluation:
         and ``query_ids``).
     run_id : str
         The run's tag (sixth column of the first run line).
+    families : tuple of str
+        The trec_eval family of each of ``measures`` (``"P_10"``: ``"P"``,
+        ``"nDCG@10"``: ``"ndcg_cut"``, ``"NumRet(rel=2)"``: ``"num_rel_ret"``,
+        ``"NumQ"``: ``"num_q"``): which names are counts, strings or geometric means.
     """
 
     values: dict
@@ -2552,6 +2553,7 @@ class TrecEvaluation:
     in_run: object
     measures: tuple = ()
     run_id: str = ""
+    families: tuple = ()
 
 
 def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
@@ -2709,4 +2711,5 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         mean[name] = _gm(v) if fam in ("gm_map", "gm_bpref") else \
             (float(v.mean()) if Q else float("nan"))
     names = tuple(p[3] for p in plan)
-    return TrecEvaluation(vals, mean, out_queries, in_run, names, rn.tag)
+    return TrecEvaluation(vals, mean, out_queries, in_run, names, rn.tag,
+                          tuple(p[0] for p in plan))

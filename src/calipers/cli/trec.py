@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 
 import numpy as np
@@ -31,10 +30,6 @@ from ._errors import InputError
 _COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
 # trec_eval prints these only in the summary (geometric means over queries).
 _NO_PER_QUERY = frozenset({"gm_map", "gm_bpref"})
-# ir_measures' counts, keyed as written: NumRet, NumRel, NumRet(rel=2), ... ir_measures
-# sums them over queries, as trec_eval does its num_* lines; NumQ is num_q.
-_IR_COUNT = re.compile(r"^Num(Ret|Rel)(\([^()]*\))?$")
-_IR_NUM_Q = re.compile(r"^NumQ(\(\))?$")
 
 
 def add_parser(subparsers):
@@ -108,19 +103,6 @@ def check_measures(specs, ties="trec_eval"):
             retrieval.evaluate(*tiny, specs, ties=ties)
         except ValueError as exc:
             raise InputError(f"--ties {ties}: {exc}") from None
-
-
-def _family(name):
-    """``"P_10"`` -> ``"P"``, ``"utility_2,-1,0,0"`` -> ``"utility"``; ir_measures' counts
-    as trec_eval's (``"NumRet(rel=2)"`` -> ``"num_ret"``, ``"NumQ"`` -> ``"num_q"``)."""
-    if _IR_COUNT.match(name):
-        return "num_ret"      # any count: printed as an integer, summed over queries
-    if _IR_NUM_Q.match(name):
-        return "num_q"
-    for fam in sorted(retrieval.TREC_MEASURES, key=len, reverse=True):
-        if name == fam or name.startswith(fam + "_"):
-            return fam
-    return name
 
 
 def _load(path, reader, progress):
@@ -225,15 +207,16 @@ def _print_single(args, res):
     shown = np.asarray(res.in_run)   # -c: queries missing from the run are not printed
     num_q = len(qids)
     vals = res.values if num_q else {}   # no query: only runid and num_q are printed
+    fam_of = dict(zip(res.measures, res.families))
     if args.fmt == "json":
         doc = {"runid": res.run_id, "num_q": num_q, "measures": {}}
         for name in res.measures:
+            fam = fam_of[name]
             if name not in vals:
-                if name != "num_q" and _family(name) == "num_q":   # NumQ
+                if name != "num_q" and fam == "num_q":   # NumQ
                     doc["measures"][name] = {"all": num_q}
                 continue
             v = vals[name]
-            fam = _family(name)
             cnt = fam in _COUNTS
             entry = {}
             if name in res.mean:
@@ -252,15 +235,16 @@ def _print_single(args, res):
             if not shown[i]:
                 continue
             for name in res.measures:
-                if name in vals and _family(name) not in _NO_PER_QUERY:
-                    out.write(_line(name, q, _fmt_value(_family(name), vals[name][i])) + "\n")
+                fam = fam_of[name]
+                if name in vals and fam not in _NO_PER_QUERY:
+                    out.write(_line(name, q, _fmt_value(fam, vals[name][i])) + "\n")
     for name in res.measures:
+        fam = fam_of[name]
         if name == "runid":
             out.write(_line("runid", "all", res.run_id) + "\n")
-        elif _family(name) == "num_q":     # num_q, NumQ
+        elif fam == "num_q":     # num_q, NumQ
             out.write(_line(name, "all", str(num_q)) + "\n")
         elif name in vals and name in res.mean:
-            fam = _family(name)
             agg = vals[name].sum() if fam in _COUNTS else res.mean[name]
             out.write(_line(name, "all", _fmt_value(fam, agg)) + "\n")
     return 0
@@ -271,11 +255,12 @@ def _print_compare(args, ra, rb):
     qids = [str(q) for q in ra.query_ids]
     va, vb = ra.values, rb.values
     tag_a, tag_b = ra.run_id, rb.run_id
+    fam_of = dict(zip(ra.measures, ra.families))
     rows = []
     for name in ra.measures:
         # counts and relstring are not compared; gm_map and gm_bpref are geometric means
         # whose per-query values are map's and bpref's, so a row for them would repeat those
-        fam = _family(name)
+        fam = fam_of[name]
         if name not in va or fam in _COUNTS or fam in _NO_PER_QUERY or fam == "relstring":
             continue
         st = paired_query_stats(va[name], vb[name], n_resamples=args.n_resamples,
