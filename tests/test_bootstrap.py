@@ -11,6 +11,8 @@ import sys
 import textwrap
 from types import SimpleNamespace
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -783,49 +785,187 @@ def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
         assert np.all(np.isnan(np.asarray(got[1])))
 
 
-@pytest.mark.parametrize("x64", [True, False])
-def test_jax_small_counts_fallback_redraws_replicates_wide(monkeypatch, x64):
-    """On CPU the JAX AUC engine moves plain multinomial counts as uint8 (modulo 256) and
-    redraws a replicate in int32 when the wrapped counts do not sum to n. With the check
-    forced to fail for every replicate (and the small counts reversed, so only a redraw
-    can be right), the replicates are still NumPy's."""
-    jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
-    from calipers import _bootstrap_engine as BE, _compile, _resample
-
+def _fallback_data():
     rng = np.random.default_rng(5)
     n = 700
     y = (rng.random(n) < 0.3).astype(np.int64)
     a = np.round(rng.normal(size=n) + y, 1).astype(np.float32).astype(np.float64)
     b = (a + rng.normal(size=n)).astype(np.float32).astype(np.float64)
+    return y, a, b
+
+
+def _jax_replicates(monkeypatch, y, a, b, x64, sequential, **kw):
+    """JAX replicates on the sequential (CPU) or the vmapped (accelerator) program."""
+    import jax
+    import jax.numpy as jnp
+    from calipers import _compile
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu" if sequential else "gpu")
+    _compile.clear_cache()
+    try:
+        with jax.enable_x64(x64):
+            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                              jnp.asarray(b), **kw)
+            return [np.asarray(g, dtype=np.float64) for g in got]
+    finally:
+        _compile.clear_cache()
+
+
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "vmapped"])
+@pytest.mark.parametrize("x64", [True, False])
+def test_jax_small_counts_that_wrap_are_redrawn_wide(monkeypatch, x64, sequential):
+    """On CPU the JAX AUC engine moves plain multinomial counts as uint8 (modulo 256) and
+    draws a replicate again in int32 when its wrapped counts do not sum to n. With that
+    check forced to fail (and the small counts reversed, so only the redraw can be
+    right), the replicates are still NumPy's. (The vmapped program moves int32 only.)"""
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers import _bootstrap_engine as BE, _resample
+
+    y, a, b = _fallback_data()
     ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=20, seed=3)
     calls = []
+    real = _resample.draw_checked
+
+    def reversed_small(design, data, words, r, xp, idtype, small=False):
+        c, ok = real(design, data, words, r, xp, idtype, small)
+        return (c[::-1], ok) if c.dtype == jnp.uint8 else (c, ok)
 
     def never_ok(design, counts, xp):
         calls.append(counts.dtype)
         return xp.sum(counts, dtype=xp.int32) < 0
 
-    real_draw = BE.draw_counts
-
-    def draw_garbage_small(design, data, words, r, xp, idtype, small=False):
-        c = real_draw(design, data, words, r, xp, idtype, small)
-        return c[::-1] if small else c     # wrong counts unless redrawn wide
-
+    monkeypatch.setattr(BE, "draw_checked", reversed_small)
     monkeypatch.setattr(_resample, "small_counts_ok", never_ok)
-    monkeypatch.setattr(BE, "draw_counts", draw_garbage_small)
-    _compile.clear_cache()
-    try:
-        with jax.enable_x64(x64):
-            got = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
-                                              jnp.asarray(b), n_resamples=20, seed=3)
-            got = [np.asarray(g, dtype=np.float64) for g in got]
-    finally:
-        _compile.clear_cache()
-    if jax.default_backend() == "cpu":
-        assert calls and all(d == jnp.uint8 for d in calls)
+    got = _jax_replicates(monkeypatch, y, a, b, x64, sequential, n_resamples=20, seed=3)
+    assert (calls and all(d == jnp.uint8 for d in calls)) if sequential else not calls
     tol = 0 if x64 else 1e-7
     np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=0)
     np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)
+
+
+@pytest.mark.parametrize("plan", [(0.0, 10.0), (5.0, 5.0)], ids=["total-above-n",
+                                                                  "too-many-missing"])
+def test_topup_fallback_is_the_same_direct_draw_on_every_engine(monkeypatch, plan):
+    """A replicate whose Poisson total passes n (lam = 1 here), or whose missing draws
+    pass the bound M (M = 5 sqrt(n) here, the mean), is drawn directly from its third
+    stream: about half of them here. The NumPy in-place drawer, the generic draw and
+    JAX (sequential and vmapped, x64 on and off) give the same counts, each summing to n,
+    and both kinds of replicate occur."""
+    monkeypatch.setattr(RS, "_TOPUP_SIGMAS", plan[0])
+    monkeypatch.setattr(RS, "_TOPUP_BOUND", plan[1])
+    RS.topup_plan.cache_clear()
+    try:
+        y, a, b = _fallback_data()
+        n = y.shape[0]
+        s = _setup_for("roc_auc", y, a, b)
+        words = BS.seed_words(3)
+        numpy_fast = RS.numpy_drawer(s.design, s.design_data, words, True)
+        arrays, layout = s.design_data
+        kinds = set()
+        for r in range(40):
+            want = BS.draw_counts(s.design, s.design_data, words, r, np, np.int64)
+            assert want.sum() == n and want.min() >= 0
+            np.testing.assert_array_equal(numpy_fast(r), want)
+            keys = RS._keys(words, r, np)
+            c, ok = RS._design_multinomial(s.design, arrays, layout, keys, np, np.int64)
+            kinds.add(bool(ok))
+            if not ok:
+                direct = RS._design_multinomial(s.design, arrays, layout, keys, np, np.int64,
+                                                 direct=True)
+                np.testing.assert_array_equal(want, direct)
+        assert kinds == {True, False}
+        ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=40, seed=3)
+        if importlib.util.find_spec("jax") is None:
+            return
+        for x64 in (True, False):
+            for sequential in (True, False):
+                got = _jax_replicates(monkeypatch, y, a, b, x64, sequential, n_resamples=40,
+                                      seed=3)
+                tol = 0 if x64 else 1e-7
+                np.testing.assert_allclose(got[0], ref[0], rtol=tol, atol=0)
+                np.testing.assert_allclose(got[1], ref[1], rtol=tol, atol=0)
+    finally:
+        RS.topup_plan.cache_clear()
+
+
+def _empty_rows_pmf(n):
+    """Exact distribution of the number of rows never drawn in n uniform draws of n rows:
+    ``P(E = e) = C(n, e) S(n, n - e) (n - e)! / n**n`` (Stirling numbers of the second
+    kind), in fractions."""
+    from fractions import Fraction
+
+    S = [[0] * (n + 1) for _ in range(n + 1)]
+    S[0][0] = 1
+    for i in range(1, n + 1):
+        for k in range(1, i + 1):
+            S[i][k] = k * S[i - 1][k] + S[i - 1][k - 1]
+    return [Fraction(math.comb(n, e) * S[n][n - e] * math.factorial(n - e), n**n)
+            for e in range(n + 1)]
+
+
+def _layout_drawer(n, seed, **kw):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(np.int64)
+    s = _setup_for("roc_auc", y, rng.normal(size=n) + y, rng.normal(size=n), **kw)
+    return s, BS.numpy_drawer(s.design, s.design_data, BS.seed_words(seed), True)
+
+
+@pytest.mark.parametrize("poisson", [False, True], ids=["multinomial", "poisson-control"])
+def test_topup_draw_is_multinomial_by_the_exact_empty_row_distribution(poisson):
+    """Poisson counts topped up to n draws are Multinomial(n, uniform): over 20,000
+    replicates of n = 100 rows (lam = 0.5: half the draws come from each part), the number
+    of rows never drawn follows its exact distribution (chi-square), and each row's count
+    is Binomial(n, 1/n). Control: independent Poisson(1) counts (resampling="poisson",
+    the same mean per row) fail the same test."""
+    n, R = 100, 20000
+    s, draw = _layout_drawer(n, 11)
+    if poisson:
+        draw = BS.numpy_drawer(BS._Design("plain", True, n), s.design_data, BS.seed_words(11),
+                               True)
+    counts = np.stack([draw(r).astype(np.int64) for r in range(R)])
+    if not poisson:
+        assert np.all(counts.sum(axis=1) == n)
+    pmf = np.array([float(p) for p in _empty_rows_pmf(n)])
+    empty = np.bincount((counts == 0).sum(axis=1), minlength=n + 1)
+    # bins with an expected count of at least 5, the tails pooled
+    keep = pmf * R >= 5
+    lo, hi = np.flatnonzero(keep)[[0, -1]]
+    obs = np.r_[empty[:lo].sum(), empty[lo:hi + 1], empty[hi + 1:].sum()]
+    exp = np.r_[pmf[:lo].sum(), pmf[lo:hi + 1], pmf[hi + 1:].sum()] * R
+    p_empty = stats.chisquare(obs, exp).pvalue
+    binom = stats.binom(n, 1 / n).pmf(np.arange(5))
+    obs_c = np.r_[[np.sum(counts == k) for k in range(4)], np.sum(counts >= 4)]
+    p_count = stats.chisquare(obs_c, np.r_[binom[:4], 1 - binom[:4].sum()] * R * n).pvalue
+    if poisson:
+        assert p_empty < 1e-12
+    else:
+        assert p_empty > 1e-3 and p_count > 1e-3
+
+
+def test_topup_draw_empty_rows_mean_and_variance_at_larger_n():
+    """n = 2,000 rows (lam = 0.89, top-up about 224 draws, bound 448), 4,000 replicates,
+    clusters too (700 clusters): the mean and variance of the number of units never drawn
+    match the exact moments of Multinomial(n, uniform) (z below 4)."""
+    def check(counts_per_unit, U):
+        E = (counts_per_unit == 0).sum(axis=1).astype(float)
+        q1, q2 = (1 - 1 / U) ** U, (1 - 2 / U) ** U
+        mean = U * q1
+        var = U * (U - 1) * q2 + U * q1 - (U * q1) ** 2
+        R = E.shape[0]
+        assert abs(E.mean() - mean) / math.sqrt(var / R) < 4
+        # the sample variance's standard error from the normal approximation
+        assert abs(E.var(ddof=1) - var) / (var * math.sqrt(2 / (R - 1))) < 4
+
+    n, R = 2000, 4000
+    s, draw = _layout_drawer(n, 12)
+    check(np.stack([draw(r).astype(np.int64) for r in range(R)]), n)
+    G = 700
+    groups = np.arange(n) % G
+    s, draw = _layout_drawer(n, 13, groups=groups)
+    lay = np.asarray(s.design_data[1])
+    first = np.array([np.flatnonzero(groups[lay] == g)[0] for g in range(G)])
+    check(np.stack([draw(r)[first] for r in range(R)]), G)
 
 
 def test_small_counts_check_detects_a_count_of_256():
@@ -876,33 +1016,32 @@ def _u2_from_pairs(y, s, c):
     return int((w * (2 * (sp > sn) + (sp == sn))).sum()), int(c[pos].sum()), int(c[neg].sum())
 
 
-@pytest.mark.parametrize("n_neg", [1, 15, 16, 17, 31, 32, 33, 50])
+@pytest.mark.parametrize("n_neg", [1, 2, 17, 50])
 @pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("bound", [0, 2**27, 2**31])
-def test_numpy_auc_blocked_prefix_sums_at_block_edges(n_neg, tied, bound):
-    """NumPy lays model A's negatives out in blocks of 16 ranks (the layout) and gathers
-    B's into the same blocks; both models' (U2, P*, N*) equal the pair count from the
-    definition at class sizes around the block edges, with and without ties, for uint8
-    counts and int64 counts (one of 300), and with each choice of sums (int32 prefix sums
-    and a float64 dot product under the default bound; int64 beyond)."""
+def test_numpy_auc_integer_path_equals_the_pair_count(n_neg, tied, bound):
+    """NumPy's integer AUC path (one prefix sum over the negatives in each model's
+    order, read at the positives' ranks, integer products summed in int64): both
+    models' (U2, P*, N*) equal the pair count from the definition, with and without
+    ties, for uint8 counts and int64 counts (one of 300), and with each choice of
+    dtypes (int32 prefix sums and products under the default bound; int64 products
+    for uint8 counts beyond 2**21, everything int64 from 2**30)."""
     from dataclasses import replace
 
-    from calipers import _bootstrap_kernels as BK
-
-    assert BK._NBLOCK == 16
     rng = np.random.default_rng(n_neg)
     y, a, b = _class_edge_data(rng, n_neg, tied)
     n = y.size
     s = _setup_for("roc_auc", y, a, b)
     lay = np.asarray(s.design_data[1])
     ka, kb = s.kernel_a, s.kernel_b
-    assert ka.a_blocks == 16 and ka.N == n_neg
-    # the layout's negatives, read in blocks, are A's ranks in the blocked order
-    assert np.array_equal(np.sort(BK.blocked_ranks(n_neg, 16)), np.arange(n_neg))
+    assert ka.N == n_neg and np.all(y[lay][:n_neg] == 0)
+    assert np.all(np.diff(a[lay][:n_neg]) >= 0)      # the layout: A's negatives in order
     if bound:
         ka, kb = replace(ka, total_bound=bound), replace(kb, total_bound=bound)
-    assert ka._dtypes() == {0: (np.int32, np.float64), 2**27: (np.int32, np.int64),
-                            2**31: (np.int64, np.int64)}[bound]
+    i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
+    assert (ka._dtypes(np.dtype(np.uint8)), ka._dtypes(i64)) == {
+        0: ((i32, i32), (i32, i32)), 2**27: ((i32, i64), (i32, i64)),
+        2**31: ((i64, i64), (i64, i64))}[bound]
     sa = ka.prepare(y[lay], a[lay], None, np, True)
     sb = kb.prepare(y[lay], b[lay], None, np, False)
     for r in range(12):

@@ -52,15 +52,15 @@ from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
     _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
 )
 from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
-    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES, _NBLOCK,
-    _jax_int, _resolve_metric, _WeightKernel, blocked_ranks, evaluate_pair, host_cpu
+    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
+    _jax_int, _resolve_metric, _WeightKernel, evaluate_pair, host_cpu
 )
 from ._intervals import (  # noqa: F401 (also the names tests use)
     _interval, _jackknife
 )
 from ._resample import (  # noqa: F401 (also the names tests use)
-    _build_design, _Design, _repeat_design, draw_counts, numpy_drawer, row_counts, seed_words,
-    unit_weights
+    _build_design, _Design, _repeat_design, draw_batch, draw_counts, numpy_drawer, row_counts,
+    seed_words, unit_weights
 )
 from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._results import ConfidenceInterval, result_type
@@ -226,14 +226,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 draws = n if w_rep is None else int(w_rep.sum())
                 total = 16 * draws if poisson else (
                     n * max(n, 16, draws) if groups is not None else draws)
-                # NumPy with integer counts: A's negatives laid out in the blocked
-                # order of its prefix sums, so A gathers nothing per replicate
-                a_blocks = _NBLOCK if B.is_numpy(xp) and sw is None and N > 0 else 0
-                if a_blocks:
-                    layout = np.concatenate([layout[:N][blocked_ranks(N, a_blocks)],
-                                             layout[N:]])
-                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total,
-                                          a_blocks=a_blocks)
+                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total)
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -416,12 +409,14 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     n_chunks = -(-n_resamples // batch)
     idtype = B.acc_int(xp)
 
-    def one(i):
-        c = draw_counts(s.design, s.design_data, words, i, jnp, idtype)
+    def one(c):
         return s.kernel_a.evaluate(s.state_a, c, xp), s.kernel_b.evaluate(s.state_b, c, xp)
 
+    def chunk(ix):
+        return jax.vmap(one)(draw_batch(s.design, s.design_data, words, ix, idtype))
+
     idx = jnp.arange(n_chunks * batch, dtype=idtype).reshape(n_chunks, batch)
-    ra, rb = jax.lax.map(jax.vmap(one), idx)
+    ra, rb = jax.lax.map(chunk, idx)
     return ra.reshape(-1)[:n_resamples], rb.reshape(-1)[:n_resamples]
 
 

@@ -12,7 +12,7 @@ from . import _backend as B
 from ._exceptions import UndefinedMetricWarning
 from . import _resample
 from ._bootstrap_kernels import _AUCSplitKernel, _IndexKernel, _WeightKernel, evaluate_pair
-from ._resample import draw_counts
+from ._resample import draw_batch, draw_checked, draw_counts
 
 
 # --------------------------------------------------------------------------
@@ -46,9 +46,6 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
     xp = _jax_xp()
     idtype = jnp.dtype(idtype_name)
 
-    def draw(i, words, dd, small=False):
-        return draw_counts(design, dd, words, i, jnp, idtype, small)
-
     def evaluate(c, sa, sb):
         return evaluate_pair(kernel_a, sa, kernel_b, sb, c, xp)
 
@@ -56,37 +53,44 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
     # XLA fuses an elementwise draw (the Poisson hash) into each of its five
     # consumers and recomputes it there (an optimization barrier does not stop
     # it on CPU); apart, the draw runs once.
-    if sequential:
-        draw_b = jax.jit(lambda idx, words, dd: jax.lax.map(lambda i: draw(i, words, dd), idx))
-        evaluate_b = jax.jit(lambda c, sa, sb: jax.lax.map(lambda ci: evaluate(ci, sa, sb), c))
-    else:
-        draw_b = jax.jit(jax.vmap(draw, in_axes=(0, None, None)))
+    if not sequential:
+        draw_b = jax.jit(lambda idx, words, dd: draw_batch(design, dd, words, idx, idtype))
         evaluate_b = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None)))
+        return lambda idx, words, sa, sb, dd: evaluate_b(draw_b(idx, words, dd), sa, sb)
 
-    # The AUC kernels' integer path (blocked prefix sums) widens the counts
-    # itself, so plain multinomial counts can travel as uint8 (modulo 256):
-    # about a fifth less time in the scatter and gathers on CPU. A replicate
-    # whose wrapped counts do not sum to n (a row drawn 256 times or more) is
-    # drawn again in int32 and evaluated from those: the same integers.
-    small = sequential and _resample.small_counts(design) \
+    # One replicate after another: the fast draws (for the AUC kernels' integer
+    # path, which widens the counts itself, plain multinomial counts travel as
+    # uint8 modulo 256: about a fifth less time in the gathers on CPU), then per
+    # replicate either those counts or, where they are not exact (a row drawn 256
+    # times or more, or a Poisson total outside the top-up's range), the exact
+    # draw: the same integers. A cond per replicate is a real branch here.
+    small = _resample.small_counts(design) \
         and isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel)
-    if small:
+
+    def programs(small):
         draw_s = jax.jit(lambda idx, words, dd: jax.lax.map(
-            lambda i: draw(i, words, dd, True), idx))
+            lambda i: draw_checked(design, dd, words, i, jnp, idtype, small), idx))
 
-        def evaluate_small(c, i, words, dd, sa, sb):
-            return jax.lax.cond(_resample.small_counts_ok(design, c, jnp),
-                                lambda: evaluate(c, sa, sb),
-                                lambda: evaluate(draw(i, words, dd), sa, sb))
+        def one(c, ok, i, words, dd, sa, sb):
+            return jax.lax.cond(ok, lambda: evaluate(c, sa, sb),
+                                lambda: evaluate(draw_counts(design, dd, words, i, jnp, idtype),
+                                                 sa, sb))
 
-        evaluate_s = jax.jit(lambda c, idx, words, dd, sa, sb: jax.lax.map(
-            lambda t: evaluate_small(t[0], t[1], words, dd, sa, sb), (c, idx)))
+        evaluate_s = jax.jit(lambda c, ok, idx, words, dd, sa, sb: jax.lax.map(
+            lambda t: one(t[0], t[1], t[2], words, dd, sa, sb), (c, ok, idx)))
+
+        def run(idx, words, sa, sb, dd):
+            c, ok = draw_s(idx, words, dd)
+            return evaluate_s(c, ok, idx, words, dd, sa, sb)
+        return run
+
+    run_small, run_wide = programs(True) if small else None, programs(False)
 
     def chunk(idx, words, sa, sb, dd):
-        # (only with the blocked path in both states: the others sum counts in their dtype)
-        if small and sa.blocked is not None and sb.blocked is not None:
-            return evaluate_s(draw_s(idx, words, dd), idx, words, dd, sa, sb)
-        return evaluate_b(draw_b(idx, words, dd), sa, sb)
+        # (small only with the blocked path in both states: the others sum counts in their dtype)
+        if small and sa.integer is not None and sb.integer is not None:
+            return run_small(idx, words, sa, sb, dd)
+        return run_wide(idx, words, sa, sb, dd)
 
     return chunk
 

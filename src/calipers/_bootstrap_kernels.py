@@ -84,7 +84,10 @@ class SplitState(NamedTuple):
     wpos: Any
     scratch: Any    # NumPy: buffers reused per worker thread (None on other backends)
     general: Any    # (y01, scores, weights) in layout order, for leave-one-out values
-    blocked: Any    # the blocked prefix sums' indices (NumPy or JAX), or None
+    # indices of the integer-count path (None: the general one): NumPy (rows, k_lo,
+    # k_hi) with rows the layout position of each negative in this model's order
+    # (None: the layout's own, model A); JAX the blocked prefix sums' (_blocked_state)
+    integer: Any
 
 
 @dataclass(frozen=True)
@@ -95,18 +98,14 @@ class _AUCSplitKernel:
     prefix sums of the negatives' weights (in this model's order), then for
     each positive the negative weight below it read at a precomputed rank
     (``searchsorted`` once, at set-up), and one dot product. Integer counts
-    stay integers (exact) on 64-bit backends; on NumPy and JAX the prefix
-    sums run in blocks of ranks (:meth:`_parts_numpy`, :meth:`_parts_jax`).
+    stay integers (exact) on 64-bit backends (:meth:`_parts_numpy`); on JAX
+    the prefix sums run in blocks of ranks (:meth:`_parts_jax`).
     """
 
     N: int
     P: int
     ties: bool = True
     total_bound: int = 0   # a bound on the sum of a replicate's counts (0: unknown)
-    # NumPy: the layout holds A's negatives in the blocked order of its prefix
-    # sums (:func:`blocked_ranks` with this many ranks per block), so A reads
-    # them without a gather; 0: in A's rank order
-    a_blocks: int = 0
 
     def prepare(self, y01, s, w, xp, identity):
         N = self.N
@@ -118,8 +117,8 @@ class _AUCSplitKernel:
         sx = np if host else xp
         ss = np.asarray(s) if host else s
         sneg, spos = ss[:N], ss[N:]
-        if identity:    # the layout's own order: A's ranks, or their blocked order
-            perm = np.argsort(blocked_ranks(N, self.a_blocks)) if self.a_blocks else None
+        if identity:    # the layout's own order: A's ranks
+            perm = None
         else:
             perm = np.argsort(sneg) if host else xp.argsort(sneg, stable=False)
         sneg_sorted = sneg if perm is None else sx.take(sneg, perm)
@@ -135,20 +134,18 @@ class _AUCSplitKernel:
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
         # (no negatives: nothing to sum, and no row to gather from; the plain path)
-        blocked = None
-        if w is None and N > 0 and B.is_numpy(xp) and self.a_blocks == _NBLOCK:
-            # rows: the layout position of the negative at each of A's blocked
-            # positions, in this model's ranks (None: A itself)
-            to_layout = None if identity else perm[blocked_ranks(N, _NBLOCK)]
-            blocked = (to_layout, _numpy_at(k_lo, N), _numpy_at(k_hi, N))
+        integer = None
+        if w is None and N > 0 and B.is_numpy(xp):
+            integer = (None if perm is None else np.asarray(perm, dtype=np.intp),
+                       np.asarray(k_lo, dtype=np.intp), np.asarray(k_hi, dtype=np.intp))
         elif w is None and N > 0 and B.is_jax(xp):
-            blocked = _blocked_state(N, perm, k_lo, k_hi, sx)
+            integer = _blocked_state(N, perm, k_lo, k_hi, sx)
         if host:
             idt = B.acc_int(xp)
             perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
             k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
-            blocked = tuple(None if x is None else xp.asarray(x) for x in blocked)
-        return SplitState(perm, k_lo, k_hi, wneg, wpos, scratch, general, blocked)
+            integer = tuple(None if x is None else xp.asarray(x) for x in integer)
+        return SplitState(perm, k_lo, k_hi, wneg, wpos, scratch, general, integer)
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -164,14 +161,14 @@ class _AUCSplitKernel:
         ``positives``: :meth:`positives_numpy` of these counts, when a caller
         evaluates two models on them (NumPy).
         """
-        perm, k_lo, k_hi, wneg, wpos, scratch, _, blocked = state
+        perm, k_lo, k_hi, wneg, wpos, scratch, _, integer = state
         N = self.N
         if _numpy_integer(state, counts):
             if positives is None:
                 positives = self.positives_numpy(state, counts)
             return self._parts_numpy(state, counts, positives)
-        if blocked is not None and xp.isdtype(counts.dtype, "integral"):
-            return self._parts_jax(blocked, counts, xp)
+        if integer is not None and xp.isdtype(counts.dtype, "integral"):
+            return self._parts_jax(integer, counts, xp)
         cneg, cpos = counts[:N], counts[N:]
         if perm is not None:
             cneg = xp.take(cneg, perm)
@@ -230,76 +227,57 @@ class _AUCSplitKernel:
         num2 = jnp.sum(cpos.astype(sdt) * twice)
         return num2, jnp.sum(cpos.astype(cdt)), cum[(N % b) * m + N // b].astype(cdt)
 
-    def _dtypes(self):
-        """NumPy: (prefix sums' dtype, the positives' dtype for the dot product).
+    def _dtypes(self, counts_dtype):
+        """NumPy: (prefix sums' dtype, the dot product's dtype) for counts of this dtype.
 
         With ``T`` the bound on a replicate's total count, every prefix sum is
         at most ``T`` and a tie group's doubled count at most ``2 T``: int32
-        below 2**30. Every product and partial sum of ``U2`` is at most
-        ``2 P* N* <= T**2 / 2``: integers below 2**53 for ``T <= 2**26``,
-        exact in float64 in any order. Else int64 (0: no bound known).
+        below 2**30. A product of that with one positive's count (at most 255
+        for uint8 counts, else ``T``) fits int32 below 2**31; the dot product
+        sums the products in int64 (``U2 <= T**2 / 2``). Else int64 (0: no
+        bound known).
         """
         T = self.total_bound
+        cmax = 255 if counts_dtype == np.uint8 else T
         return (np.dtype(np.int32 if 0 < T < 2**30 else np.int64),
-                np.dtype(np.float64 if 0 < T <= 2**26 else np.int64))
+                np.dtype(np.int32 if 0 < T and 2 * T * cmax < 2**31 else np.int64))
 
     def positives_numpy(self, state, counts):
         """The positives' counts in the dot product's dtype, and their total ``P*`` (NumPy).
 
         Both models read the same positives (layout order): converted once.
         """
-        scratch = state.scratch
-        key = (threading.get_ident(), "positives")
-        buf = scratch.get(key)
+        buf = state.scratch.get((threading.get_ident(), "positives", counts.dtype.char))
         if buf is None:
-            buf = scratch[key] = np.empty(self.P, dtype=self._dtypes()[1])
+            buf = state.scratch[(threading.get_ident(), "positives", counts.dtype.char)] = \
+                np.empty(self.P, dtype=self._dtypes(counts.dtype)[1])
         np.copyto(buf, counts[self.N:], casting="unsafe")   # exact: counts below the bound
-        return buf, int(buf.sum())
+        return buf, int(np.add.reduce(buf, dtype=np.int64))
 
     def _parts_numpy(self, state, counts, positives):
         """NumPy integer counts (int64, or uint8): exact sums (:meth:`_dtypes`).
 
-        ``np.cumsum`` is a loop-carried scalar sum (about 3 ns per element
-        here). Instead the ``N`` negatives come in blocks of ``b = _NBLOCK``
-        ranks (:func:`blocked_ranks`): the first ``b * m1`` (``m1 = N // b``)
-        read as a ``(b, m1)`` array with rank ``q`` at ``(q % b, q // b)``,
-        the last ``N % b`` after them. The prefix sums inside the blocks are
-        ``b - 1`` additions of contiguous rows; only the ``m1`` block totals
-        and the short last block take cumulative sums. Model A's counts are in
-        that order in the layout; model B gathers its own into it. The prefix
-        sum at rank ``q`` lands at ``(q % b) * (m1 + 1) + q // b``. Buffers
-        are reused per thread.
+        The negatives' prefix sums are one ``cumsum`` in this model's rank
+        order (model A's is the layout's own; B gathers its counts into it),
+        read at each positive's ranks, multiplied by its count and summed in
+        int64. Buffers are reused per thread.
         """
-        scratch, (rows, at_lo, at_hi) = state.scratch, state.blocked
-        N, b = self.N, _NBLOCK
-        m1 = N // b
-        r = N - b * m1
+        scratch, (rows, k_lo, k_hi) = state.scratch, state.integer
+        N = self.N
         key = (threading.get_ident(), counts.dtype.char)
         bufs = scratch.get(key)
         if bufs is None:
-            acc = self._dtypes()[0]
-            bufs = scratch[key] = (
-                np.empty(N, dtype=counts.dtype), np.empty((b, m1 + 1), dtype=acc),
-                np.empty(m1, dtype=acc), np.empty(self.P, dtype=acc),
-                np.empty(self.P, dtype=acc))
-        xg, cum, total, g1, g2 = bufs
-        # ("clip": the indices are valid)
+            acc, prod = self._dtypes(counts.dtype)
+            bufs = scratch[key] = (np.empty(N, dtype=counts.dtype), np.zeros(N + 1, dtype=acc),
+                                   np.empty(self.P, dtype=acc), np.empty(self.P, dtype=acc),
+                                   np.empty(self.P, dtype=prod))
+        xg, cum, g1, g2, t = bufs
+        # ("clip": the indices are valid; with ``out``, "raise" gathers through a temporary)
         x = counts[:N] if rows is None else np.take(counts, rows, out=xg, mode="clip")
-        full = x[:b * m1].reshape(b, m1)
-        # row 0: the count before each block; row t: plus the block's first t ranks
-        # (the small counts are widened inside the additions, not copied first)
-        np.sum(full, axis=0, dtype=cum.dtype, out=total)
-        cum[0, 0] = 0
-        np.cumsum(total, out=cum[0, 1:])
-        for t in range(b - 1):
-            np.add(cum[t, :m1], full[t], out=cum[t + 1, :m1])
-        # the last, short block in the last column (its other entries are never read)
-        np.cumsum(x[b * m1:], dtype=cum.dtype, out=cum[1:r + 1, m1])
-        cum[1:r + 1, m1] += cum[0, m1]
-        flat = cum.reshape(-1)
+        np.cumsum(x, dtype=cum.dtype, out=cum[1:])       # cum[0] stays 0
         cpos, P = positives
-        num2 = R.u2_split(flat, at_lo, at_hi, cpos, np, ties=self.ties, scratch=(g1, g2))
-        return num2, P, int(flat[r * (m1 + 1) + m1])
+        num2 = R.u2_split(cum, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2, t))
+        return num2, P, int(cum[N])
 
     def loo(self, state, xp):
         y01, s, w = state.general
@@ -307,7 +285,6 @@ class _AUCSplitKernel:
 
 
 _IBLOCK = 8    # ranks per block of the JAX prefix sums
-_NBLOCK = 16   # ranks per block of the NumPy prefix sums
 
 
 def _exclusive_prefix_jax(t, c=16):
@@ -359,30 +336,9 @@ def _blocked_state(N, perm, k_lo, k_hi, xp):
     return (perm_b, at(k_lo), at(k_hi))
 
 
-def blocked_ranks(N, b):
-    """The rank at each of ``N`` blocked positions (:meth:`_AUCSplitKernel._parts_numpy`).
-
-    The first ``b * (N // b)`` positions, read as a ``(b, N // b)`` array,
-    hold rank ``q`` at ``(q % b, q // b)``; the last ``N % b`` ranks follow
-    in order. On NumPy the layout holds model A's negatives so (``a_blocks``).
-    """
-    m1 = N // b
-    j = np.arange(N)
-    if m1 == 0:
-        return j
-    return np.where(j < b * m1, (j % m1) * b + j // m1, j)
-
-
-def _numpy_at(k, N):
-    """Where :meth:`_AUCSplitKernel._parts_numpy` leaves the prefix sum at rank ``k``."""
-    b = _NBLOCK
-    k = np.asarray(k, dtype=np.intp)
-    return (k % b) * (N // b + 1) + k // b
-
-
 def _numpy_integer(state, counts) -> bool:
     """Does :meth:`_AUCSplitKernel._parts_numpy` take these counts (NumPy, no weights)?"""
-    return state.scratch is not None and state.blocked is not None \
+    return state.scratch is not None and state.integer is not None \
         and isinstance(counts, np.ndarray) \
         and counts.dtype in (np.int64, np.uint8)
 

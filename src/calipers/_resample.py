@@ -8,10 +8,15 @@ array-api-strict (which draws with NumPy), JAX eager and JAX ``jit`` (with
 and without x64) draw bit-identical counts. The counts never depend on a
 model's score order, on which model is A, on batching, threads or devices.
 Each kernel then gathers the counts into its own sorted layout.
+
+Plain multinomial rows (the default design) are drawn as Poisson counts
+topped up to ``n`` draws (:func:`topup_plan`): no scatter of ``n`` draws,
+and the counts come straight in the kernels' layout order.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -81,13 +86,15 @@ def _mulhi(u, m, xp, wide):
     return hh + (lh >> s16) + (hl >> s16) + (mid >> s16)
 
 
-def _poisson_thresholds():
-    """Integer thresholds ``ceil(2**32 * F(j))`` of the Poisson(1) CDF below 2**32.
+def _poisson_thresholds(lam=1.0):
+    """Integer thresholds ``ceil(2**32 * F(j))`` of the Poisson(``lam``) CDF below 2**32.
 
     A uint32 word ``u`` gives the count ``#{j : u >= T_j}``: the inverse CDF
-    at ``u / 2**32``, the count probabilities resolved to 2**-32.
+    at ``u / 2**32``, the count probabilities resolved to 2**-32. The
+    thresholds are Python-computed constants, so every backend compares
+    against the same integers.
     """
-    out, term, acc, k = [], math.exp(-1.0), 0.0, 0
+    out, term, acc, k = [], math.exp(-lam), 0.0, 0
     while True:
         acc += term
         t = math.ceil(acc * 2.0**32)
@@ -95,20 +102,53 @@ def _poisson_thresholds():
             break
         out.append(_U(t))
         k += 1
-        term /= k
+        term *= lam / k
     return tuple(out)
 
 
 _POISSON_T = _poisson_thresholds()
 
 
-def _poisson(u, xp, idtype):
-    out = xp.astype(u >= _POISSON_T[0], idtype)
-    for t in _POISSON_T[1:]:   # a static, fused comparison chain on JAX
+def _poisson(u, xp, idtype, thresholds=_POISSON_T):
+    out = xp.zeros(u.shape, dtype=idtype) if not thresholds else \
+        xp.astype(u >= thresholds[0], idtype)
+    for t in thresholds[1:]:   # a static, fused comparison chain on JAX
         out = out + xp.astype(u >= t, idtype)
     return out
 
 
+# Plain multinomial rows: Poisson counts topped up to n draws. Given their total
+# T, independent Poisson(lam) counts of n rows are Multinomial(T, uniform) (the
+# Poisson pmf's product is proportional to 1 / prod c_i!, whatever lam); adding
+# n - T independent uniform draws makes them Multinomial(n, uniform). With lam
+# a little below 1, T <= n almost always and the n - T extra draws are few
+# (about 5 sqrt(n)): the per-row part needs no scatter and is hashed straight
+# in the layout order. A replicate with T > n, or with more than M = 10 sqrt(n)
+# draws missing (each about 3e-7), is drawn directly instead (n uniform draws)
+# from a third stream: a mixture of two Multinomial(n) draws is Multinomial(n).
+# The three streams are the draw counters k of one replicate: the rows
+# [0, n), the extra draws [n, n + M), the direct draws [n + M, 2n + M).
+_TOPUP_SIGMAS = 5.0
+_TOPUP_BOUND = 10.0
+
+
+@functools.lru_cache(maxsize=64)
+def topup_plan(n: int):
+    """``(thresholds, M)`` of the Poisson-and-top-up draw of ``n`` rows, or None.
+
+    ``thresholds``: the Poisson(lam) CDF thresholds, ``lam = 1 - 5 / sqrt(n)``
+    (empty for ``n <= 25``: every draw is an extra draw, the direct method);
+    ``M``: the static bound on the extra draws. None where the counters or
+    the uint32 sum of the Poisson counts could pass 2**32 (then every
+    replicate is drawn directly).
+    """
+    root = math.sqrt(n)
+    lam = max(0.0, 1.0 - _TOPUP_SIGMAS / root)
+    thresholds = _poisson_thresholds(lam) if lam > 0 else ()
+    M = min(n, math.ceil(_TOPUP_BOUND * root))
+    if 2 * n + M >= 2**32 or (len(thresholds) + 1) * n >= 2**32:
+        return None
+    return thresholds, M
 def seed_words(seed):
     """The seed as two uint32 words (a NumPy array, or a JAX array for a JAX key).
 
@@ -171,33 +211,164 @@ def _bincount(idx, length, xp, idtype):
     return jnp.zeros(length, dtype=idtype).at[idx].add(1)
 
 
+def _scatter_add(c, idx, add, xp):
+    """``c[idx] += add`` with repeated indices summed (a copy on JAX)."""
+    if B.is_numpy(xp):
+        np.add.at(c, np.asarray(idx, dtype=np.intp), add)
+        return c
+    return c.at[idx].add(add)
+
+
+def _keys(words, r, xp):
+    """The two uint32 keys of replicate ``r``, as shape-(1,) arrays.
+
+    Shape (1,), not scalars: NumPy warns on scalar overflow, and wrapping is the point.
+    """
+    u32 = xp.uint32
+    words = xp.asarray(words, dtype=u32)
+    return _replicate_keys((words[0:1], words[1:2]),
+                           xp.reshape(xp.asarray(r, dtype=u32), (1,)), xp)
+
+
+def _wide(xp) -> bool:
+    # uint64 products where the backend has them (exact either way; the limbs
+    # cost XLA on CPU several times the hash)
+    return B.is_numpy(xp) or B.acc_int(xp) == xp.int64
+
+
+def _draws(k0, m, keys, xp):
+    """uint32 words of the draws ``k0 .. k0 + m - 1`` of one replicate (keys ``(k1, k2)``)."""
+    kg = (xp.arange(m, dtype=xp.uint32) + _U(k0)) * _GOLDEN
+    return _hash(kg, keys[0], keys[1], xp)
+
+
+def _units(design: _Design) -> int:
+    """The resampling units of a design: rows, clusters, or integer-weight units."""
+    return design.n_units if (design.repeat or design.kind == "cluster") else design.n
+
+
+def _topup(design: _Design) -> bool:
+    """Is this design a multinomial over equally likely units drawn as Poisson counts
+    topped up to their number (:func:`topup_plan`): plain rows, integer-weight units,
+    clusters?"""
+    return design.kind in ("plain", "cluster") and not design.poisson \
+        and topup_plan(_units(design)) is not None
+
+
+def _multinomial(U, keys, xp, idtype, place, length, poisson_part):
+    """Multinomial(U, uniform) counts over ``U`` units, placed: ``(counts, ok)``.
+
+    ``place(units)``: the output position (of ``length``) of each drawn unit
+    (uint32); ``poisson_part(thresholds)``: the units' Poisson counts at their
+    positions and their uint32 total, or None for none (``lam = 0``). Where
+    ``ok`` is False (the total above ``U`` or more than ``M`` draws missing),
+    :func:`_multinomial_direct` gives the replicate.
+    """
+    thresholds, M = topup_plan(U)
+    u32 = xp.uint32
+    part = poisson_part(thresholds) if thresholds else None
+    c, total = part if part is not None else \
+        (xp.zeros(length, dtype=idtype), xp.asarray(0, dtype=u32))
+    missing = _U(U) - xp.minimum(total, _U(U))
+    ok = (total <= _U(U)) & (missing <= _U(M))
+    j = xp.arange(M, dtype=u32)
+    pos = place(_mulhi(_draws(U, M, keys, xp), _U(U), xp, _wide(xp)))
+    return _scatter_add(c, pos, xp.astype(j < missing, idtype), xp), ok
+
+
+def _multinomial_direct(U, keys, xp, idtype, place, length):
+    """Multinomial(U, uniform) counts from ``U`` uniform draws, placed (the fallback of
+    :func:`_multinomial`, counters after its own; from 0 where there is no plan)."""
+    plan = topup_plan(U)
+    k0 = 0 if plan is None else U + plan[1]
+    pos = place(_mulhi(_draws(k0, U, keys, xp), _U(U), xp, _wide(xp)))
+    return _bincount(pos, length, xp, idtype)
+
+
+def _unit_poisson(U, keys, xp, idtype):
+    """``poisson_part`` of units counted in their own order (clusters, weight units)."""
+    def part(thresholds):
+        c = _poisson(_draws(0, U, keys, xp), xp, idtype, thresholds)
+        return c, xp.sum(xp.astype(c, xp.uint32), dtype=xp.uint32)
+    return part
+
+
+def _design_multinomial(design: _Design, arrays, layout, keys, xp, idtype, direct=False):
+    """A top-up design's counts in layout order: ``(counts, ok)``, or exact with ``direct``.
+
+    Plain rows are counted straight at their layout positions (the Poisson part
+    hashes each position's caller row; an extra draw lands at its row's
+    position, ``inv``); weight units are counted per unit and summed over their
+    row (``cw0``: the weights' cumulative sum from 0), clusters per cluster and
+    spread over their rows; both then gathered into the layout.
+    """
+    n, U, u32 = design.n, _units(design), xp.uint32
+
+    def gather(c):
+        return c if layout is None else xp.take(c, layout)
+
+    if design.kind == "cluster":
+        (unit,) = arrays
+        length, part = U, _unit_poisson(U, keys, xp, idtype)
+
+        def place(u):
+            return u
+
+        def finish(c):
+            return gather(xp.take(c, unit))
+    elif design.repeat:
+        (cw0,) = arrays
+        length, finish = n, gather
+
+        def place(u):
+            return xp.searchsorted(cw0[1:], xp.astype(u, cw0.dtype), side="right")
+
+        def part(thresholds):
+            pc, total = _unit_poisson(U, keys, xp, idtype)(thresholds)
+            C = xp.concat([xp.zeros(1, dtype=idtype), xp.cumsum(pc, dtype=idtype)])
+            return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1]), total
+    else:
+        inv = arrays[0] if layout is not None else None
+        length = n
+
+        def place(u):
+            return u if inv is None else xp.take(inv, xp.astype(u, inv.dtype))
+
+        def part(thresholds):
+            rows = xp.arange(n, dtype=u32) if layout is None else xp.astype(layout, u32)
+            c = _poisson(_hash(rows * _GOLDEN, keys[0], keys[1], xp), xp, idtype, thresholds)
+            return c, xp.sum(xp.astype(c, u32), dtype=u32)
+
+        def finish(c):       # already in layout order
+            return c
+    if direct:
+        return finish(_multinomial_direct(U, keys, xp, idtype, place, length))
+    c, ok = _multinomial(U, keys, xp, idtype, place, length, part)
+    return finish(c), ok
+
+
 def row_counts(design: _Design, arrays, words, r, xp, idtype):
     """Counts per row in the caller's order of replicate ``r``: (n,) ``idtype``.
 
     ``xp`` is NumPy or ``jax.numpy`` (array-api-strict and torch draw with
     NumPy); the same integers on both.
     """
-    u32 = xp.uint32
-    # uint64 products where the backend has them (exact either way; the limbs
-    # cost XLA on CPU several times the hash)
-    wide = B.is_numpy(xp) or B.acc_int(xp) == xp.int64
-    # shape (1,), not scalars: NumPy warns on scalar overflow, and wrapping is the point
-    words = xp.asarray(words, dtype=u32)
-    k1, k2 = _replicate_keys((words[0:1], words[1:2]),
-                             xp.reshape(xp.asarray(r, dtype=u32), (1,)), xp)
+    if _topup(design):
+        data = (() if design.kind == "plain" and not design.repeat else arrays, None)
+        return draw_counts(design, data, words, r, xp, idtype)
+    wide = _wide(xp)
+    keys = _keys(words, r, xp)
 
     def hashes(m):
-        kg = xp.arange(m, dtype=u32) * _GOLDEN
-        return _hash(kg, k1, k2, xp)
+        return _draws(0, m, keys, xp)
 
     n = design.n
     if design.repeat:
-        return _repeat_counts(design, arrays, hashes, xp, idtype, wide)
+        return _repeat_counts(design, arrays, keys, xp, idtype, wide)
     if design.kind == "plain":
-        h = hashes(n)
         if design.poisson:
-            return _poisson(h, xp, idtype)
-        return _bincount(_mulhi(h, _U(n), xp, wide), n, xp, idtype)
+            return _poisson(hashes(n), xp, idtype)
+        return _multinomial_direct(n, keys, xp, idtype, lambda u: u, n)  # past topup_plan
     if design.kind == "stratified":
         low, size, rows = arrays
         j = xp.astype(_mulhi(hashes(n), size, xp, wide), low.dtype)
@@ -205,9 +376,8 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     if design.kind == "cluster":
         (unit,) = arrays
         G = design.n_units
-        h = hashes(G)
-        m = _poisson(h, xp, idtype) if design.poisson else \
-            _bincount(_mulhi(h, _U(G), xp, wide), G, xp, idtype)
+        m = _poisson(hashes(G), xp, idtype) if design.poisson else \
+            _multinomial_direct(G, keys, xp, idtype, lambda u: u, G)    # past topup_plan
         return xp.take(m, unit)
     # moving blocks over the caller's (time) order
     L = design.block_length
@@ -220,7 +390,7 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     return xp.cumsum(d[:n], dtype=idtype)
 
 
-def _repeat_counts(design, arrays, hashes, xp, idtype, wide):
+def _repeat_counts(design, arrays, keys, xp, idtype, wide):
     """Integer weights as repetitions: M = sum(w) units, unit j is row i for
     ``cw[i] <= j < cw[i + 1]`` (``cw`` the weights' cumulative sum from 0).
 
@@ -228,23 +398,22 @@ def _repeat_counts(design, arrays, hashes, xp, idtype, wide):
     those of bootstrapping the repeated rows, summed per original row.
     """
     n, M = design.n, design.n_units
-    h = hashes(M)
     if design.kind == "plain":
         (cw0,) = arrays
         if design.poisson:   # a unit's Poisson count; a row's count is its units' sum
-            C = xp.concat([xp.zeros(1, dtype=idtype), xp.cumsum(_poisson(h, xp, idtype),
-                                                                  dtype=idtype)])
+            C = xp.concat([xp.zeros(1, dtype=idtype),
+                           xp.cumsum(_poisson(_draws(0, M, keys, xp), xp, idtype), dtype=idtype)])
             return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1])
-        u = _mulhi(h, _U(M), xp, wide)
-        return _bincount(xp.searchsorted(cw0[1:], xp.astype(u, cw0.dtype), side="right"),
-                         n, xp, idtype)
+        # multinomial units past topup_plan's sizes
+        return _multinomial_direct(M, keys, xp, idtype, lambda u: xp.searchsorted(
+            cw0[1:], xp.astype(u, cw0.dtype), side="right"), n)
     # stratified: units sorted by class (rows by class, in caller order, repeated)
     bounds, rows, cwc0 = arrays
     k = xp.arange(M, dtype=bounds.dtype)
     cls = xp.searchsorted(bounds, k, side="right") - 1
     low = xp.take(bounds, cls)
     size = xp.astype(xp.take(bounds, cls + 1) - low, xp.uint32)
-    u = low + xp.astype(_mulhi(h, size, xp, wide), low.dtype)
+    u = low + xp.astype(_mulhi(_draws(0, M, keys, xp), size, xp, wide), low.dtype)
     pos = xp.searchsorted(cwc0[1:], u, side="right")
     return _bincount(xp.take(rows, pos), n, xp, idtype)
 
@@ -259,14 +428,13 @@ def _rowwise(design: _Design) -> bool:
 
 
 def small_counts(design: _Design) -> bool:
-    """Can :func:`draw_counts` give ``small`` (uint8, wrapping) counts for this design?
+    """Can :func:`draw_checked` give ``small`` (uint8, wrapping) counts for this design?
 
     Plain multinomial rows: a replicate's counts sum to ``n`` exactly, so
     counts wrapped modulo 256 sum to ``n`` if and only if none reached 256
-    (each wrap loses 256). The consumer checks that sum and redraws the
-    replicate wide when it fails (:func:`small_counts_ok`).
+    (each wrap loses 256): :func:`small_counts_ok`.
     """
-    return design.kind == "plain" and not design.poisson and not design.repeat \
+    return _topup(design) and design.kind == "plain" and not design.repeat \
         and design.n < 2**31 - 1
 
 
@@ -275,26 +443,85 @@ def small_counts_ok(design: _Design, counts, xp):
     return xp.sum(counts, dtype=xp.int32) == design.n
 
 
-def draw_counts(design: _Design, data, words, r, xp, idtype, small=False):
-    """Counts of replicate ``r`` in layout order (the caller's counts, gathered).
-
-    ``small`` (JAX, where :func:`small_counts` holds): uint8 counts modulo
-    256, a quarter of the int32 memory traffic in the scatter and gathers;
-    exact only where :func:`small_counts_ok` says so.
-    """
-    arrays, layout = data
+def _count_dtype(design, xp, idtype, small):
     if not B.is_numpy(xp) and max(design.n, design.n_units) < 2**31 - 1:
         # JAX: int32 counts (exact below 2**31 rows): half the memory traffic
         # of int64 in the scatter and gathers; the kernels widen their sums
-        idtype = xp.uint8 if small and small_counts(design) else xp.int32
+        return xp.uint8 if small and small_counts(design) else xp.int32
+    return idtype
+
+
+def draw_checked(design: _Design, data, words, r, xp, idtype, small=False):
+    """Counts of replicate ``r`` in layout order, and whether they are exact: ``(counts, ok)``.
+
+    Where ``ok`` is False the replicate is :func:`draw_counts`' instead (a
+    multinomial whose Poisson part missed the top-up's range, about one
+    replicate in 10^6, or ``small`` counts that wrapped). ``small`` (JAX, where
+    :func:`small_counts` holds): uint8 counts modulo 256, a quarter of the
+    int32 memory traffic in the gathers. Other designs: always ``ok``.
+    """
+    arrays, layout = data
+    idtype = _count_dtype(design, xp, idtype, small)
+    if not _topup(design):
+        return draw_counts(design, data, words, r, xp, idtype), xp.asarray(True)
+    c, ok = _design_multinomial(design, arrays, layout, _keys(words, r, xp), xp, idtype)
+    if small and small_counts(design):
+        ok = ok & small_counts_ok(design, c, xp)
+    return c, ok
+
+
+def draw_counts(design: _Design, data, words, r, xp, idtype):
+    """Counts of replicate ``r`` in layout order (the caller's counts, gathered); exact."""
+    arrays, layout = data
+    idtype = _count_dtype(design, xp, idtype, False)
+    if _topup(design):
+        c, ok = draw_checked(design, data, words, r, xp, idtype)
+
+        def direct():
+            return _design_multinomial(design, arrays, layout, _keys(words, r, xp), xp, idtype,
+                                       direct=True)
+
+        if B.is_numpy(xp):
+            return c if bool(ok) else direct()
+        import jax
+
+        return jax.lax.cond(ok, lambda: c, direct)
     if _rowwise(design) and layout is not None:
-        u32 = xp.uint32
-        words = xp.asarray(words, dtype=u32)
-        k1, k2 = _replicate_keys((words[0:1], words[1:2]),
-                                 xp.reshape(xp.asarray(r, dtype=u32), (1,)), xp)
-        return _poisson(_hash(xp.astype(layout, u32) * _GOLDEN, k1, k2, xp), xp, idtype)
+        keys = _keys(words, r, xp)
+        return _poisson(_hash(xp.astype(layout, xp.uint32) * _GOLDEN, keys[0], keys[1], xp),
+                        xp, idtype)
     c = row_counts(design, arrays, words, r, xp, idtype)
     return c if layout is None else xp.take(c, layout)
+
+
+def draw_batch(design: _Design, data, words, idx, idtype):
+    """JAX: the exact counts of replicates ``idx`` (vmapped), ``(len(idx), n)``.
+
+    The fast draws run vmapped; the direct draws only when one of the batch needs
+    them (a ``cond`` outside the ``vmap``, where it is a real branch: inside, both
+    sides would run for every replicate).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def exact(i):
+        return draw_counts(design, data, words, i, jnp, idtype)
+
+    if not _topup(design):
+        return jax.vmap(exact)(idx)
+    c, ok = jax.vmap(lambda i: draw_checked(design, data, words, i, jnp, idtype))(idx)
+    return jax.lax.cond(jnp.all(ok), lambda: c,
+                        lambda: jnp.where(ok[:, None], c, jax.vmap(exact)(idx)))
+
+
+def _inverse(layout, xp):
+    """The position of each caller row in ``layout`` (a permutation)."""
+    n = layout.shape[0]
+    if B.is_numpy(xp):
+        inv = np.empty(n, dtype=np.intp)
+        inv[np.asarray(layout)] = np.arange(n)
+        return inv
+    return xp.zeros(n, dtype=layout.dtype).at[layout].set(xp.arange(n, dtype=layout.dtype))
 
 
 def _repeat_design(xp, n, layout, *, y_codes, w, poisson) -> tuple[_Design, Any]:
@@ -363,7 +590,10 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
         return d, ((groups_codes if (traced or not jaxy) else mod.asarray(groups_codes),), layout)
     if block_length is not None:
         return _Design("block", False, n, block_length=int(block_length)), ((), layout)
-    return _Design("plain", poisson, n), ((), layout)
+    d = _Design("plain", poisson, n)
+    if layout is not None and _topup(d):
+        return d, ((_inverse(layout, mod),), layout)
+    return d, ((), layout)
 
 
 # --------------------------------------------------------------------------
@@ -401,8 +631,9 @@ def _fmix_tail_inplace(x, tmp, out):
     np.bitwise_xor(x, tmp, out=out)
 
 
-def _hash_inplace(kgx, words, r, x, tmp, out=None):
-    """``_hash`` of every draw of replicate ``r`` into ``out`` (default ``x``), in place.
+def _hash_inplace(kgx, keys, x, tmp, out=None):
+    """``_hash`` of draws with replicate keys ``(k1, k2)`` (Python ints) into ``out``
+    (default ``x``), in place.
 
     ``kgx`` is ``kg ^ (kg >> 16)`` of the draws' ``kg = k * _GOLDEN``: the
     first xor-shift of fmix distributes over the xor with ``k1``
@@ -410,7 +641,7 @@ def _hash_inplace(kgx, words, r, x, tmp, out=None):
     and one constant per replicate: 16 passes instead of 18. ``out`` may be
     wider than uint32 (the last pass widens on write).
     """
-    k1, k2 = _replicate_keys_int(words, r)
+    k1, k2 = keys
     np.bitwise_xor(kgx, _U(k1 ^ (k1 >> 16)), out=x)
     _fmix_tail_inplace(x, tmp, x)
     np.add(x, _U(k2), out=x)
@@ -425,82 +656,121 @@ def _shifted_keys(kg):
     return kg ^ (kg >> _U(16))
 
 
+def _poisson_inplace(x, T, c, ge):
+    """:func:`_poisson` of the words ``x`` into the uint8 buffer ``c``; returns the total.
+
+    Four comparisons give counts 0..4; the rows the fourth one finds (count 4
+    or more, about 2%) take the inverse CDF by ``searchsorted``: the same
+    integers. The total comes from the comparisons' popcounts (a uint8 sum
+    would convert every element).
+    """
+    np.greater_equal(x, T[0], out=c.view(bool))
+    total = int(np.count_nonzero(c))
+    for t in T[1:4]:
+        np.greater_equal(x, t, out=ge)
+        total += int(np.count_nonzero(ge))
+        np.add(c, ge.view(np.uint8), out=c)
+    if T.shape[0] > 4:          # ``ge``: the rows at or above T[3]
+        tail = np.flatnonzero(ge)
+        if tail.size:
+            v = np.searchsorted(T, x[tail], side="right")
+            total += int(v.sum()) - 4 * tail.size
+            c[tail] = v
+    return total
+
+
+class _Scratch:
+    """Buffers reused per worker thread (no allocation and page faults per replicate)."""
+
+    def __init__(self, make):
+        import threading
+
+        self._make, self._bufs, self._ident = make, {}, threading.get_ident
+
+    def get(self):
+        key = self._ident()
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = self._make()
+        return bufs
+
+
 def numpy_drawer(design: _Design, data, words, small: bool = False):
     """``r -> counts in layout order`` on NumPy, equal to :func:`draw_counts`.
 
-    Plain multinomial rows (the common case) run as in-place passes over
-    buffers reused per thread, the hash's last pass widening into uint64 for
-    the multiply-high (``u * n < 2**64``), whose int64 view goes straight
-    into ``bincount``; plain Poisson rows are hashed in layout order
-    (no gather). Counts are int64, or with ``small`` (a consumer that
-    widens its own sums) uint8 where every count is below 256 (the gather
-    into the layout then moves an eighth of the bytes; a replicate with a
-    larger count comes as int64); other designs use :func:`draw_counts`.
+    Plain rows, multinomial (Poisson counts topped up to ``n`` draws,
+    :func:`topup_plan`) or Poisson, are hashed in layout order as in-place
+    passes over buffers reused per thread: no scatter of ``n`` draws and no
+    gather. Counts are int64, or with ``small`` (a consumer that widens its
+    own sums) uint8 where no count can reach 256 (the buffer of the calling
+    thread, valid until its next draw); other designs use :func:`draw_counts`.
     """
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
     if _rowwise(design):
         return _numpy_poisson_drawer(design.n, layout, words, small)
-    if design.kind != "plain" or design.repeat:
+    if not small_counts(design):    # (plain multinomial rows: the in-place passes below)
         return lambda r: draw_counts(design, data, words, r, np, np.int64)
-    import threading
-
     n = design.n
-    kgx = _shifted_keys(np.arange(n, dtype=np.uint32) * _GOLDEN)
-    scratch: dict = {}
+    thresholds, M = topup_plan(n)
+    T = np.asarray(thresholds, dtype=np.uint32)
+    # One hash over the rows (in layout order) and the extra draws' counters after
+    # them: half the calls of two hashes, for M = 10 sqrt(n) more words.
+    rows = np.arange(n, dtype=np.uint32) if layout is None else \
+        np.asarray(layout).astype(np.uint32)
+    kgx = _shifted_keys(np.concatenate([rows, np.arange(M, dtype=np.uint32) + _U(n)])
+                        * _GOLDEN)
+    if not T.shape[0]:
+        kgx = kgx[n:]           # no Poisson part: only the extra draws
+    inv = None if layout is None else np.asarray(arrays[0], dtype=np.intp)
+    ones = np.ones(M, dtype=np.uint8)
     n64, s32 = np.uint64(n), np.uint64(32)
-    layout = None if layout is None else np.asarray(layout, dtype=np.intp)
+    # a uint8 count can wrap only where a row takes this many extra draws
+    wrap_at = _SMALL_MAX + 1 - T.shape[0]
+    L = kgx.shape[0]
+    scratch = _Scratch(lambda: (np.empty(L, np.uint32), np.empty(L, np.uint32),
+                                np.empty(n, np.uint8), np.empty(n, bool), np.empty(M, np.uint64)))
 
     def draw(r):
-        bufs = scratch.get(threading.get_ident())
-        if bufs is None:
-            bufs = scratch[threading.get_ident()] = (
-                np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64),
-                np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8))
-        x, tmp, idx, out, c8, out8 = bufs
-        u = _hash_inplace(kgx, words, r, x, tmp, out=idx.view(np.uint64))
-        np.multiply(u, n64, out=u)
+        x, tmp, c, ge, u = scratch.get()
+        _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
+        if T.shape[0]:
+            total = _poisson_inplace(x[:n], T, c, ge)
+            extra = x[n:]
+        else:
+            c.fill(0)
+            total, extra = 0, x
+        missing = n - total
+        if missing < 0 or missing > M:
+            return draw_counts(design, data, words, r, np, np.int64)
+        u = u[:missing]
+        np.multiply(extra[:missing], n64, out=u)      # (uint64: u * n < 2**64)
         np.right_shift(u, s32, out=u)
-        c = np.bincount(idx, minlength=n)
-        if small and c.max() <= _SMALL_MAX:
-            np.copyto(c8, c, casting="unsafe")
-            c, out = c8, out8
-        if layout is None:
+        pos = u.view(np.int64)
+        if inv is not None:
+            pos = np.take(inv, pos)
+        if small and (missing < wrap_at or
+                      np.bincount(pos & 1023, minlength=1024).max() < wrap_at):
+            np.add.at(c, pos, ones[:missing])
             return c
-        # "clip": the layout is a permutation, so no index is out of range; with
-        # ``out``, the default "raise" gathers through a temporary (twice the time)
-        return np.take(c, layout, out=out, mode="clip")
+        wide = c.astype(np.int64)
+        np.add.at(wide, pos, 1)
+        return wide
     return draw
 
 
 def _numpy_poisson_drawer(n, layout, words, small):
-    """Plain Poisson counts hashed in layout order, in place (per-thread buffers).
-
-    Four comparisons give counts 0..4 in uint8; the rows at or above the
-    fifth threshold (about 1.9%) take the inverse CDF by ``searchsorted``:
-    the same integers as :func:`_poisson`.
-    """
-    import threading
-
+    """Plain Poisson counts hashed in layout order, in place (per-thread buffers)."""
     rows = np.arange(n, dtype=np.uint32) if layout is None else \
         np.asarray(layout).astype(np.uint32)
     kgx = _shifted_keys(rows * _GOLDEN)
     T = np.asarray(_POISSON_T, dtype=np.uint32)
-    scratch: dict = {}
+    scratch = _Scratch(lambda: (np.empty(n, np.uint32), np.empty(n, np.uint32),
+                                np.empty(n, np.uint8), np.empty(n, bool)))
 
     def draw(r):
-        bufs = scratch.get(threading.get_ident())
-        if bufs is None:
-            bufs = scratch[threading.get_ident()] = (
-                np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.uint8),
-                np.empty(n, bool))
-        x, tmp, c, ge = bufs
-        _hash_inplace(kgx, words, r, x, tmp)
-        np.greater_equal(x, T[0], out=c.view(bool))
-        for t in T[1:4]:
-            np.greater_equal(x, t, out=ge)
-            np.add(c, ge.view(np.uint8), out=c)
-        tail = np.flatnonzero(np.greater_equal(x, T[4], out=ge))
-        c[tail] = np.searchsorted(T, x[tail], side="right")
+        x, tmp, c, ge = scratch.get()
+        _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
+        _poisson_inplace(x, T, c, ge)
         return c if small else c.astype(np.int64)
     return draw
