@@ -766,6 +766,23 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
     _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=30, seed=4)
 
 
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "vmapped"])
+def test_jax_auc_without_x64_past_int32_pair_counts(monkeypatch, sequential):
+    """Without x64 (int32 counts, float32 sums) and classes of 40,000 rows, 2 P* N* is
+    past int32: the side that sums the positives subtracts from it in float32, never in
+    int32 (which would wrap). Replicates equal NumPy's to float32 rounding, with ties."""
+    pytest.importorskip("jax")
+    rng = np.random.default_rng(8)
+    n = 80_000
+    y = rng.permutation(np.r_[np.zeros(40_000, np.int64), np.ones(40_000, np.int64)])
+    a = np.round(rng.normal(size=n) + y, 2)
+    b = np.round(rng.normal(size=n) + 0.5 * y, 2)
+    ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=3, seed=2)
+    got = _jax_replicates(monkeypatch, y, a, b, False, sequential, n_resamples=3, seed=2)
+    np.testing.assert_allclose(got[0], ref[0], rtol=2e-6, atol=0)
+    np.testing.assert_allclose(got[1], ref[1], rtol=2e-6, atol=0)
+
+
 def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
     """All positives (no negatives to sum over) or all negatives: every replicate is NaN on
     JAX as on NumPy (the blocked prefix sums are skipped when there are no negatives)."""
@@ -1020,12 +1037,14 @@ def _u2_from_pairs(y, s, c):
 @pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("bound", [0, 2**27, 2**31])
 def test_numpy_auc_integer_path_equals_the_pair_count(n_neg, tied, bound):
-    """NumPy's integer AUC path (one prefix sum over the negatives in each model's
-    order, read at the positives' ranks, integer products summed in int64): both
-    models' (U2, P*, N*) equal the pair count from the definition, with and without
-    ties, for uint8 counts and int64 counts (one of 300), and with each choice of
-    dtypes (int32 prefix sums and products under the default bound; int64 products
-    for uint8 counts beyond 2**21, everything int64 from 2**30)."""
+    """NumPy's integer AUC path (the layout: negatives in A's order, positives in B's; one
+    prefix sum of its counts, read by A at its positives' bounds among the negatives and by
+    B at its negatives' bounds among the positives; integer products summed in int64):
+    both models' (U2, P*, N*) equal the pair count from the definition, alone and as a
+    pair, with and without ties, for uint8 counts and int64 counts (one of 300), with each
+    choice of dtypes (int32 prefix sums and products under the default bound; int64
+    products for uint8 counts beyond 2**21, everything int64 from 2**30), and on the
+    general path (a model's own sort of the class it sums)."""
     from dataclasses import replace
 
     rng = np.random.default_rng(n_neg)
@@ -1034,8 +1053,8 @@ def test_numpy_auc_integer_path_equals_the_pair_count(n_neg, tied, bound):
     s = _setup_for("roc_auc", y, a, b)
     lay = np.asarray(s.design_data[1])
     ka, kb = s.kernel_a, s.kernel_b
-    assert ka.N == n_neg and np.all(y[lay][:n_neg] == 0)
-    assert np.all(np.diff(a[lay][:n_neg]) >= 0)      # the layout: A's negatives in order
+    assert ka.N == n_neg and np.all(y[lay][:n_neg] == 0) and (ka.side, kb.side) == (0, 1)
+    assert np.all(np.diff(a[lay][:n_neg]) >= 0) and np.all(np.diff(b[lay][n_neg:]) >= 0)
     if bound:
         ka, kb = replace(ka, total_bound=bound), replace(kb, total_bound=bound)
     i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
@@ -1043,7 +1062,12 @@ def test_numpy_auc_integer_path_equals_the_pair_count(n_neg, tied, bound):
         0: ((i32, i32), (i32, i32)), 2**27: ((i32, i64), (i32, i64)),
         2**31: ((i64, i64), (i64, i64))}[bound]
     sa = ka.prepare(y[lay], a[lay], None, np, True)
-    sb = kb.prepare(y[lay], b[lay], None, np, False)
+    sb = kb.prepare(y[lay], b[lay], None, np, True)
+    assert sa.integer is not None and sb.integer is not None
+    # the general path: each model sorts the class it sums itself
+    ga = ka.prepare(y[lay], a[lay], None, np, False)
+    gb = kb.prepare(y[lay], b[lay], None, np, False)
+    assert ga.integer is None and gb.integer is None
     for r in range(12):
         c = rng.poisson(1.0, n).astype(np.int64)
         if r % 3 == 2:
@@ -1052,7 +1076,9 @@ def test_numpy_auc_integer_path_equals_the_pair_count(n_neg, tied, bound):
         for cl in counts:
             assert ka.parts(sa, cl, np) == _u2_from_pairs(y, a, c)
             assert kb.parts(sb, cl, np) == _u2_from_pairs(y, b, c)
-            # the pair shares the positives' conversion: the same values
+            assert tuple(int(v) for v in ka.parts(ga, cl, np)) == _u2_from_pairs(y, a, c)
+            assert tuple(int(v) for v in kb.parts(gb, cl, np)) == _u2_from_pairs(y, b, c)
+            # the pair shares one prefix sum: the same values
             va, vb, vd = BS.evaluate_pair(ka, sa, kb, sb, cl, np)
             ua, P, N = _u2_from_pairs(y, a, c)
             ub = _u2_from_pairs(y, b, c)[0]
@@ -1089,6 +1115,10 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
             t = rng.integers(0, 2000, L).astype(np.int32)
             got = np.asarray(jax.jit(BK._exclusive_prefix_jax)(jnp.asarray(t)))
             np.testing.assert_array_equal(got, np.cumsum(t) - t)
+            # leading axes are independent rows (the stacked models)
+            t2 = rng.integers(0, 2000, (2, 3, L)).astype(np.int32)
+            got = np.asarray(jax.jit(BK._exclusive_prefix_jax)(jnp.asarray(t2)))
+            np.testing.assert_array_equal(got, np.cumsum(t2, axis=-1) - t2)
 
 
 def test_default_workers_follow_the_cores_and_bound_memory():

@@ -195,7 +195,8 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     if sw is not None and not traced and groups is None and block_length is None \
             and xp.isdtype(sw.dtype, ("integral", "bool")):
         w_rep, sw = np.asarray(B.to_numpy(sw), dtype=np.int64), None
-    a_identity = True      # is the layout model A's sorted order (no gather for A)?
+    # does the layout hold the class each model sums in that model's order?
+    identity = (True, False)
     if kind == "fast":
         y01, _ = V.binary_labels(y_true, xp)
         if name == "average_precision":
@@ -203,30 +204,38 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             # row order, so its float sums run in an order fixed by its own scores
             layout = None
             ka = kb = _APKernel()
-            a_identity = False
+            identity = (False, False)
         elif name == "roc_auc":
-            # layout [negatives | positives], each in A's score order: A needs no
-            # gather. The AUC is exact integers, so the layout cannot move a value.
-            # JAX on the CPU: NumPy sorts several times faster than XLA
+            # layout [negatives in A's score order | positives in B's]: A sums the
+            # negatives, B the positives, both in the layout's own order (one prefix
+            # sum of the counts serves both, no gather). The AUC is exact integers, so
+            # the layout cannot move a value. JAX on the CPU: NumPy sorts several
+            # times faster than XLA
             host = not traced and host_cpu(a, xp)
             sx, a_s, y_s = (B.numpy_namespace(), np.asarray(a), np.asarray(y01)) if host \
                 else (xp, a, y01)
             layout = sx.argsort(a_s, stable=False)
             layout = sx.take(layout, sx.argsort(sx.take(y_s, layout), stable=True))
-            if host:
-                layout = xp.asarray(layout.astype(_jax_int(xp)))
             if traced:   # class sizes are not static: the general kernel
                 ka = kb = _AUCKernel()
-                a_identity = False
+                identity = (False, False)
             else:
                 N = int(xp.sum(1 - y01))
+                b_s = np.asarray(b) if host else b
+                pos = layout[N:]
+                layout = sx.concat([layout[:N],
+                                    sx.take(pos, sx.argsort(sx.take(b_s, pos), stable=False))])
                 # the sum of a replicate's counts: the number of draws (rows, units of
                 # integer weights; multinomial rows and moving blocks), at most 16 per
                 # unit (Poisson), else up to n per row (clusters)
                 draws = n if w_rep is None else int(w_rep.sum())
                 total = 16 * draws if poisson else (
                     n * max(n, 16, draws) if groups is not None else draws)
-                ka = kb = _AUCSplitKernel(N, n - N, True, total_bound=total)
+                ka = _AUCSplitKernel(N, n - N, True, total_bound=total)
+                kb = replace(ka, side=1)
+                identity = (True, True)
+            if host:
+                layout = xp.asarray(layout.astype(_jax_int(xp)))
         else:
             layout = None
             ka = kb = _MeanKernel(name)
@@ -240,10 +249,10 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
         return x if (x is None or layout is None) else xp.take(x, layout)
 
     y_l, a_l, b_l, w_l = lay(y_sel), lay(a), lay(b), lay(sw)
-    state_a = ka.prepare(y_l, a_l, w_l, xp, a_identity)
-    state_b = kb.prepare(y_l, b_l, w_l, xp, False)
+    state_a = ka.prepare(y_l, a_l, w_l, xp, identity[0])
+    state_b = kb.prepare(y_l, b_l, w_l, xp, identity[1])
     if isinstance(ka, _AUCSplitKernel):
-        # no positive tied with a negative: one gather less per replicate
+        # no row of the read class tied with the summed class: one gather less per replicate
         ka, kb = (replace(k, ties=_cross_ties(st, xp)) for k, st in ((ka, state_a), (kb, state_b)))
 
     # Resampling units in the caller's row order: the draws never see a layout.
@@ -285,7 +294,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
 
 
 def _cross_ties(state, xp):
-    """Does a positive tie a negative (a tie group of the negatives at some ``k_lo < k_hi``)?"""
+    """Does a read row tie the summed class (a tie group there at some ``k_lo < k_hi``)?"""
     k_lo, k_hi = state.k_lo, state.k_hi
     return k_lo.shape[0] > 0 and bool(xp.any(k_lo != k_hi))
 

@@ -77,75 +77,80 @@ class _AUCKernel:
 class SplitState(NamedTuple):
     """One model's state of :class:`_AUCSplitKernel` (a pytree: compiled code takes it)."""
 
-    perm: Any       # this model's order of the negatives (None: the layout's own)
-    k_lo: Any       # each positive's tie-group bounds among the sorted negatives
+    perm: Any       # this model's order of its summed class (None: the layout's own)
+    k_lo: Any       # each read row's tie-group bounds among the sorted summed class
     k_hi: Any
-    wneg: Any       # sample weights of the negatives (this order) and positives, or None
-    wpos: Any
+    wsum: Any       # sample weights of the summed class (this order) and the read class,
+    wread: Any      # or None
     scratch: Any    # NumPy: buffers reused per worker thread (None on other backends)
     general: Any    # (y01, scores, weights) in layout order, for leave-one-out values
-    # indices of the integer-count path (None: the general one): NumPy (rows, k_lo,
-    # k_hi) with rows the layout position of each negative in this model's order
-    # (None: the layout's own, model A); JAX the blocked prefix sums' (_blocked_state)
+    # the integer-count path's (at_lo, at_hi), or None (the general path): where the
+    # read rows' prefix sums sit among the prefix sums of the whole layout's counts
+    # (NumPy), or of their blocked arrangement (JAX, :func:`_layout_prefix_jax`)
     integer: Any
 
 
 @dataclass(frozen=True)
 class _AUCSplitKernel:
-    """ROC AUC when the layout is [negatives | positives], each in model A's order.
+    """ROC AUC when the layout is [negatives | positives], the classes sorted apart.
 
-    Eager only (the class sizes ``N``, ``P`` are static). Per replicate:
-    prefix sums of the negatives' weights (in this model's order), then for
-    each positive the negative weight below it read at a precomputed rank
-    (``searchsorted`` once, at set-up), and one dot product. Integer counts
-    stay integers (exact) on 64-bit backends (:meth:`_parts_numpy`); on JAX
-    the prefix sums run in blocks of ranks (:meth:`_parts_jax`).
+    Eager only (the class sizes ``N``, ``P`` are static). ``side`` 0 sums the
+    negatives' counts in this model's order and reads the sums at each
+    positive's tie-group bounds among them (``searchsorted`` once, at
+    set-up): ``U2 = sum_pos c (C[lo] + C[hi])``. ``side`` 1 sums the
+    positives and reads at each negative's bounds among them, the positives
+    above a negative being the rest: ``U2 = 2 P* N* - sum_neg c (C[lo] +
+    C[hi])``. With the layout [negatives in A's order | positives in B's
+    order], A on side 0 and B on side 1 both read the layout in their own
+    order: a replicate is one prefix sum of the layout's counts for both
+    models (:func:`_split_parts`), then one gather and one dot product per
+    model. Integer counts stay integers (exact).
     """
 
     N: int
     P: int
     ties: bool = True
     total_bound: int = 0   # a bound on the sum of a replicate's counts (0: unknown)
+    side: int = 0          # 0: sum the negatives; 1: sum the positives
+
+    def _classes(self, x):
+        """(summed, read) classes of a layout-ordered array."""
+        return (x[:self.N], x[self.N:]) if self.side == 0 else (x[self.N:], x[:self.N])
 
     def prepare(self, y01, s, w, xp, identity):
-        N = self.N
+        """``identity``: the layout holds the summed class in this model's order."""
+        n = self.N + self.P
         # JAX arrays on the CPU without weights: the sort and the searches run in
         # NumPy (XLA's CPU argsort of 10^5 doubles takes about 45 ms, NumPy's 5).
-        # Tied negatives may then come in another order; the prefix sums are read
+        # Tied rows may then come in another order; the prefix sums are read
         # only at tie-group bounds, so no value moves.
-        host = w is None and N > 0 and host_cpu(s, xp)
+        host = w is None and n > 0 and host_cpu(s, xp)
         sx = np if host else xp
-        ss = np.asarray(s) if host else s
-        sneg, spos = ss[:N], ss[N:]
-        if identity:    # the layout's own order: A's ranks
+        s_sum, s_read = self._classes(np.asarray(s) if host else s)
+        if identity:
             perm = None
         else:
-            perm = np.argsort(sneg) if host else xp.argsort(sneg, stable=False)
-        sneg_sorted = sneg if perm is None else sx.take(sneg, perm)
-        k_lo, k_hi = R.split_ranks(sneg_sorted, spos, sx)
-        wneg = wpos = None
+            perm = np.argsort(s_sum) if host else xp.argsort(s_sum, stable=False)
+        k_lo, k_hi = R.split_ranks(s_sum if perm is None else sx.take(s_sum, perm), s_read, sx)
+        wsum = wread = None
         if w is not None:
-            wneg = w[:N] if perm is None else xp.take(w[:N], perm)
-            wpos = w[N:]
+            wsum, wread = self._classes(w)
+            wsum = wsum if perm is None else xp.take(wsum, perm)
         # leave-one-out values (BCa only) sort for themselves, on demand: the layout
         # is not one sorted order
         general = (y01, s, w)
         # NumPy: buffers reused across replicates (no allocation and page faults
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
-        # (no negatives: nothing to sum, and no row to gather from; the plain path)
         integer = None
-        if w is None and N > 0 and B.is_numpy(xp):
-            integer = (None if perm is None else np.asarray(perm, dtype=np.intp),
-                       np.asarray(k_lo, dtype=np.intp), np.asarray(k_hi, dtype=np.intp))
-        elif w is None and N > 0 and B.is_jax(xp):
-            integer = _blocked_state(N, perm, k_lo, k_hi, sx)
+        if w is None and perm is None and n > 0 and (B.is_numpy(xp) or B.is_jax(xp)):
+            start = 0 if self.side == 0 else self.N      # the summed class in the layout
+            integer = _layout_positions(start + k_lo, start + k_hi, n, B.is_jax(xp), sx)
         if host:
             idt = B.acc_int(xp)
-            perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
             k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
-            integer = tuple(None if x is None else xp.asarray(x) for x in integer)
-        return SplitState(perm, k_lo, k_hi, wneg, wpos, scratch, general, integer)
+            integer = tuple(xp.asarray(x) for x in integer)
+        return SplitState(perm, k_lo, k_hi, wsum, wread, scratch, general, integer)
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -153,194 +158,207 @@ class _AUCSplitKernel:
             return np.float64(math.nan) if P == 0 or N == 0 else np.float64(num2 / (2 * P * N))
         return R.auc_from_u2(num2, P, N, xp)[0]
 
-    def parts(self, state, counts, xp, positives=None):
-        """``(U2, P, N)`` of a replicate: AUC = U2 / (2 P N).
+    def parts(self, state, counts, xp):
+        """``(U2, P*, N*)`` of a replicate: AUC = U2 / (2 P* N*).
 
         Python ints on NumPy with integer counts and no weights (exact);
         else backend scalars (integers when the counts are, floats with weights).
-        ``positives``: :meth:`positives_numpy` of these counts, when a caller
-        evaluates two models on them (NumPy).
         """
-        perm, k_lo, k_hi, wneg, wpos, scratch, _, integer = state
-        N = self.N
-        if _numpy_integer(state, counts):
-            if positives is None:
-                positives = self.positives_numpy(state, counts)
-            return self._parts_numpy(state, counts, positives)
-        if integer is not None and xp.isdtype(counts.dtype, "integral"):
-            return self._parts_jax(integer, counts, xp)
-        cneg, cpos = counts[:N], counts[N:]
+        if _integer_path(state, counts, xp):
+            return _split_parts(((self, state),), counts, xp)[0]
+        perm, k_lo, k_hi, wsum, wread = state[:5]
+        c_sum, c_read = self._classes(counts)
         if perm is not None:
-            cneg = xp.take(cneg, perm)
-        if wneg is not None:
-            cneg, cpos = _f(cneg, xp) * _f(wneg, xp), _f(cpos, xp) * _f(wpos, xp)
-        cdt = R.count_dtype(xp, cneg)
-        cum0 = B.prefix_sum(cneg, xp, cdt)       # negative weight below each rank
-        num2 = R.u2_split(cum0, k_lo, k_hi, cpos, xp, ties=self.ties)
-        return num2, xp.sum(xp.astype(cpos, cdt)), cum0[N]
-
-    def _parts_jax(self, blocked, counts, xp):
-        """JAX integer counts: the negatives' prefix sums in blocks of ``_IBLOCK`` ranks.
-
-        XLA on CPU takes a cumulative sum several times longer than a pass
-        over the data, and it was most of a compiled replicate (as was a
-        blocked product with a triangular matrix). Here rank ``q`` sits at
-        ``(q % b, q // b)`` of a ``(b, m)`` array (``b = _IBLOCK``): the sums
-        inside each block of ``b`` consecutive ranks are ``b`` additions of
-        contiguous rows, and only the ``m`` block totals take a cumulative sum
-        (:func:`_exclusive_prefix_jax`), which starts the rows. The prefix sum at rank ``k`` is then
-        read at ``(k % b, k // b)`` (indices precomputed). Integer arithmetic
-        throughout: exact.
-        """
-        import jax
-        import jax.numpy as jnp
-
-        perm_b, at_lo, at_hi = blocked
-        N, b = self.N, _IBLOCK
-        m = N // b + 1
-        cdt = R.count_dtype(xp, None)
-        # int32 inside when no prefix sum can reach 2**31 (half the memory traffic)
-        wdt = jnp.int32 if 0 < self.total_bound < 2**31 else cdt
-        cneg, cpos = counts[:N], counts[N:]
-        if perm_b is None:      # model A: ranks in layout order; (m, b) -> (b, m),
-            # moved in the counts' own (small) dtype and widened after
-            x = jnp.pad(cneg, (0, b * m - N)).reshape(m, b).T.astype(wdt)
-        else:                   # gather straight into the blocked order
-            x = cneg.at[perm_b].get(mode="promise_in_bounds").astype(wdt).reshape(b, m)
-        # row 0: the count before each block (the block totals' exclusive prefix
-        # sums); row t: plus the block's first t ranks, all as one windowed sum
-        # down the columns (b terms each). Rows past rank N - 1 hold padding that
-        # no index below reads (nor the last block's total). XLA materialises a
-        # windowed sum, so the gathers below read it as it is: when the rows
-        # were a chain of additions (and the block offsets added after), XLA
-        # fused them, through the reshapes' index arithmetic, into every read.
-        before = _exclusive_prefix_jax(jnp.sum(x, axis=0, dtype=wdt))
-        y = jnp.concatenate([before[None, :], x[:b - 1]])
-        cum = jax.lax.reduce_window(y, 0, jax.lax.add, (b, 1), (1, 1),
-                                    ((b - 1, 0), (0, 0))).reshape(-1)
-        sdt = R._sum_dtype(xp, cdt)
-        lo = cum.at[at_lo].get(mode="promise_in_bounds")
-        if self.ties:
-            twice = lo.astype(sdt) + cum.at[at_hi].get(mode="promise_in_bounds").astype(sdt)
-        else:
-            twice = 2 * lo.astype(sdt)
-        num2 = jnp.sum(cpos.astype(sdt) * twice)
-        return num2, jnp.sum(cpos.astype(cdt)), cum[(N % b) * m + N // b].astype(cdt)
+            c_sum = xp.take(c_sum, perm)
+        if wsum is not None:
+            c_sum, c_read = _f(c_sum, xp) * _f(wsum, xp), _f(c_read, xp) * _f(wread, xp)
+        cdt = R.count_dtype(xp, c_sum)
+        cum0 = B.prefix_sum(c_sum, xp, cdt)      # the summed class's weight below each rank
+        s = R.u2_split(cum0, k_lo, k_hi, c_read, xp, ties=self.ties)
+        t_sum, t_read = cum0[-1], xp.sum(xp.astype(c_read, cdt))
+        if self.side == 0:
+            return s, t_read, t_sum
+        sdt = R._sum_dtype(xp, cdt)     # (2 P* N* passes int32 below 50,000 rows a class)
+        return 2 * xp.astype(t_sum, sdt) * xp.astype(t_read, sdt) - s, t_sum, t_read
 
     def _dtypes(self, counts_dtype):
-        """NumPy: (prefix sums' dtype, the dot product's dtype) for counts of this dtype.
+        """NumPy: (prefix sums' dtype, the products' dtype) for counts of this dtype.
 
         With ``T`` the bound on a replicate's total count, every prefix sum is
         at most ``T`` and a tie group's doubled count at most ``2 T``: int32
-        below 2**30. A product of that with one positive's count (at most 255
-        for uint8 counts, else ``T``) fits int32 below 2**31; the dot product
-        sums the products in int64 (``U2 <= T**2 / 2``). Else int64 (0: no
-        bound known).
+        below 2**30. A product of that with one row's count (at most 255 for
+        uint8 counts, else ``T``) fits int32 below 2**31; the dot product sums
+        the products in int64 (``U2 <= T**2 / 2``). Else int64 (0: no bound
+        known).
         """
         T = self.total_bound
         cmax = 255 if counts_dtype == np.uint8 else T
         return (np.dtype(np.int32 if 0 < T < 2**30 else np.int64),
                 np.dtype(np.int32 if 0 < T and 2 * T * cmax < 2**31 else np.int64))
 
-    def positives_numpy(self, state, counts):
-        """The positives' counts in the dot product's dtype, and their total ``P*`` (NumPy).
-
-        Both models read the same positives (layout order): converted once.
-        """
-        buf = state.scratch.get((threading.get_ident(), "positives", counts.dtype.char))
-        if buf is None:
-            buf = state.scratch[(threading.get_ident(), "positives", counts.dtype.char)] = \
-                np.empty(self.P, dtype=self._dtypes(counts.dtype)[1])
-        np.copyto(buf, counts[self.N:], casting="unsafe")   # exact: counts below the bound
-        return buf, int(np.add.reduce(buf, dtype=np.int64))
-
-    def _parts_numpy(self, state, counts, positives):
-        """NumPy integer counts (int64, or uint8): exact sums (:meth:`_dtypes`).
-
-        The negatives' prefix sums are one ``cumsum`` in this model's rank
-        order (model A's is the layout's own; B gathers its counts into it),
-        read at each positive's ranks, multiplied by its count and summed in
-        int64. Buffers are reused per thread.
-        """
-        scratch, (rows, k_lo, k_hi) = state.scratch, state.integer
-        N = self.N
-        key = (threading.get_ident(), counts.dtype.char)
-        bufs = scratch.get(key)
-        if bufs is None:
-            acc, prod = self._dtypes(counts.dtype)
-            bufs = scratch[key] = (np.empty(N, dtype=counts.dtype), np.zeros(N + 1, dtype=acc),
-                                   np.empty(self.P, dtype=acc), np.empty(self.P, dtype=acc),
-                                   np.empty(self.P, dtype=prod))
-        xg, cum, g1, g2, t = bufs
-        # ("clip": the indices are valid; with ``out``, "raise" gathers through a temporary)
-        x = counts[:N] if rows is None else np.take(counts, rows, out=xg, mode="clip")
-        np.cumsum(x, dtype=cum.dtype, out=cum[1:])       # cum[0] stays 0
-        cpos, P = positives
-        num2 = R.u2_split(cum, k_lo, k_hi, cpos, np, ties=self.ties, scratch=(g1, g2, t))
-        return num2, P, int(cum[N])
-
     def loo(self, state, xp):
         y01, s, w = state.general
         return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
+def _integer_path(state, counts, xp) -> bool:
+    """Do these counts take :func:`_split_parts` (integers, no weights; NumPy or JAX)?"""
+    if state.integer is None:
+        return False
+    if B.is_numpy(xp):
+        return isinstance(counts, np.ndarray) and counts.dtype in (np.int64, np.uint8)
+    return xp.isdtype(counts.dtype, "integral")
+
+
+def _layout_positions(q_lo, q_hi, n, jaxy, sx):
+    """Where the prefix sums of the first ``q`` layout counts sit, for ``q`` in [0, n].
+
+    NumPy: ``q`` itself (intp, the index into ``cumsum`` with a leading 0). JAX:
+    ``(q % b) * m + q // b`` in the blocked arrangement of :func:`_layout_prefix_jax`
+    (int32).
+    """
+    if not jaxy:
+        return (np.asarray(q_lo, dtype=np.intp), np.asarray(q_hi, dtype=np.intp))
+    b, m = _IBLOCK, n // _IBLOCK + 1
+
+    def at(q):
+        q = sx.asarray(q, dtype=sx.int32)
+        return (q % b) * m + q // b
+    return (at(q_lo), at(q_hi))
+
+
+def _split_parts(models, counts, xp):
+    """``(U2, P*, N*)`` of each ``(kernel, state)`` on one replicate's integer counts.
+
+    One prefix sum of the whole layout's counts serves every model (they share
+    the layout): a side-0 model reads it at its positives' bounds among the
+    negatives (positions below ``N``), a side-1 model at its negatives' bounds
+    among the positives (``N`` + the bound; the prefix sum there less ``N*`` is
+    the positives' own). NumPy: ``np.cumsum``, int32 products summed in int64,
+    Python ints out (:meth:`_AUCSplitKernel._dtypes`); JAX:
+    :func:`_layout_prefix_jax`.
+    """
+    k0, st0 = models[0]
+    N, n = k0.N, k0.N + k0.P
+    if B.is_numpy(xp):
+        acc, prod = k0._dtypes(counts.dtype)
+        C = _buffers(st0, ("layout", counts.dtype.char), lambda: (np.zeros(n + 1, acc),))[0]
+        np.cumsum(counts, dtype=acc, out=C[1:])          # C[0] stays 0
+        n_star = int(C[N])
+        p_star = int(C[n]) - n_star
+    else:
+        cum, total = _layout_prefix_jax(counts, k0, xp)
+        n_star = cum[_layout_positions(N, N, n, True, xp)[0]]
+        p_star = total - n_star
+    out = []
+    for k, st in models:
+        at_lo, at_hi = st.integer
+        c_read = k._classes(counts)[1]
+        base = 0 if k.side == 0 else n_star       # prefix sums of the summed class alone
+        if B.is_numpy(xp):
+            g1, g2, t = _buffers(st, ("read", counts.dtype.char), lambda: (
+                np.empty(c_read.shape[0], acc), np.empty(c_read.shape[0], acc),
+                np.empty(c_read.shape[0], prod)))
+            # ("clip": the indices are valid; with ``out``, "raise" gathers through a
+            # temporary). Integer products and an int64 sum: no BLAS (whose threads,
+            # woken per call, cost milliseconds on a busy machine), no float conversion.
+            np.take(C, at_lo, out=g1, mode="clip")
+            if k.ties:
+                np.add(g1, np.take(C, at_hi, out=g2, mode="clip"), out=g1)
+            np.multiply(g1, c_read, out=t)
+            s = int(np.add.reduce(t, dtype=np.int64))
+            read_total = n_star if k.side == 1 else p_star
+            s = (s if k.ties else 2 * s) - 2 * base * read_total
+        else:
+            sdt = R._sum_dtype(xp, R.count_dtype(xp, None))
+            lo = xp.astype(cum.at[at_lo].get(mode="promise_in_bounds") - base, sdt)
+            twice = lo + xp.astype(cum.at[at_hi].get(mode="promise_in_bounds") - base, sdt) \
+                if k.ties else 2 * lo
+            s = xp.sum(xp.astype(c_read, sdt) * twice)
+        if k.side == 0:
+            out.append((s, p_star, n_star))
+        elif B.is_numpy(xp):
+            out.append((2 * p_star * n_star - s, p_star, n_star))
+        else:                           # (2 P* N* passes int32 below 50,000 rows a class)
+            out.append((2 * xp.astype(p_star, sdt) * xp.astype(n_star, sdt) - s,
+                        p_star, n_star))
+    return out
+
+
+def _buffers(state, key, make):
+    """NumPy buffers of ``state`` under ``key`` for the calling thread (made on first use)."""
+    key = (threading.get_ident(),) + key
+    bufs = state.scratch.get(key)
+    if bufs is None:
+        bufs = state.scratch[key] = make()
+    return bufs
+
+
 _IBLOCK = 8    # ranks per block of the JAX prefix sums
 
 
+def _layout_prefix_jax(counts, kernel, xp):
+    """JAX: prefix sums of the layout's integer counts in blocks of ``_IBLOCK``, and their total.
+
+    XLA on CPU takes a cumulative sum several times longer than a pass over
+    the data, and it was most of a compiled replicate (as was a blocked
+    product with a triangular matrix). Here position ``q`` sits at
+    ``(q % b, q // b)`` of a ``(b, m)`` array (``b = _IBLOCK``, the layout's
+    own order transposed): the sums inside each block of ``b`` consecutive
+    positions are ``b`` additions of contiguous rows, and only the ``m``
+    block totals take a cumulative sum (:func:`_exclusive_prefix_jax`), which
+    starts the rows. The sum of the first ``q`` counts is read at
+    ``(q % b) * m + q // b`` (:func:`_layout_positions`). Integer arithmetic
+    throughout: exact.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    n, b = kernel.N + kernel.P, _IBLOCK
+    m = n // b + 1
+    cdt = R.count_dtype(xp, None)
+    # int32 inside when no prefix sum can reach 2**31 (half the memory traffic)
+    wdt = jnp.int32 if 0 < kernel.total_bound < 2**31 else cdt
+    # (m, b) -> (b, m), moved in the counts' own (small) dtype and widened after
+    x = jnp.pad(counts, (0, b * m - n)).reshape(m, b).T.astype(wdt)
+    # row 0: the count before each block (the block totals' exclusive prefix
+    # sums); row t: plus the block's first t counts, all as one windowed sum
+    # down the columns (b terms each). Padding adds zeros. XLA materialises a
+    # windowed sum, so the gathers read it as it is: when the rows were a
+    # chain of additions (and the block offsets added after), XLA fused them,
+    # through the reshapes' index arithmetic, into every read.
+    totals = jnp.sum(x, axis=0, dtype=wdt)
+    y = jnp.concatenate([_exclusive_prefix_jax(totals)[None, :], x[:b - 1]])
+    cum = jax.lax.reduce_window(y, 0, jax.lax.add, (b, 1), (1, 1),
+                                ((b - 1, 0), (0, 0))).reshape(-1)
+    return cum, jnp.sum(totals, dtype=cdt)
+
+
 def _exclusive_prefix_jax(t, c=16):
-    """Exclusive prefix sums of a short 1-D integer array ``t`` under JAX.
+    """Exclusive prefix sums along the last axis of a short integer array ``t`` under JAX.
 
     ``jnp.cumsum`` of the 1,564 block totals took about 140 us per replicate
     on CPU (XLA splits it into a tree of windowed reductions whose levels are
     then recomputed inside each consumer). Here: windows of ``c`` along the
-    last axis of a ``(L / c, c)`` reshape (one windowed sum of ``c`` terms per
-    element), the window totals done the same way, recursively; exact.
+    last axis of a ``(..., L / c, c)`` reshape (one windowed sum of ``c``
+    terms per element), the window totals done the same way, recursively;
+    exact. Leading axes are independent rows.
     """
     from jax import lax
     import jax.numpy as jnp
 
-    L = t.shape[0]
+    lead = t.shape[:-1]
+    k = len(lead)
+    L = t.shape[-1]
     if L <= c:
-        return lax.reduce_window(t, 0, lax.add, (L,), (1,), ((L, -1),))
+        return lax.reduce_window(t, 0, lax.add, (1,) * k + (L,), (1,) * (k + 1),
+                                 ((0, 0),) * k + ((L, -1),))
     m = -(-L // c)
-    tp = jnp.pad(t, (0, m * c - L)).reshape(m, c)
-    inc = lax.reduce_window(tp, 0, lax.add, (1, c), (1, 1), ((0, 0), (c - 1, 0)))
-    before = _exclusive_prefix_jax(inc[:, c - 1], c)
-    return (inc - tp + before[:, None]).reshape(-1)[:L]
-
-
-def _blocked_state(N, perm, k_lo, k_hi, xp):
-    """Indices for :meth:`_AUCSplitKernel._parts_jax`: rank ``q`` at ``(q % b) * m + q // b``.
-
-    ``perm_b``: for each blocked position, the layout row of the negative of
-    that rank in this model's order (None: the layout order itself, model A);
-    padding positions read row 0 (their sums are never read). ``at_lo``,
-    ``at_hi``: where the prefix sums at ``k_lo``, ``k_hi`` sit. Built with
-    ``xp`` (NumPy when the set-up ran on the host), all int32.
-    """
-    b = _IBLOCK
-    m = N // b + 1
-    idt = xp.int32
-
-    def at(k):
-        k = xp.asarray(k, dtype=idt)
-        return (k % b) * m + k // b
-
-    perm_b = None
-    if perm is not None:
-        # the inverse of ``at`` as a gather: blocked position j holds rank (j % m) * b + j // m
-        j = xp.arange(b * m, dtype=idt)
-        rank = (j % m) * b + j // m
-        rows = xp.take(xp.asarray(perm, dtype=idt), xp.clip(rank, 0, N - 1))
-        perm_b = xp.where(rank < N, rows, xp.zeros_like(rows))
-    return (perm_b, at(k_lo), at(k_hi))
-
-
-def _numpy_integer(state, counts) -> bool:
-    """Does :meth:`_AUCSplitKernel._parts_numpy` take these counts (NumPy, no weights)?"""
-    return state.scratch is not None and state.integer is not None \
-        and isinstance(counts, np.ndarray) \
-        and counts.dtype in (np.int64, np.uint8)
+    tp = jnp.pad(t, ((0, 0),) * k + ((0, m * c - L),)).reshape(lead + (m, c))
+    inc = lax.reduce_window(tp, 0, lax.add, (1,) * (k + 1) + (c,), (1,) * (k + 2),
+                            ((0, 0),) * (k + 1) + ((c - 1, 0),))
+    before = _exclusive_prefix_jax(inc[..., c - 1], c)
+    return (inc - tp + before[..., None]).reshape(lead + (m * c,))[..., :L]
 
 
 def _jax_int(xp):
@@ -417,12 +435,13 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
     right). Other metrics: the two values, subtracted.
     """
     if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel) \
-            and sa.wneg is None and sb.wneg is None:
-        # NumPy: the positives' counts are converted once for both models
-        pos = kernel_a.positives_numpy(sa, counts) if _numpy_integer(sa, counts) \
-            and _numpy_integer(sb, counts) else None
-        na, P, N = kernel_a.parts(sa, counts, xp, pos)
-        nb, _, _ = kernel_b.parts(sb, counts, xp, pos)
+            and sa.wsum is None and sb.wsum is None:
+        if _integer_path(sa, counts, xp) and _integer_path(sb, counts, xp):
+            # one prefix sum of the layout's counts for both models
+            (na, P, N), (nb, _, _) = _split_parts(((kernel_a, sa), (kernel_b, sb)), counts, xp)
+        else:
+            (na, P, N), (nb, _, _) = (kernel_a.parts(sa, counts, xp),
+                                      kernel_b.parts(sb, counts, xp))
         if isinstance(na, int):       # NumPy: Python ints, division correctly rounded
             if P == 0 or N == 0:
                 nan = np.float64(math.nan)
