@@ -440,7 +440,7 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
             try:
                 return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
                                        s.design_data, words, n_resamples,
-                                       batch or _default_batch(s.n), devices, progress)
+                                       batch, devices, progress)
             except Exception as exc:  # metric not traceable: evaluate eagerly below
                 if s.kind != "weights" or not _is_trace_error(exc):
                     raise

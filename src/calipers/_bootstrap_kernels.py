@@ -178,7 +178,7 @@ class _AUCSplitKernel:
         t_sum, t_read = cum0[-1], xp.sum(xp.astype(c_read, cdt))
         if self.side == 0:
             return s, t_read, t_sum
-        sdt = R._sum_dtype(xp, cdt)     # (2 P* N* passes int32 below 50,000 rows a class)
+        sdt = R._sum_dtype(xp, cdt)     # (2 P* N* passes int32 from 32,768 rows in each class)
         return 2 * xp.astype(t_sum, sdt) * xp.astype(t_read, sdt) - s, t_sum, t_read
 
     def _dtypes(self, counts_dtype):
@@ -279,7 +279,7 @@ def _split_parts(models, counts, xp):
             out.append((s, p_star, n_star))
         elif B.is_numpy(xp):
             out.append((2 * p_star * n_star - s, p_star, n_star))
-        else:                           # (2 P* N* passes int32 below 50,000 rows a class)
+        else:                           # (2 P* N* passes int32 from 32,768 rows in each class)
             out.append((2 * xp.astype(p_star, sdt) * xp.astype(n_star, sdt) - s,
                         p_star, n_star))
     return out
