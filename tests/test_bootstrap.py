@@ -1121,6 +1121,39 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
             np.testing.assert_array_equal(got, np.cumsum(t2, axis=-1) - t2)
 
 
+@pytest.mark.parametrize("kind", ["sleep", "gil"])
+def test_thread_probe_keeps_threads_only_where_they_pay(kind):
+    """The NumPy loop's default times one span alone and two side by side: a replicate
+    that waits outside the GIL (a sleep) runs on both threads, one that holds it (a Python
+    busy loop) on one thread after the probe. Every replicate runs once, and progress
+    counts all of them."""
+    import threading
+    import time
+
+    from calipers._bootstrap_engine import _run_spans
+
+    done, threads, reported = [], set(), []
+
+    def run(lo, hi):
+        for r in range(lo, hi):
+            if kind == "sleep":
+                time.sleep(0.0005)
+            else:
+                end = time.perf_counter() + 0.0005
+                while time.perf_counter() < end:
+                    pass
+            done.append(r)
+            threads.add(threading.get_ident())
+        return hi - lo
+
+    spans = [(lo, lo + 64) for lo in range(0, 640, 64)]
+    used = _run_spans(run, spans, 2, True, reported.append)
+    assert used == (2 if kind == "sleep" else 1)
+    assert sorted(done) == list(range(640)) and sum(reported) == 640 and len(threads) == 2
+    done.clear()
+    assert _run_spans(run, spans, 2, False, None) == 2 and sorted(done) == list(range(640))
+
+
 def test_default_workers_follow_the_cores_and_bound_memory():
     from calipers._bootstrap_engine import default_workers
     assert default_workers(10**5, cores=2) == 2

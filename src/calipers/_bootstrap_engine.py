@@ -195,11 +195,12 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
 
 
 def default_workers(n, cores=None):
-    """Threads for calipers' own NumPy kernels: the cores this process may use, at most
-    4, and fewer when their per-thread buffers (about 32 bytes per row) would pass
-    about 256 MB in all. Whether threads pay depends on the machine: two threads on two
-    cores took 0.6-0.7x one thread's time per replicate at n = 10^5 on one, 1.1x on
-    another (docs/benchmarks.md)."""
+    """The most threads for calipers' own NumPy kernels: the cores this process may
+    use, at most 4, and fewer when their per-thread buffers (about 32 bytes per row)
+    would pass about 256 MB in all. Whether threads pay depends on the machine (two
+    threads on two cores took 0.6-0.7x one thread's time per replicate at n = 10^5 on
+    one, 1.1x on another), so the loop times both before it settles
+    (:func:`_run_spans`)."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -208,13 +209,63 @@ def default_workers(n, cores=None):
     return max(1, min(cores, 4, (1 << 28) // (32 * max(n, 1))))
 
 
+_THREADS_PAY = 0.85    # threads stay when they take under this share of one thread's time
+
+
+def _run_spans(run, spans, workers, probe, progress):
+    """Run ``run(lo, hi)`` over the spans in a pool of ``workers`` threads; the threads used.
+
+    With ``probe``, the first ``workers`` spans run side by side (every thread's
+    buffers are made), then one span alone and ``workers`` spans side by side
+    are timed, and the rest run on ``workers`` threads only if those took under
+    ``_THREADS_PAY`` of one thread's time per replicate, else one after another.
+    The values never depend on it (each replicate is a function of its index).
+    """
+    import time
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    def side_by_side(group):
+        t = time.perf_counter()
+        for f in as_completed([pool.submit(run, lo, hi) for lo, hi in group]):
+            m = f.result()
+            if progress is not None:
+                progress(m)
+        return time.perf_counter() - t
+
+    def size(group):
+        return sum(hi - lo for lo, hi in group)
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        if probe and workers > 1 and len(spans) > 2 * workers + 1:
+            side_by_side(spans[:workers])
+            one = side_by_side(spans[workers:workers + 1]) / size(spans[workers:workers + 1])
+            group = spans[workers + 1:2 * workers + 1]
+            many = side_by_side(group) / size(group)
+            spans = spans[2 * workers + 1:]
+            if many >= _THREADS_PAY * one:
+                # one thread from here on: its buffers stay in its core's caches
+                # (spans handed to idle threads in turn ran about 1.3x slower)
+                pool.shutdown()
+                workers, pool = 1, ThreadPoolExecutor(max_workers=1)
+        if workers == 1:
+            for span in spans:
+                side_by_side([span])
+        else:
+            side_by_side(spans)
+    finally:
+        pool.shutdown()
+    return workers
+
+
 def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, workers=None,
               n=0):
     """One replicate at a time per worker (NumPy, array-api-strict, Python metrics).
 
     Memory O(workers * n). Replicate ``r`` depends only on ``draw(r)``, so
     the number of worker threads does not change the result. ``workers``
-    None: :func:`default_workers` (``n`` rows) for calipers' own NumPy kernels, else 1.
+    None: for calipers' own NumPy kernels up to :func:`default_workers` (``n``
+    rows), kept only where they pay (:func:`_run_spans`), else 1.
     """
     da = np.empty(n_resamples)
     db = np.empty(n_resamples)
@@ -232,14 +283,14 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
         # Undefined replicates are counted and reported once, not warned per replicate.
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         # calipers' own NumPy kernels run in a worker thread even for one worker:
-        # glibc's main heap hands the n-sized arrays freed each replicate
-        # (``bincount``'s) back to the system, so the next replicate faults their
-        # pages in again (at n = 10^5 that doubled a replicate's time here), while
-        # a thread's heap keeps them. A user's metric stays in the caller's thread
-        # (its thread-local settings) unless more workers are asked for.
+        # glibc's main heap hands the n-sized arrays freed each replicate back to
+        # the system, so the next replicate faults their pages in again (at
+        # n = 10^5 that doubled a replicate's time here), while a thread's heap
+        # keeps them. A user's metric stays in the caller's thread (its
+        # thread-local settings) unless more workers are asked for.
         own = B.is_numpy(xp) and not isinstance(kernel_a, (_WeightKernel, _IndexKernel))
-        if workers is None:
-            workers = default_workers(n) if own else 1
+        if workers is None and not own:
+            workers = 1
         if workers == 1 and not own:
             for lo, hi in spans:
                 m = run(lo, hi)
@@ -247,14 +298,7 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
                     progress(m)
         else:
             # NumPy releases the GIL in the draws, gathers and prefix sums.
-            from concurrent.futures import ThreadPoolExecutor, as_completed
-
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(run, lo, hi) for lo, hi in spans]
-                for f in as_completed(futures):
-                    m = f.result()
-                    if progress is not None:
-                        progress(m)
+            _run_spans(run, spans, workers or default_workers(n), workers is None, progress)
     return da, db, dd
 
 
