@@ -181,8 +181,8 @@ def bench_bootstrap(quick):
 
         t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
                                                      n_resamples=B, seed=0), 1)
-        record("bootstrap", f"calipers paired_bootstrap numpy (default: "
-               f"{default_workers(n)} threads)", B, t, n_examples=n)
+        record("bootstrap", f"calipers paired_bootstrap numpy (default: up to "
+               f"{default_workers(n)} threads, timed)", B, t, n_examples=n)
         # the same replicates on one thread, and the Poisson design (resampling=
         # "poisson": independent counts per row, another estimator of the same
         # distribution; its own rows, never mixed with the multinomial ones)
