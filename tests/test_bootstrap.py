@@ -1123,10 +1123,10 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
 
 @pytest.mark.parametrize("kind", ["sleep", "gil"])
 def test_thread_probe_keeps_threads_only_where_they_pay(kind):
-    """The NumPy loop's default times one span alone and two side by side: a replicate
-    that waits outside the GIL (a sleep) runs on both threads, one that holds it (a Python
-    busy loop) on one thread after the probe. Every replicate runs once, and progress
-    counts all of them."""
+    """The NumPy loop's default times one span alone and two side by side (twice): a
+    replicate that waits outside the GIL (a sleep) runs on both threads, one that holds it
+    (a Python busy loop) on one thread after the probe; too few spans run on one thread.
+    Every replicate runs once, and progress counts all of them."""
     import threading
     import time
 
@@ -1146,12 +1146,14 @@ def test_thread_probe_keeps_threads_only_where_they_pay(kind):
             threads.add(threading.get_ident())
         return hi - lo
 
-    spans = [(lo, lo + 64) for lo in range(0, 640, 64)]
+    spans = [(lo, lo + 16) for lo in range(0, 16 * 30, 16)]
     used = _run_spans(run, spans, 2, True, reported.append)
     assert used == (2 if kind == "sleep" else 1)
-    assert sorted(done) == list(range(640)) and sum(reported) == 640 and len(threads) == 2
+    assert sorted(done) == list(range(480)) and sum(reported) == 480 and len(threads) == 2
     done.clear()
-    assert _run_spans(run, spans, 2, False, None) == 2 and sorted(done) == list(range(640))
+    assert _run_spans(run, spans, 2, False, None) == 2 and sorted(done) == list(range(480))
+    done.clear()    # too few spans to time: one thread
+    assert _run_spans(run, spans[:10], 2, True, None) == 1 and sorted(done) == list(range(160))
 
 
 def test_default_workers_follow_the_cores_and_bound_memory():

@@ -209,17 +209,20 @@ def default_workers(n, cores=None):
     return max(1, min(cores, 4, (1 << 28) // (32 * max(n, 1))))
 
 
-_THREADS_PAY = 0.85    # threads stay when they take under this share of one thread's time
+_THREADS_PAY = 0.8     # threads stay when they take under this share of one thread's time
+_PROBE_SPANS = 24      # fewer spans than this: one thread, no probe
 
 
 def _run_spans(run, spans, workers, probe, progress):
     """Run ``run(lo, hi)`` over the spans in a pool of ``workers`` threads; the threads used.
 
     With ``probe``, the first ``workers`` spans run side by side (every thread's
-    buffers are made), then one span alone and ``workers`` spans side by side
-    are timed, and the rest run on ``workers`` threads only if those took under
-    ``_THREADS_PAY`` of one thread's time per replicate, else one after another.
-    The values never depend on it (each replicate is a function of its index).
+    buffers are made); then, twice, one span alone and ``workers`` spans side
+    by side are timed, and the rest run on ``workers`` threads only if the
+    faster side-by-side run took under ``_THREADS_PAY`` of the faster lone
+    span's time per replicate, else one after another on one thread. Fewer
+    than ``_PROBE_SPANS`` spans run on one thread. The values never depend on
+    it (each replicate is a function of its index).
     """
     import time
     from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -230,20 +233,21 @@ def _run_spans(run, spans, workers, probe, progress):
             m = f.result()
             if progress is not None:
                 progress(m)
-        return time.perf_counter() - t
+        return (time.perf_counter() - t) / sum(hi - lo for lo, hi in group)
 
-    def size(group):
-        return sum(hi - lo for lo, hi in group)
-
+    if probe and len(spans) < _PROBE_SPANS:
+        workers = 1
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        if probe and workers > 1 and len(spans) > 2 * workers + 1:
+        if probe and workers > 1:
             side_by_side(spans[:workers])
-            one = side_by_side(spans[workers:workers + 1]) / size(spans[workers:workers + 1])
-            group = spans[workers + 1:2 * workers + 1]
-            many = side_by_side(group) / size(group)
-            spans = spans[2 * workers + 1:]
-            if many >= _THREADS_PAY * one:
+            one, many, i = [], [], workers
+            for _ in range(2):
+                one.append(side_by_side(spans[i:i + 1]))
+                many.append(side_by_side(spans[i + 1:i + 1 + workers]))
+                i += 1 + workers
+            spans = spans[i:]
+            if min(many) >= _THREADS_PAY * min(one):
                 # one thread from here on: its buffers stay in its core's caches
                 # (spans handed to idle threads in turn ran about 1.3x slower)
                 pool.shutdown()

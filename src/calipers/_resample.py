@@ -455,8 +455,8 @@ def draw_checked(design: _Design, data, words, r, xp, idtype, small=False):
     """Counts of replicate ``r`` in layout order, and whether they are exact: ``(counts, ok)``.
 
     Where ``ok`` is False the replicate is :func:`draw_counts`' instead (a
-    multinomial whose Poisson part missed the top-up's range, about one
-    replicate in 10^6, or ``small`` counts that wrapped). ``small`` (JAX, where
+    multinomial whose Poisson part missed the top-up's range, about 6 replicates
+    in 10^7, or ``small`` counts that wrapped). ``small`` (JAX, where
     :func:`small_counts` holds): uint8 counts modulo 256, a quarter of the
     int32 memory traffic in the gathers. Other designs: always ``ok``.
     """
