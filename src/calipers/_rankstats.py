@@ -648,29 +648,14 @@ def split_ranks(neg_sorted, pos, xp, n_neg=None, *, upper=True):
     return lo, hi
 
 
-def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True, scratch=None):
+def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
     """``U2`` with the classes sorted apart: ``sum wpos * (Cneg[k_lo] + Cneg[k_hi])``.
 
     The same count as :func:`u2` (``Cneg``: the negatives' prefix sums in
-    their sorted order). ``ties=False`` (no positive ties a negative, so
-    ``k_hi == k_lo``) skips one gather. NumPy with ``scratch``: two buffers of
-    the positives' length in ``Cneg``'s dtype and one in ``wpos``' (the
-    products'; no allocation per call); the products are summed in int64 and
-    the result is a Python int. The caller guarantees that every product fits
-    its dtype (a bound on the counts).
+    their sorted order; the bootstrap also passes the positives' with the
+    roles swapped). ``ties=False`` (no positive ties a negative, so ``k_hi ==
+    k_lo``) skips one gather.
     """
-    if scratch is not None and isinstance(Cneg, np.ndarray):
-        # k_lo, k_hi lie in [0, len(Cneg)) by construction: "clip" checks nothing,
-        # while "raise" with ``out`` gathers through a temporary (about 2x slower).
-        # Integer products and an int64 sum: no BLAS (whose threads, woken per
-        # call, cost milliseconds on a busy machine) and no float conversion.
-        g1, g2, t = scratch
-        np.take(Cneg, k_lo, out=g1, mode="clip")
-        if ties:
-            np.add(g1, np.take(Cneg, k_hi, out=g2, mode="clip"), out=g1)
-        np.multiply(g1, wpos, out=t)
-        s = int(np.add.reduce(t, dtype=np.int64))
-        return s if ties else 2 * s
     sdt = _sum_dtype(xp, Cneg.dtype)
     lo = xp.take(Cneg, k_lo)
     if not ties:
