@@ -783,6 +783,28 @@ def test_jax_auc_without_x64_past_int32_pair_counts(monkeypatch, sequential):
     np.testing.assert_allclose(got[1], ref[1], rtol=2e-6, atol=0)
 
 
+@pytest.mark.parametrize("side", [0, 1])
+def test_jax_split_kernel_general_path_sorts_on_the_host(side):
+    """A JAX CPU state whose summed class is not in the layout's order (``identity``
+    False) sorts it on the host and takes the general path: (U2, P*, N*) equal the pair
+    count, on JAX arrays."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from calipers._bootstrap_kernels import _AUCSplitKernel
+
+    rng = np.random.default_rng(side)
+    y, a, _ = _class_edge_data(rng, 30, True)
+    order = np.argsort(y, kind="stable")         # [negatives | positives], scores unsorted
+    y, a = y[order], a[order]
+    k = _AUCSplitKernel(30, 23, True, total_bound=53, side=side)
+    c = rng.poisson(1.0, 53)
+    with jax.enable_x64(True):
+        st = k.prepare(jnp.asarray(y), jnp.asarray(a), None, jnp, False)
+        assert st.integer is None and st.perm is not None
+        got = tuple(int(v) for v in k.parts(st, jnp.asarray(c), jnp))
+    assert got == _u2_from_pairs(y, a, c)
+
+
 def test_jax_auc_replicates_one_class_only_are_nan_like_numpy():
     """All positives (no negatives to sum over) or all negatives: every replicate is NaN on
     JAX as on NumPy (the blocked prefix sums are skipped when there are no negatives)."""

@@ -148,8 +148,9 @@ class _AUCSplitKernel:
             integer = _layout_positions(start + k_lo, start + k_hi, n, B.is_jax(xp), sx)
         if host:
             idt = B.acc_int(xp)
+            perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
             k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
-            integer = tuple(xp.asarray(x) for x in integer)
+            integer = None if integer is None else tuple(xp.asarray(x) for x in integer)
         return SplitState(perm, k_lo, k_hi, wsum, wread, scratch, general, integer)
 
     def evaluate(self, state, counts, xp):
