@@ -928,6 +928,50 @@ def test_topup_fallback_is_the_same_direct_draw_on_every_engine(monkeypatch, pla
         RS.topup_plan.cache_clear()
 
 
+def test_past_the_topup_plan_every_replicate_is_the_direct_draw(monkeypatch):
+    """Where :func:`topup_plan` gives no plan (past 2**31 rows; forced here), rows,
+    clusters and integer-weight units are n uniform draws from counter 0 on every
+    engine: NumPy's counts sum to n and equal the bincount of those draws, and JAX's
+    replicates equal NumPy's."""
+    monkeypatch.setattr(RS, "topup_plan", lambda n: None)
+    y, a, b = _fallback_data()
+    n = y.shape[0]
+    words = BS.seed_words(7)
+    s = _setup_for("roc_auc", y, a, b)
+    lay = np.asarray(s.design_data[1])
+    for r in range(5):
+        keys = RS._keys(words, r, np)
+        want = np.bincount(RS._mulhi(RS._draws(0, n, keys, np), RS._U(n), np, True),
+                           minlength=n)
+        got = RS.numpy_drawer(s.design, s.design_data, words, True)(r)
+        np.testing.assert_array_equal(got, want[lay])
+    groups = np.arange(n) % 37          # cluster codes 0..36
+    sc = _setup_for("roc_auc", y, a, b, groups=groups)
+    lay_c = np.asarray(sc.design_data[1])
+    for r in range(5):
+        keys = RS._keys(words, r, np)
+        per_cluster = np.bincount(RS._mulhi(RS._draws(0, 37, keys, np), RS._U(37), np, True),
+                                  minlength=37)
+        c = RS.draw_counts(sc.design, sc.design_data, words, r, np, np.int64)
+        np.testing.assert_array_equal(c, per_cluster[groups[lay_c]])
+    ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=6, seed=7)
+    w = np.random.default_rng(1).integers(0, 3, n)
+    refw = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=6, seed=7,
+                                       sample_weight=w)
+    if importlib.util.find_spec("jax") is None:
+        return
+    import jax.numpy as jnp
+
+    for x64 in (True, False):
+        got = _jax_replicates(monkeypatch, y, a, b, x64, True, n_resamples=6, seed=7)
+        np.testing.assert_allclose(got[0], ref[0], rtol=0 if x64 else 1e-7, atol=0)
+    with __import__("jax").enable_x64(True):
+        gw = paired_bootstrap_replicates("roc_auc", jnp.asarray(y), jnp.asarray(a),
+                                         jnp.asarray(b), n_resamples=6, seed=7,
+                                         sample_weight=jnp.asarray(w))
+    np.testing.assert_array_equal(np.asarray(gw[0]), refw[0])
+
+
 def _empty_rows_pmf(n):
     """Exact distribution of the number of rows never drawn in n uniform draws of n rows:
     ``P(E = e) = C(n, e) S(n, n - e) (n - e)! / n**n`` (Stirling numbers of the second

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import types
 import warnings
 from typing import Any
@@ -132,6 +133,19 @@ def is_numpy(xp) -> bool:
 
 def is_jax(xp) -> bool:
     return array_api_compat.is_jax_namespace(xp)
+
+
+def thread_buffers(store: dict, key, make):
+    """NumPy buffers in ``store`` under ``key`` for the calling thread, made on first use.
+
+    Kernels reuse them across bootstrap replicates (no allocation and page
+    faults per replicate), one set per worker thread.
+    """
+    key = (threading.get_ident(), key)
+    bufs = store.get(key)
+    if bufs is None:
+        bufs = store[key] = make()
+    return bufs
 
 
 def is_traced(*arrays: Any) -> bool:

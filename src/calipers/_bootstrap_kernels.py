@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -220,12 +219,14 @@ def _layout_positions(q_lo, q_hi, n, jaxy, sx):
     """
     if not jaxy:
         return (np.asarray(q_lo, dtype=np.intp), np.asarray(q_hi, dtype=np.intp))
-    b, m = _IBLOCK, n // _IBLOCK + 1
+    return (_blocked_at(q_lo, n, sx), _blocked_at(q_hi, n, sx))
 
-    def at(q):
-        q = sx.asarray(q, dtype=sx.int32)
-        return (q % b) * m + q // b
-    return (at(q_lo), at(q_hi))
+
+def _blocked_at(q, n, xp):
+    """JAX: ``(q % b) * m + q // b``, int32 (:func:`_layout_prefix_jax`)."""
+    b, m = _IBLOCK, n // _IBLOCK + 1
+    q = xp.asarray(q, dtype=xp.int32)
+    return (q % b) * m + q // b
 
 
 def _split_parts(models, counts, xp):
@@ -243,13 +244,14 @@ def _split_parts(models, counts, xp):
     N, n = k0.N, k0.N + k0.P
     if B.is_numpy(xp):
         acc, prod = k0._dtypes(counts.dtype)
-        C = _buffers(st0, ("layout", counts.dtype.char), lambda: (np.zeros(n + 1, acc),))[0]
+        C = B.thread_buffers(st0.scratch, ("layout", counts.dtype.char),
+                             lambda: (np.zeros(n + 1, acc),))[0]
         np.cumsum(counts, dtype=acc, out=C[1:])          # C[0] stays 0
         n_star = int(C[N])
         p_star = int(C[n]) - n_star
     else:
         cum, total = _layout_prefix_jax(counts, k0, xp)
-        n_star = cum[_layout_positions(N, N, n, True, xp)[0]]
+        n_star = cum[_blocked_at(N, n, xp)]
         p_star = total - n_star
     out = []
     for k, st in models:
@@ -257,7 +259,7 @@ def _split_parts(models, counts, xp):
         c_read = k._classes(counts)[1]
         base = 0 if k.side == 0 else n_star       # prefix sums of the summed class alone
         if B.is_numpy(xp):
-            g1, g2, t = _buffers(st, ("read", counts.dtype.char), lambda: (
+            g1, g2, t = B.thread_buffers(st.scratch, ("read", counts.dtype.char), lambda: (
                 np.empty(c_read.shape[0], acc), np.empty(c_read.shape[0], acc),
                 np.empty(c_read.shape[0], prod)))
             # ("clip": the indices are valid; with ``out``, "raise" gathers through a
@@ -268,8 +270,8 @@ def _split_parts(models, counts, xp):
                 np.add(g1, np.take(C, at_hi, out=g2, mode="clip"), out=g1)
             np.multiply(g1, c_read, out=t)
             s = int(np.add.reduce(t, dtype=np.int64))
-            read_total = n_star if k.side == 1 else p_star
-            s = (s if k.ties else 2 * s) - 2 * base * read_total
+            # (side 1: each of the N* read counts took N* too, twice; exact in Python ints)
+            s = (s if k.ties else 2 * s) - 2 * base * n_star
         else:
             sdt = R._sum_dtype(xp, R.count_dtype(xp, None))
             lo = xp.astype(cum.at[at_lo].get(mode="promise_in_bounds") - base, sdt)
@@ -284,15 +286,6 @@ def _split_parts(models, counts, xp):
             out.append((2 * xp.astype(p_star, sdt) * xp.astype(n_star, sdt) - s,
                         p_star, n_star))
     return out
-
-
-def _buffers(state, key, make):
-    """NumPy buffers of ``state`` under ``key`` for the calling thread (made on first use)."""
-    key = (threading.get_ident(),) + key
-    bufs = state.scratch.get(key)
-    if bufs is None:
-        bufs = state.scratch[key] = make()
-    return bufs
 
 
 _IBLOCK = 8    # ranks per block of the JAX prefix sums

@@ -149,6 +149,8 @@ def topup_plan(n: int):
     if 2 * n + M >= 2**32 or (len(thresholds) + 1) * n >= 2**32:
         return None
     return thresholds, M
+
+
 def seed_words(seed):
     """The seed as two uint32 words (a NumPy array, or a JAX array for a JAX key).
 
@@ -247,12 +249,16 @@ def _units(design: _Design) -> int:
     return design.n_units if (design.repeat or design.kind == "cluster") else design.n
 
 
+def _unit_multinomial(design: _Design) -> bool:
+    """Is this design a multinomial over equally likely units (plain rows,
+    integer-weight units, clusters): :func:`_design_multinomial`?"""
+    return design.kind in ("plain", "cluster") and not design.poisson
+
+
 def _topup(design: _Design) -> bool:
-    """Is this design a multinomial over equally likely units drawn as Poisson counts
-    topped up to their number (:func:`topup_plan`): plain rows, integer-weight units,
-    clusters?"""
-    return design.kind in ("plain", "cluster") and not design.poisson \
-        and topup_plan(_units(design)) is not None
+    """Is it drawn as Poisson counts topped up to their number (:func:`topup_plan`)?
+    (Past the plan's sizes, every replicate is the direct draw.)"""
+    return _unit_multinomial(design) and topup_plan(_units(design)) is not None
 
 
 def _multinomial(U, keys, xp, idtype, place, length, poisson_part):
@@ -260,7 +266,7 @@ def _multinomial(U, keys, xp, idtype, place, length, poisson_part):
 
     ``place(units)``: the output position (of ``length``) of each drawn unit
     (uint32); ``poisson_part(thresholds)``: the units' Poisson counts at their
-    positions and their uint32 total, or None for none (``lam = 0``). Where
+    positions and their uint32 total (not called when ``lam = 0``). Where
     ``ok`` is False (the total above ``U`` or more than ``M`` draws missing),
     :func:`_multinomial_direct` gives the replicate.
     """
@@ -294,7 +300,9 @@ def _unit_poisson(U, keys, xp, idtype):
 
 
 def _design_multinomial(design: _Design, arrays, layout, keys, xp, idtype, direct=False):
-    """A top-up design's counts in layout order: ``(counts, ok)``, or exact with ``direct``.
+    """A unit multinomial's counts in layout order: ``(counts, ok)`` from the top-up, or
+    with ``direct`` the direct draw (the top-up's fallback; every replicate past
+    :func:`topup_plan`'s sizes).
 
     Plain rows are counted straight at their layout positions (the Poisson part
     hashes each position's caller row; an extra draw lands at its row's
@@ -353,7 +361,7 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     ``xp`` is NumPy or ``jax.numpy`` (array-api-strict and torch draw with
     NumPy); the same integers on both.
     """
-    if _topup(design):
+    if _unit_multinomial(design):
         data = (() if design.kind == "plain" and not design.repeat else arrays, None)
         return draw_counts(design, data, words, r, xp, idtype)
     wide = _wide(xp)
@@ -365,20 +373,15 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     n = design.n
     if design.repeat:
         return _repeat_counts(design, arrays, keys, xp, idtype, wide)
-    if design.kind == "plain":
-        if design.poisson:
-            return _poisson(hashes(n), xp, idtype)
-        return _multinomial_direct(n, keys, xp, idtype, lambda u: u, n)  # past topup_plan
+    if design.kind == "plain":        # Poisson rows
+        return _poisson(hashes(n), xp, idtype)
     if design.kind == "stratified":
         low, size, rows = arrays
         j = xp.astype(_mulhi(hashes(n), size, xp, wide), low.dtype)
         return _bincount(xp.take(rows, low + j), n, xp, idtype)
-    if design.kind == "cluster":
+    if design.kind == "cluster":      # Poisson clusters
         (unit,) = arrays
-        G = design.n_units
-        m = _poisson(hashes(G), xp, idtype) if design.poisson else \
-            _multinomial_direct(G, keys, xp, idtype, lambda u: u, G)    # past topup_plan
-        return xp.take(m, unit)
+        return xp.take(_poisson(hashes(design.n_units), xp, idtype), unit)
     # moving blocks over the caller's (time) order
     L = design.block_length
     nb = -(-n // L)
@@ -400,13 +403,11 @@ def _repeat_counts(design, arrays, keys, xp, idtype, wide):
     n, M = design.n, design.n_units
     if design.kind == "plain":
         (cw0,) = arrays
-        if design.poisson:   # a unit's Poisson count; a row's count is its units' sum
-            C = xp.concat([xp.zeros(1, dtype=idtype),
-                           xp.cumsum(_poisson(_draws(0, M, keys, xp), xp, idtype), dtype=idtype)])
-            return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1])
-        # multinomial units past topup_plan's sizes
-        return _multinomial_direct(M, keys, xp, idtype, lambda u: xp.searchsorted(
-            cw0[1:], xp.astype(u, cw0.dtype), side="right"), n)
+        # Poisson (multinomial units: _design_multinomial): a unit's Poisson count,
+        # a row's count the sum of its units'
+        C = xp.concat([xp.zeros(1, dtype=idtype),
+                       xp.cumsum(_poisson(_draws(0, M, keys, xp), xp, idtype), dtype=idtype)])
+        return xp.take(C, cw0[1:]) - xp.take(C, cw0[:-1])
     # stratified: units sorted by class (rows by class, in caller order, repeated)
     bounds, rows, cwc0 = arrays
     k = xp.arange(M, dtype=bounds.dtype)
@@ -474,12 +475,14 @@ def draw_counts(design: _Design, data, words, r, xp, idtype):
     """Counts of replicate ``r`` in layout order (the caller's counts, gathered); exact."""
     arrays, layout = data
     idtype = _count_dtype(design, xp, idtype, False)
-    if _topup(design):
-        c, ok = draw_checked(design, data, words, r, xp, idtype)
-
+    if _unit_multinomial(design):
         def direct():
             return _design_multinomial(design, arrays, layout, _keys(words, r, xp), xp, idtype,
                                        direct=True)
+
+        if not _topup(design):
+            return direct()
+        c, ok = draw_checked(design, data, words, r, xp, idtype)
 
         if B.is_numpy(xp):
             return c if bool(ok) else direct()
@@ -591,7 +594,7 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
     if block_length is not None:
         return _Design("block", False, n, block_length=int(block_length)), ((), layout)
     d = _Design("plain", poisson, n)
-    if layout is not None and _topup(d):
+    if layout is not None and _unit_multinomial(d):
         return d, ((_inverse(layout, mod),), layout)
     return d, ((), layout)
 
@@ -679,22 +682,6 @@ def _poisson_inplace(x, T, c, ge):
     return total
 
 
-class _Scratch:
-    """Buffers reused per worker thread (no allocation and page faults per replicate)."""
-
-    def __init__(self, make):
-        import threading
-
-        self._make, self._bufs, self._ident = make, {}, threading.get_ident
-
-    def get(self):
-        key = self._ident()
-        bufs = self._bufs.get(key)
-        if bufs is None:
-            bufs = self._bufs[key] = self._make()
-        return bufs
-
-
 def numpy_drawer(design: _Design, data, words, small: bool = False):
     """``r -> counts in layout order`` on NumPy, equal to :func:`draw_counts`.
 
@@ -728,11 +715,14 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
     # a uint8 count can wrap only where a row takes this many extra draws
     wrap_at = _SMALL_MAX + 1 - T.shape[0]
     L = kgx.shape[0]
-    scratch = _Scratch(lambda: (np.empty(L, np.uint32), np.empty(L, np.uint32),
-                                np.empty(n, np.uint8), np.empty(n, bool), np.empty(M, np.uint64)))
+    scratch: dict = {}
+
+    def buffers():
+        return (np.empty(L, np.uint32), np.empty(L, np.uint32), np.empty(n, np.uint8),
+                np.empty(n, bool), np.empty(M, np.uint64))
 
     def draw(r):
-        x, tmp, c, ge, u = scratch.get()
+        x, tmp, c, ge, u = B.thread_buffers(scratch, "topup", buffers)
         _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
         if T.shape[0]:
             total = _poisson_inplace(x[:n], T, c, ge)
@@ -765,11 +755,14 @@ def _numpy_poisson_drawer(n, layout, words, small):
         np.asarray(layout).astype(np.uint32)
     kgx = _shifted_keys(rows * _GOLDEN)
     T = np.asarray(_POISSON_T, dtype=np.uint32)
-    scratch = _Scratch(lambda: (np.empty(n, np.uint32), np.empty(n, np.uint32),
-                                np.empty(n, np.uint8), np.empty(n, bool)))
+    scratch: dict = {}
+
+    def buffers():
+        return (np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.uint8),
+                np.empty(n, bool))
 
     def draw(r):
-        x, tmp, c, ge = scratch.get()
+        x, tmp, c, ge = B.thread_buffers(scratch, "poisson", buffers)
         _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
         _poisson_inplace(x, T, c, ge)
         return c if small else c.astype(np.int64)
