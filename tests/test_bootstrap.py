@@ -1187,39 +1187,68 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
             np.testing.assert_array_equal(got, np.cumsum(t2, axis=-1) - t2)
 
 
-@pytest.mark.parametrize("kind", ["sleep", "gil"])
-def test_thread_probe_keeps_threads_only_where_they_pay(kind):
-    """The NumPy loop's default times one span alone and two side by side (twice): a
-    replicate that waits outside the GIL (a sleep) runs on both threads, one that holds it
-    (a Python busy loop) on one thread after the probe; too few spans run on one thread.
-    Every replicate runs once, and progress counts all of them."""
+@pytest.mark.parametrize("ratio, threads", [(0.5, 2), (0.79, 2), (0.81, 1), (1.3, 1)])
+def test_thread_probe_keeps_threads_only_where_they_pay(ratio, threads):
+    """The NumPy loop's default times one span alone and two side by side (twice) and
+    keeps both threads only when side by side takes under 0.8 of one thread's time per
+    replicate; too few spans run on one thread. The clock is scripted (no timing in
+    unit tests): the faster of the two rounds decides. Every replicate runs once, and
+    progress counts all of them."""
     import threading
-    import time
 
     from calipers._bootstrap_engine import _run_spans
 
-    done, threads, reported = [], set(), []
+    done, seen, reported = [], set(), []
+    lock = threading.Lock()
 
     def run(lo, hi):
-        for r in range(lo, hi):
-            if kind == "sleep":
-                time.sleep(0.0005)
-            else:
-                end = time.perf_counter() + 0.0005
-                while time.perf_counter() < end:
-                    pass
-            done.append(r)
-            threads.add(threading.get_ident())
+        with lock:
+            done.extend(range(lo, hi))
+            seen.add(threading.get_ident())
         return hi - lo
 
+    def scripted(per_replicate):
+        # side_by_side reads the clock before and after each group; spans hold 16
+        # replicates, so a lone span is 16 and a pair 32 replicates.
+        ticks = iter(per_replicate)
+        now = [0.0]
+
+        def clock():
+            step = next(ticks, 0.0)
+            now[0] += step
+            return now[0]
+        return clock
+
+    one, slow = 1e-3, 1.5e-3
+    many = ratio * one
+    # warm-up pair, then (one, many) twice; the second round is slower and must not decide
+    steps = [0, 32 * one, 0, 16 * one, 0, 32 * many, 0, 16 * slow, 0, 32 * slow * ratio * 2]
     spans = [(lo, lo + 16) for lo in range(0, 16 * 30, 16)]
-    used = _run_spans(run, spans, 2, True, reported.append)
-    assert used == (2 if kind == "sleep" else 1)
-    assert sorted(done) == list(range(480)) and sum(reported) == 480 and len(threads) == 2
+    used = _run_spans(run, spans, 2, True, reported.append, clock=scripted(steps))
+    assert used == threads
+    assert sorted(done) == list(range(480)) and sum(reported) == 480
     done.clear()
     assert _run_spans(run, spans, 2, False, None) == 2 and sorted(done) == list(range(480))
     done.clear()    # too few spans to time: one thread
     assert _run_spans(run, spans[:10], 2, True, None) == 1 and sorted(done) == list(range(160))
+
+
+def test_thread_probe_runs_side_by_side_on_two_threads():
+    """Without the probe, two workers really run spans on two threads (a barrier that
+    only two threads at once can pass)."""
+    import threading
+
+    from calipers._bootstrap_engine import _run_spans
+
+    barrier, seen = threading.Barrier(2, timeout=30), set()
+
+    def run(lo, hi):
+        barrier.wait()
+        seen.add(threading.get_ident())
+        return hi - lo
+
+    spans = [(lo, lo + 4) for lo in range(0, 40, 4)]
+    assert _run_spans(run, spans, 2, False, None) == 2 and len(seen) == 2
 
 
 def test_default_workers_follow_the_cores_and_bound_memory():

@@ -213,7 +213,7 @@ _THREADS_PAY = 0.8     # threads stay when they take under this share of one thr
 _PROBE_SPANS = 24      # fewer spans than this: one thread, no probe
 
 
-def _run_spans(run, spans, workers, probe, progress):
+def _run_spans(run, spans, workers, probe, progress, clock=None):
     """Run ``run(lo, hi)`` over the spans in a pool of ``workers`` threads; the threads used.
 
     With ``probe``, the first ``workers`` spans run side by side (every thread's
@@ -222,18 +222,21 @@ def _run_spans(run, spans, workers, probe, progress):
     faster side-by-side run took under ``_THREADS_PAY`` of the faster lone
     span's time per replicate, else one after another on one thread. Fewer
     than ``_PROBE_SPANS`` spans run on one thread. The values never depend on
-    it (each replicate is a function of its index).
+    it (each replicate is a function of its index). ``clock`` (default
+    ``time.perf_counter``) lets tests script the timings.
     """
     import time
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
+    clock = clock or time.perf_counter
+
     def side_by_side(group):
-        t = time.perf_counter()
+        t = clock()
         for f in as_completed([pool.submit(run, lo, hi) for lo, hi in group]):
             m = f.result()
             if progress is not None:
                 progress(m)
-        return (time.perf_counter() - t) / sum(hi - lo for lo, hi in group)
+        return (clock() - t) / sum(hi - lo for lo, hi in group)
 
     if probe and len(spans) < _PROBE_SPANS:
         workers = 1
