@@ -766,6 +766,27 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
     _assert_jax_auc_replicates_are_numpys(y, a, b, n_resamples=30, seed=4)
 
 
+@pytest.mark.parametrize("dtype, acc, top", [(np.uint8, np.int32, 256), (np.int64, np.int32, 300),
+                                             (np.int64, np.int64, 10**6)])
+def test_numpy_blocked_prefix_sums_equal_cumsum(dtype, acc, top):
+    """The NumPy engine's prefix sums of a replicate's counts (blocks of 8, rank q at
+    (q % 8, q // 8)) equal ``np.cumsum`` read at every q in [0, n], for n around the block
+    edges, counts up to the dtype's range, and buffers reused across replicates."""
+    from calipers import _bootstrap_kernels as BK
+
+    rng = np.random.default_rng(0)
+    for n in [1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4099]:
+        scratch = {}
+        for _ in range(3):                      # the same thread's buffers, reused
+            c = rng.integers(0, top, n).astype(dtype)
+            want = np.concatenate([[0], np.cumsum(c, dtype=np.int64)])
+            C = BK._layout_prefix_numpy(c, acc, scratch)
+            assert C.dtype == acc
+            q = np.arange(n + 1)
+            np.testing.assert_array_equal(C[BK._blocked_at(q, n, np)], want)
+            assert all(C[BK._blocked_at(int(i), n, np)] == want[i] for i in (0, n // 2, n))
+
+
 @pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "vmapped"])
 def test_jax_auc_without_x64_past_int32_pair_counts(monkeypatch, sequential):
     """Without x64 (int32 counts, float32 sums) and classes of 40,000 rows, 2 P* N* is
