@@ -569,11 +569,36 @@ def test_paired_bootstrap_input_errors():
         paired_bootstrap("log_loss", Y, [0.1, 1.4, 0.3, 0.4, 0.5], Bs)
 
 
-def test_workers_rejected_on_jax():
+def test_workers_rejected_on_jax_with_devices():
     import jax.numpy as jnp
 
-    with pytest.raises(ValueError, match="workers applies to NumPy"):
-        paired_bootstrap("roc_auc", jnp.asarray(Y), jnp.asarray(A), jnp.asarray(Bs), workers=2)
+    with pytest.raises(ValueError, match="workers applies to NumPy, array-api-strict and JAX "
+                                         "on one CPU device"):
+        paired_bootstrap("roc_auc", jnp.asarray(Y), jnp.asarray(A), jnp.asarray(Bs), workers=2,
+                         devices=1)
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss"])
+def test_jax_cpu_chunks_on_threads_do_not_change_replicates(metric):
+    """On one CPU device JAX runs compiled chunks from several threads (timed by default):
+    with 30 chunks of 2 the probe runs, and every worker count gives NumPy's replicates;
+    progress counts each replicate once."""
+    import jax.numpy as jnp
+
+    y, a, b = _data(21, n=60)
+    if metric == "log_loss":
+        a, b = 1 / (1 + np.exp(-a)), 1 / (1 + np.exp(-b))
+    want = paired_bootstrap(metric, y, a, b, n_resamples=60, seed=5)
+    runs = {}
+    for w in (1, None, 2, 3):
+        seen = []
+        runs[w] = paired_bootstrap(metric, jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                                   n_resamples=60, seed=5, batch=2, workers=w,
+                                   progress=seen.append).bootstrap_distribution
+        assert sum(seen) == 60
+        np.testing.assert_array_equal(runs[w], runs[1])        # threads change nothing
+    # NumPy's replicates (AP's float sums may round differently on XLA)
+    np.testing.assert_allclose(runs[1], want.bootstrap_distribution, rtol=1e-12, atol=1e-15)
 
 
 def test_paired_bootstrap_under_jit_points_to_replicates():

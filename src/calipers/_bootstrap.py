@@ -15,17 +15,18 @@ Design: **sort once, resample by counts.**
   models mirrors every replicate exactly, and NumPy, array-api-strict, torch
   and JAX (eager, ``jit``, with or without x64) draw identical counts.
 * The counts are then gathered into each kernel's order. For ROC AUC the
-  layout is [negatives | positives], each in model A's score order (on NumPy
-  A's negatives in the blocked order of its prefix sums): a replicate is one
-  prefix sum of the negatives' counts (after one gather into B's order for
-  model B), taken in blocks of ranks, a gather at ranks found once by
-  ``searchsorted`` and a dot product, in exact integers. AP sorts each model's scores stably in the
+  counts are drawn straight in the layout [negatives in model A's score
+  order | positives in model B's]: a replicate is one prefix sum of the
+  layout's counts for both models, taken in blocks of 8 positions, then per
+  model a gather at bounds found once by ``searchsorted`` and a dot product,
+  in exact integers. AP sorts each model's scores stably in the
   caller's row order; log loss and Brier are weighted means of per-row losses
   computed once.
 * Replicate ``i`` is evaluated one at a time per worker thread on NumPy
   (O(workers * n) memory) and in ``jit``-compiled chunks of ``batch``
   replicates on JAX (O(batch * n) memory; ``vmap``-ped on accelerators and
-  sharded runs, one after another on a single CPU device). The answer does not
+  sharded runs, one after another on a single CPU device, where several
+  chunks run at once from worker threads). The answer does not
   depend on ``batch``, ``workers`` or how the chunks are sharded over
   devices, and peak memory does not grow with ``n_resamples``. No n x B index
   matrix is ever built.
@@ -154,14 +155,18 @@ class _Setup:
     kind: str
 
 
-def _check_workers(workers, xp):
+def _check_workers(workers, xp, devices=None):
     if workers is None:
         return
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"workers must be None or a positive integer, got {workers!r}")
     if workers > 1 and B.is_jax(xp):
-        raise ValueError("workers applies to NumPy and array-api-strict; on JAX the replicates "
-                         "run as compiled chunks (batch) sharded over devices (devices)")
+        import jax
+
+        if devices is not None or jax.default_backend() != "cpu":
+            raise ValueError("workers applies to NumPy, array-api-strict and JAX on one CPU "
+                             "device; on accelerators and over several devices the replicates "
+                             "run as compiled chunks (batch) sharded over devices (devices)")
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
@@ -440,7 +445,7 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
             try:
                 return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
                                        s.design_data, words, n_resamples,
-                                       batch, devices, progress)
+                                       batch, devices, progress, workers)
             except Exception as exc:  # metric not traceable: evaluate eagerly below
                 if s.kind != "weights" or not _is_trace_error(exc):
                     raise
@@ -642,11 +647,16 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     workers : int or None
         NumPy / array-api-strict: threads evaluating replicates (NumPy releases
         the GIL in the draws, gathers and prefix sums); memory O(workers * n).
-        Default None: calipers' own kernels (ROC AUC, AP, log loss, Brier) use
-        the cores available to the process, at most 4 and fewer for large n
-        (their buffers stay under about 256 MB in all); any other metric runs
-        in the caller's thread (it may not be thread-safe). The replicates
-        do not depend on it. Not for JAX (use ``batch`` and ``devices``).
+        JAX on one CPU device: threads each running compiled chunks (a chunk
+        releases the GIL while XLA runs it); memory O(workers * batch * n).
+        Default None: calipers' own kernels (ROC AUC, AP, log loss, Brier), and
+        every metric's compiled chunks on a JAX CPU device, use up to the cores
+        available to the process, at most 4 and fewer for large n (their
+        buffers stay under about 256 MB in all), and keep the threads only
+        where a timed trial shows they pay; any other metric runs in the
+        caller's thread (it may not be thread-safe). The replicates do not
+        depend on it. Raises ``ValueError`` above 1 with ``devices`` or on an
+        accelerator (there use ``batch`` and ``devices``).
     jackknife_groups : int
         Most groups of the grouped jackknife (BCa only).
     progress : callable, optional
@@ -698,7 +708,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                          "arrays; under jax.jit use paired_bootstrap_replicates")
     if devices is not None and not B.is_jax(xp):
         raise ValueError("devices applies to JAX arrays only")
-    _check_workers(workers, xp)
+    _check_workers(workers, xp, devices)
     devs = _resolve_devices(devices)
 
     # Full-data estimates, which also validate every input with the metric's own messages.
