@@ -261,9 +261,12 @@ def _split_parts(models, counts, xp):
         c_read = k._classes(counts)[1]
         base = 0 if k.side == 0 else n_star       # prefix sums of the summed class alone
         if B.is_numpy(xp):
-            g1, g2, t = B.thread_buffers(st.scratch, ("read", counts.dtype.char), lambda: (
-                np.empty(c_read.shape[0], acc), np.empty(c_read.shape[0], acc),
-                np.empty(c_read.shape[0], prod)))
+            # one set of buffers for both models (fewer bytes in the caches)
+            g1, g2, t = B.thread_buffers(st0.scratch, ("read", counts.dtype.char), lambda: (
+                np.empty(n, acc), np.empty(n, acc), None if prod == acc else np.empty(n, prod)))
+            m = c_read.shape[0]
+            g1, g2 = g1[:m], g2[:m]
+            t = g1 if t is None else t[:m]
             # ("clip": the indices are valid; with ``out``, "raise" gathers through a
             # temporary). Integer products and an int64 sum: no BLAS (whose threads,
             # woken per call, cost milliseconds on a busy machine), no float conversion.
@@ -308,14 +311,15 @@ def _layout_prefix_numpy(counts, acc, scratch):
     """
     n = counts.shape[0]
     b, m = _IBLOCK, n // _IBLOCK + 1
-    Y, pad, E = B.thread_buffers(scratch, ("layout", counts.dtype.char), lambda: (
-        np.empty((b, m), acc), np.zeros(b * m, counts.dtype), np.zeros(m, acc)))
+    Y, pad, E, totals = B.thread_buffers(scratch, ("layout", counts.dtype.char), lambda: (
+        np.empty((b, m), acc), np.zeros(b * m, counts.dtype), np.zeros(m, acc),
+        np.empty(m, acc)))
     pad[:n] = counts                        # pad[n:] stays 0
     P = pad.reshape(m, b).T                 # P[t, k]: the count at position k * b + t
     Y[0] = 0
     for t in range(1, b):
         np.add(Y[t - 1], P[t - 1], out=Y[t])
-    totals = Y[b - 1] + P[b - 1]            # each block's total
+    np.add(Y[b - 1], P[b - 1], out=totals)  # each block's total
     np.cumsum(totals[:-1], out=E[1:])       # E[0] stays 0
     np.add(Y, E, out=Y)
     return Y.reshape(-1)
