@@ -35,6 +35,7 @@ import math
 import os
 import time
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -195,9 +196,13 @@ def bench_bootstrap(quick):
         if have("jax"):
             import jax.numpy as jnp
             jy, ja, jb = jnp.asarray(y), jnp.asarray(a), jnp.asarray(b)
-            for label, kw in (("jax", {}), ("jax poisson", dict(resampling="poisson"))):
-                calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8,
-                                          seed=0, **kw)
+            for label, kw in ((f"jax (default: up to {default_workers(n)} threads, timed)", {}),
+                              ("jax workers=1", dict(workers=1)),
+                              ("jax poisson", dict(resampling="poisson"))):
+                with warnings.catch_warnings():     # (the warm-up's 8 replicates)
+                    warnings.simplefilter("ignore", calipers.BootstrapDesignWarning)
+                    calipers.paired_bootstrap(calipers.roc_auc_score, jy, ja, jb, n_resamples=8,
+                                              seed=0, **kw)
                 t = median_time(lambda: calipers.paired_bootstrap(
                     calipers.roc_auc_score, jy, ja, jb, n_resamples=B, seed=0, **kw), 1)
                 record("bootstrap", f"calipers paired_bootstrap {label}", B, t, n_examples=n)
