@@ -62,16 +62,23 @@ def test_h23_swapping_models_mirrors_the_replicates_exactly():
     assert ba.confidence_interval.high == pytest.approx(-ab.confidence_interval.low, rel=1e-14)
 
 
+_W_INT = np.random.default_rng(11).integers(1, 4, 300)      # repetitions
+_W_FLOAT = np.random.default_rng(12).random(300) + 0.05      # weights proper
 DESIGNS = [dict(), dict(stratify=True), dict(groups=np.arange(300) % 23),
            dict(block_length=9), dict(resampling="poisson"),
-           dict(groups=np.arange(300) // 7, resampling="poisson")]
+           dict(groups=np.arange(300) // 7, resampling="poisson"),
+           dict(sample_weight=_W_INT), dict(sample_weight=_W_FLOAT),
+           dict(sample_weight=_W_FLOAT, groups=np.arange(300) % 23)]
+DESIGN_IDS = ["rows", "stratified", "clusters", "blocks", "poisson", "poisson-clusters",
+              "int-weights", "float-weights", "float-weights-clusters"]
 
 
 @pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss", "brier",
                                     _wacc, _gap])
-@pytest.mark.parametrize("design", DESIGNS, ids=["rows", "stratified", "clusters", "blocks",
-                                                 "poisson", "poisson-clusters"])
+@pytest.mark.parametrize("design", DESIGNS, ids=DESIGN_IDS)
 def test_swap_mirrors_and_the_other_model_does_not_matter(metric, design):
+    if metric is _gap and "sample_weight" in design:
+        pytest.skip("a metric without sample_weight refuses weights (tested in test_bootstrap)")
     y, a, b = _probs(*_h23_data())
     c = np.round(np.random.default_rng(5).random(300), 2)   # a third model, with ties
     R = 60
@@ -89,6 +96,50 @@ def test_swap_mirrors_and_the_other_model_does_not_matter(metric, design):
     _, gb = reps(c, a)
     np.testing.assert_array_equal(fa, da)
     np.testing.assert_array_equal(gb, da)
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss", "brier"])
+@pytest.mark.parametrize("design", [dict(), dict(sample_weight=_W_INT),
+                                    dict(sample_weight=_W_FLOAT)],
+                         ids=["rows", "int-weights", "float-weights"])
+def test_swap_and_other_model_on_jax(metric, design):
+    """The same on JAX arrays (x64 as configured; float32 sums too): exact mirrors."""
+    jnp = pytest.importorskip("jax.numpy")
+    y, a, b = _probs(*_h23_data())
+    c = np.round(np.random.default_rng(5).random(300), 2)
+    kw = {k: jnp.asarray(v) for k, v in design.items()}
+
+    def reps(s1, s2):
+        return [np.asarray(r) for r in paired_bootstrap_replicates(
+            metric, jnp.asarray(y), jnp.asarray(s1), jnp.asarray(s2), n_resamples=40,
+            seed=7, **kw)]
+
+    da, db = reps(a, b)
+    ea, eb = reps(b, a)
+    np.testing.assert_array_equal(ea, db)
+    np.testing.assert_array_equal(eb, da)
+    np.testing.assert_array_equal(reps(a, c)[0], da)
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss"])
+@pytest.mark.parametrize("w", [_W_INT, _W_FLOAT], ids=["int-weights", "float-weights"])
+def test_bca_interval_of_a_model_ignores_the_other_model(metric, w):
+    """BCa's jackknife values are a model's own: with integer weights (more repeated units
+    than jackknife groups, so the grouped jackknife numbers them) and with float weights,
+    a model's interval does not move when the other model changes, and swapping the
+    models mirrors the difference's interval."""
+    y, a, b = _probs(*_h23_data())
+    c = np.round(np.random.default_rng(5).random(300), 2)
+
+    def run(s1, s2):
+        return paired_bootstrap(metric, y, s1, s2, sample_weight=w, n_resamples=300, seed=2,
+                                method="bca", jackknife_groups=50)
+
+    ab, ac, ba = run(a, b), run(a, c), run(b, a)
+    assert ab.interval_a == ac.interval_a
+    assert ba.interval_b == ab.interval_a and ba.interval_a == ab.interval_b
+    assert ba.confidence_interval.low == pytest.approx(-ab.confidence_interval.high, rel=1e-13)
+    assert ba.confidence_interval.high == pytest.approx(-ab.confidence_interval.low, rel=1e-13)
 
 
 def test_marginal_interval_does_not_move_when_a_model_is_added():

@@ -210,6 +210,14 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
             layout = None
             ka = kb = _APKernel()
             identity = (False, False)
+        elif name == "roc_auc" and (traced or sw is not None):
+            # the general kernel: class sizes are not static under jit, and with float
+            # weights each model sorts its own scores in the caller's row order (as AP),
+            # so its float sums run in an order fixed by its own scores: swapping the
+            # models negates the replicates exactly and the other model cannot move them
+            layout = None
+            ka = kb = _AUCKernel()
+            identity = (False, False)
         elif name == "roc_auc":
             # layout [negatives in A's score order | positives in B's]: A sums the
             # negatives, B the positives, both in the layout's own order (one prefix
@@ -221,24 +229,20 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
                 else (xp, a, y01)
             layout = sx.argsort(a_s, stable=False)
             layout = sx.take(layout, sx.argsort(sx.take(y_s, layout), stable=True))
-            if traced:   # class sizes are not static: the general kernel
-                ka = kb = _AUCKernel()
-                identity = (False, False)
-            else:
-                N = int(xp.sum(1 - y01))
-                b_s = np.asarray(b) if host else b
-                pos = layout[N:]
-                layout = sx.concat([layout[:N],
-                                    sx.take(pos, sx.argsort(sx.take(b_s, pos), stable=False))])
-                # the sum of a replicate's counts: the number of draws (rows, units of
-                # integer weights; multinomial rows and moving blocks), at most 16 per
-                # unit (Poisson), else up to n per row (clusters)
-                draws = n if w_rep is None else int(w_rep.sum())
-                total = 16 * draws if poisson else (
-                    n * max(n, 16, draws) if groups is not None else draws)
-                ka = _AUCSplitKernel(N, n - N, True, total_bound=total)
-                kb = replace(ka, side=1)
-                identity = (True, True)
+            N = int(xp.sum(1 - y01))
+            b_s = np.asarray(b) if host else b
+            pos = layout[N:]
+            layout = sx.concat([layout[:N],
+                                sx.take(pos, sx.argsort(sx.take(b_s, pos), stable=False))])
+            # the sum of a replicate's counts: the number of draws (rows, units of
+            # integer weights; multinomial rows and moving blocks), at most 16 per
+            # unit (Poisson), else up to n per row (clusters)
+            draws = n if w_rep is None else int(w_rep.sum())
+            total = 16 * draws if poisson else (
+                n * max(n, 16, draws) if groups is not None else draws)
+            ka = _AUCSplitKernel(N, n - N, True, total_bound=total)
+            kb = replace(ka, side=1)
+            identity = (True, True)
             if host:
                 layout = xp.asarray(layout.astype(_jax_int(xp)))
         else:

@@ -79,8 +79,6 @@ class SplitState(NamedTuple):
     perm: Any       # this model's order of its summed class (None: the layout's own)
     k_lo: Any       # each read row's tie-group bounds among the sorted summed class
     k_hi: Any
-    wsum: Any       # sample weights of the summed class (this order) and the read class,
-    wread: Any      # or None
     scratch: Any    # NumPy: buffers reused per worker thread (None on other backends)
     general: Any    # (y01, scores, weights) in layout order, for leave-one-out values
     # the integer-count path's (at_lo, at_hi), or None (the general path): where the
@@ -103,7 +101,9 @@ class _AUCSplitKernel:
     order], A on side 0 and B on side 1 both read the layout in their own
     order: a replicate is one prefix sum of the layout's counts for both
     models (:func:`_split_parts`), then one gather and one dot product per
-    model. Integer counts stay integers (exact).
+    model. Integer counts stay integers (exact). No sample weights: float
+    weights take :class:`_AUCKernel`, whose sums run in each model's own
+    order; integer weights are repetitions (drawn as units).
     """
 
     N: int
@@ -118,12 +118,14 @@ class _AUCSplitKernel:
 
     def prepare(self, y01, s, w, xp, identity):
         """``identity``: the layout holds the summed class in this model's order."""
+        if w is not None:
+            raise ValueError("the split AUC kernel takes no sample weights")
         n = self.N + self.P
         # JAX arrays on the CPU without weights: the sort and the searches run in
         # NumPy (XLA's CPU argsort of 10^5 doubles takes about 45 ms, NumPy's 5).
         # Tied rows may then come in another order; the prefix sums are read
         # only at tie-group bounds, so no value moves.
-        host = w is None and n > 0 and host_cpu(s, xp)
+        host = n > 0 and host_cpu(s, xp)
         sx = np if host else xp
         s_sum, s_read = self._classes(np.asarray(s) if host else s)
         if identity:
@@ -131,10 +133,6 @@ class _AUCSplitKernel:
         else:
             perm = np.argsort(s_sum) if host else xp.argsort(s_sum, stable=False)
         k_lo, k_hi = R.split_ranks(s_sum if perm is None else sx.take(s_sum, perm), s_read, sx)
-        wsum = wread = None
-        if w is not None:
-            wsum, wread = self._classes(w)
-            wsum = wsum if perm is None else xp.take(wsum, perm)
         # leave-one-out values (BCa only) sort for themselves, on demand: the layout
         # is not one sorted order
         general = (y01, s, w)
@@ -142,7 +140,7 @@ class _AUCSplitKernel:
         # per replicate), one set per worker thread.
         scratch = {} if B.is_numpy(xp) else None
         integer = None
-        if w is None and perm is None and n > 0 and (B.is_numpy(xp) or B.is_jax(xp)):
+        if perm is None and n > 0 and (B.is_numpy(xp) or B.is_jax(xp)):
             start = 0 if self.side == 0 else self.N      # the summed class in the layout
             integer = _layout_positions(start + k_lo, start + k_hi, n, B.is_jax(xp), sx)
         if host:
@@ -150,7 +148,7 @@ class _AUCSplitKernel:
             perm = None if perm is None else xp.asarray(perm.astype(_jax_int(xp)))
             k_lo, k_hi = xp.asarray(k_lo, dtype=idt), xp.asarray(k_hi, dtype=idt)
             integer = None if integer is None else tuple(xp.asarray(x) for x in integer)
-        return SplitState(perm, k_lo, k_hi, wsum, wread, scratch, general, integer)
+        return SplitState(perm, k_lo, k_hi, scratch, general, integer)
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
@@ -161,17 +159,15 @@ class _AUCSplitKernel:
     def parts(self, state, counts, xp):
         """``(U2, P*, N*)`` of a replicate: AUC = U2 / (2 P* N*).
 
-        Python ints on NumPy with integer counts and no weights (exact);
-        else backend scalars (integers when the counts are, floats with weights).
+        Python ints on NumPy with integer counts (exact); else backend
+        scalars (integers when the counts are).
         """
         if _integer_path(state, counts, xp):
             return _split_parts(((self, state),), counts, xp)[0]
-        perm, k_lo, k_hi, wsum, wread = state[:5]
+        perm, k_lo, k_hi = state[:3]
         c_sum, c_read = self._classes(counts)
         if perm is not None:
             c_sum = xp.take(c_sum, perm)
-        if wsum is not None:
-            c_sum, c_read = _f(c_sum, xp) * _f(wsum, xp), _f(c_read, xp) * _f(wread, xp)
         cdt = R.count_dtype(xp, c_sum)
         cum0 = B.prefix_sum(c_sum, xp, cdt)      # the summed class's weight below each rank
         s = R.u2_split(cum0, k_lo, k_hi, c_read, xp, ties=self.ties)
@@ -462,8 +458,7 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
     equals it as a double (BCa's bias correction counts ties at the estimate
     right). Other metrics: the two values, subtracted.
     """
-    if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel) \
-            and sa.wsum is None and sb.wsum is None:
+    if isinstance(kernel_a, _AUCSplitKernel) and isinstance(kernel_b, _AUCSplitKernel):
         if _integer_path(sa, counts, xp) and _integer_path(sb, counts, xp):
             # one prefix sum of the layout's counts for both models
             (na, P, N), (nb, _, _) = _split_parts(((kernel_a, sa), (kernel_b, sb)), counts, xp)

@@ -194,7 +194,7 @@ def _jackknife(s, jackknife_groups):
     G = min(n_units, jackknife_groups)
     grp = unit % G
     if w_units is not None:   # delete-one-unit when M <= jackknife_groups
-        return _unit_jackknife(s, w_units[row], min(int(w_units.sum()), jackknife_groups))
+        return _unit_jackknife(s, w_units, row, min(int(w_units.sum()), jackknife_groups))
     ja, jb = np.empty(G), np.empty(G)
     idt = np.int64 if not B.is_jax(xp) else np.dtype(B.acc_int(xp))
     if B.is_jax(xp) and s.kind != "indices":
@@ -224,21 +224,24 @@ def _jackknife(s, jackknife_groups):
     return ja, jb
 
 
-def _unit_jackknife(s, w_layout, G):
+def _unit_jackknife(s, w_rows, row, G):
     """Grouped jackknife over repeated units (integer weights as repetitions).
 
-    Units are numbered row after row (layout order); group g deletes the units
-    ``j`` with ``j % G == g``, so a row keeps ``w - #{its units in g}``.
+    Units are numbered row after row in the caller's row order (``w_rows``,
+    never a model's score order, so a model's jackknife values do not depend on
+    the other model); group g deletes the units ``j`` with ``j % G == g``, so a
+    row keeps ``w - #{its units in g}``; ``row`` maps layout positions to rows.
     """
     xp = s.xp
-    hi = np.cumsum(w_layout)
-    lo = hi - w_layout
+    w_rows = np.asarray(w_rows)
+    hi = np.cumsum(w_rows)
+    lo = hi - w_rows
     ja, jb = np.empty(G), np.empty(G)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         for g in range(G):
             # units j in [lo, hi) with j = g (mod G): floor((hi-1-g)/G) - floor((lo-1-g)/G)
-            c = w_layout - ((hi - 1 - g) // G - (lo - 1 - g) // G)
+            c = (w_rows - ((hi - 1 - g) // G - (lo - 1 - g) // G))[row]
             c = c.astype(np.int64)
             if B.is_jax(xp):
                 c = xp.asarray(c, dtype=B.acc_int(xp))
