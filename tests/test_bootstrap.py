@@ -52,8 +52,8 @@ def _row_counts(metric, y, a, b, *, backend_name, n_resamples, seed, sample_weig
                 resample_by="auto", stratify=False, groups=None, block_length=None,
                 resampling="multinomial"):
     """Counts per original row of every replicate, as the engine draws them."""
-    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, sample_weight, groups)
     m, kind, name = BS._resolve_metric(metric, resample_by)
+    xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, sample_weight, groups, kind)
     s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=stratify, groups=g,
                   num_groups=None, block_length=block_length,
                   poisson=resampling == "poisson", traced=False)
@@ -559,21 +559,36 @@ def test_paired_bootstrap_input_errors():
         paired_bootstrap("auc", Y, A, Bs)
     with pytest.raises(ValueError, match="y_score_b has 4 elements"):
         paired_bootstrap("roc_auc", Y, A, Bs[:4])
-    with pytest.raises(ValueError, match="y_true has 3 classes, so y_score needs one column per class"):
+    with pytest.raises(ValueError, match=r"y_true must contain only 0 and 1 .*it has 3 classes "
+                                         r"\[0, 1, 2\]"):
         paired_bootstrap("roc_auc", [0, 2, 1, 1, 0], A, Bs)
-    with pytest.raises(ValueError, match="must be finite"):
-        paired_bootstrap("roc_auc", Y, [0.1, np.nan, 0.3, 0.4, 0.5], Bs)
     with pytest.raises(ValueError, match="sample_weight needs a metric that accepts"):
         paired_bootstrap(lambda y, s: 0.0, Y, A, Bs, sample_weight=[1.0] * 5)
-    with pytest.raises(ValueError, match="y_prob must be probabilities"):
-        paired_bootstrap("log_loss", Y, [0.1, 1.4, 0.3, 0.4, 0.5], Bs)
+    with pytest.raises(ValueError, match=r"y_true must be finite; element 1 is nan"):
+        paired_bootstrap("roc_auc", [0.0, np.nan, 1.0, 1.0, 0.0], A, Bs)
+
+
+@pytest.mark.parametrize("fn", [paired_bootstrap, paired_bootstrap_replicates])
+@pytest.mark.parametrize("metric, bad, rule", [
+    ("roc_auc", [0.1, np.nan, 0.3, 0.4, 0.5], "must be finite"),
+    ("average_precision", [0.1, 0.2, np.inf, 0.4, 0.5], "must be finite"),
+    ("log_loss", [0.1, 1.4, 0.3, 0.4, 0.5], "must be probabilities in \\[0, 1\\]"),
+    ("brier", [0.1, 0.2, 0.3, -0.4, 0.5], "must be probabilities in \\[0, 1\\]"),
+])
+def test_bad_scores_name_the_model(fn, metric, bad, rule):
+    """The error names which model's scores broke the rule (y_score_a or y_score_b), not
+    the metric's own argument name."""
+    good = [0.2, 0.3, 0.6, 0.7, 0.1]
+    with pytest.raises(ValueError, match="^y_score_a " + rule):
+        fn(metric, Y, bad, good, n_resamples=20)
+    with pytest.raises(ValueError, match="^y_score_b " + rule):
+        fn(metric, Y, good, bad, n_resamples=20)
 
 
 def test_workers_rejected_on_jax_with_devices():
     import jax.numpy as jnp
 
-    with pytest.raises(ValueError, match="workers applies to NumPy, array-api-strict and JAX "
-                                         "on one CPU device"):
+    with pytest.raises(ValueError, match="workers above 1 cannot be combined with devices"):
         paired_bootstrap("roc_auc", jnp.asarray(Y), jnp.asarray(A), jnp.asarray(Bs), workers=2,
                          devices=1)
 

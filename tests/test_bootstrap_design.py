@@ -36,6 +36,23 @@ def test_three_clusters_warn():
     assert w and "3 resampling clusters" in str(w[0].message)
 
 
+@pytest.mark.parametrize("n, L, warned", [(100, 50, 2), (20, 10, 2), (20, 15, 1),
+                                           (100, 11, 9), (100, 10, None)])
+def test_few_blocks_warn(n, L, warned):
+    """Moving blocks: the units are the n // L disjoint blocks a resample is made of (two
+    blocks of 50 rows warn, though 51 starts exist)."""
+    rng = np.random.default_rng(3)
+    y = np.r_[0, 1, rng.integers(0, 2, n - 2)]
+    a, b = rng.random(n) + y, rng.random(n)
+    _, w = _warned(lambda: calipers.paired_bootstrap(
+        calipers.roc_auc_score, y, a, b, n_resamples=200, seed=0, block_length=L))
+    msgs = [str(x.message) for x in w]
+    if warned is None:
+        assert not any("resampling blocks" in m for m in msgs)
+    else:
+        assert any(f"{warned} resampling blocks" in m for m in msgs)
+
+
 def test_enough_data_does_not_warn():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 200)

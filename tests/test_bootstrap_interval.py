@@ -91,7 +91,8 @@ def test_one_sided_ends_and_undefined_cases():
     (dict(estimate=True), "estimate must be a real number"),
     (dict(estimate=math.inf), "estimate must be finite or NaN"),
     (dict(method="bca"), "jackknife must be given with method='bca'"),
-    (dict(method="BCa"), "method must be one of"),
+    (dict(method="BCa"), "jackknife must be given with method='bca'"),   # case-insensitive
+    (dict(method="bcaa"), "method must be one of"),
     (dict(alternative="both"), "alternative must be one of"),
     (dict(confidence_level=95), "confidence_level must be a real number in"),
     (dict(method="bca", jackknife=np.ones((2, 2))), "jackknife must be a 1-D array"),

@@ -41,6 +41,7 @@ keeps the set-up and the public functions.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -163,10 +164,13 @@ def _check_workers(workers, xp, devices=None):
     if workers > 1 and B.is_jax(xp):
         import jax
 
-        if devices is not None or jax.default_backend() != "cpu":
-            raise ValueError("workers applies to NumPy, array-api-strict and JAX on one CPU "
-                             "device; on accelerators and over several devices the replicates "
-                             "run as compiled chunks (batch) sharded over devices (devices)")
+        if devices is not None:
+            raise ValueError("workers above 1 cannot be combined with devices: with devices the "
+                             "replicates run as compiled chunks sharded over them (use batch)")
+        if jax.default_backend() != "cpu":
+            raise ValueError("workers above 1 applies to NumPy, array-api-strict and JAX on a "
+                             "CPU device; on an accelerator the replicates run as compiled "
+                             "chunks (use batch and devices)")
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
@@ -330,7 +334,32 @@ def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="f
         groups = g
     B.check_same_length(y_true=y_true, y_score_a=a, y_score_b=b, sample_weight=sw)
     B.check_nonempty("y_true", y_true)
+    if kind == "fast" and not B.is_traced(y_true):
+        _check_binary_labels(y_true)
     return xp, y_true, a, b, sw, groups
+
+
+def _check_binary_labels(y_true):
+    """calipers' metrics here compare two binary models: y_true in {0, 1}, {-1, 1} or bool.
+
+    Checked before the metric sees it, whose message would offer options
+    (``pos_label``, ``multi_class``) that the bootstrap does not take.
+    """
+    y = np.asarray(B.to_numpy(y_true))
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        i = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise ValueError(f"y_true must be finite; element {i} is {y[i]}")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"y_true must be numeric or boolean labels, got dtype {y.dtype}")
+    classes = np.unique(y)
+    ok = y.dtype.kind == "b" or set(classes.tolist()) <= {0, 1} or \
+        set(classes.tolist()) <= {-1, 1}
+    if not ok:
+        shown = ", ".join(str(c) for c in classes[:10].tolist()) + \
+            (", ..." if classes.size > 10 else "")
+        raise ValueError(f"y_true must contain only 0 and 1 (or -1 and 1, or booleans): the "
+                         f"bootstrap's built-in metrics compare binary models; it has "
+                         f"{classes.size} classes [{shown}]")
 
 
 def _resolve_devices(devices):
@@ -360,9 +389,9 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
     The engine of :func:`paired_bootstrap` without the intervals: returns
-    ``(dist_a, dist_b)``, two arrays of shape ``(n_resamples,)`` of the input
-    backend (float64 NumPy arrays on NumPy and array-api-strict), NaN where a
-    replicate is undefined. Arguments as :func:`paired_bootstrap`.
+    ``(dist_a, dist_b)``, two float64 arrays of shape ``(n_resamples,)`` of the
+    input backend (NumPy, array-api-strict, JAX: float32 without x64), NaN
+    where a replicate is undefined. Arguments as :func:`paired_bootstrap`.
 
     Under ``jax.jit`` (arrays traced) the whole bootstrap is one compiled
     program: ``lax.map`` over chunks of ``batch`` ``vmap``-ped replicates
@@ -384,8 +413,8 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
         # validate through the metric's own messages (labels, scores, probabilities)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
-            _full_estimate(metric, kind, y_true, a, sw)
-            _full_estimate(metric, kind, y_true, b, sw)
+            _full_estimate(metric, kind, y_true, a, sw, "y_score_a")
+            _full_estimate(metric, kind, y_true, b, sw, "y_score_b")
     if traced and kind == "indices":
         raise ValueError("under jit the metric must accept sample_weight (resample by weights); "
                          "index resampling of an arbitrary Python metric is eager only")
@@ -474,7 +503,26 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
                      progress, workers, s.n)
 
 
-def _full_estimate(metric, kind, y_true, s, sw):
+_SCORE_ARG = re.compile(r"\by_(score|prob)\b")
+
+
+def _full_estimate(metric, kind, y_true, s, sw, arg):
+    """The metric on the full data; it validates the inputs with the metric's own rules.
+
+    A calipers metric's message names its own score argument (``y_score``,
+    ``y_prob``); here it names the caller's (``arg``: ``y_score_a`` or
+    ``y_score_b``), so the error says which model's scores broke the rule.
+    """
+    try:
+        return _full_estimate_raw(metric, kind, y_true, s, sw)
+    except ValueError as exc:
+        msg = str(exc)
+        if kind != "fast" or not _SCORE_ARG.search(msg):
+            raise
+        raise ValueError(_SCORE_ARG.sub(arg, msg)) from exc
+
+
+def _full_estimate_raw(metric, kind, y_true, s, sw):
     if sw is not None:
         if kind == "indices":
             raise ValueError("sample_weight needs a metric that accepts sample_weight; "
@@ -522,14 +570,21 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
     """Warn when the design is too small for an interval to mean anything.
 
     The rule (stated in :class:`calipers.BootstrapDesignWarning`): fewer than
-    10 resampling units, fewer than 5 minority-class rows under
+    10 resampling units (rows, clusters, or ``n // block_length`` blocks),
+    fewer than 5 minority-class rows under
     stratification, or fewer than 10 distinct replicated differences. A
     bootstrap of 4 rows can only produce a handful of distinct resamples, and
     its "interval" is a statement about those, not about the population.
     """
     design = s.design
-    units = design.n_units if design.repeat else {"cluster": design.n_units,
-             "block": max(1, design.n - design.block_length + 1)}.get(design.kind, s.n)
+    # blocks: the disjoint blocks the data holds (a resample is about that many
+    # blocks, whatever the number of possible starts)
+    if design.repeat or design.kind == "cluster":
+        units = design.n_units
+    elif design.kind == "block":
+        units = max(1, design.n // design.block_length)
+    else:
+        units = s.n
     unit_name = {"cluster": "clusters", "block": "blocks"}.get(design.kind, "rows")
     reasons = []
     if units < MIN_UNITS:
@@ -580,7 +635,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         ``metric(y_true[idx], y_score[idx])``, one eager call per replicate.
         Replicates must return a scalar; NaN means undefined.
     y_true : array (n,), or (n, k) for user metrics
-        Labels: in {0, 1} (or bool) for the fast metrics; passed unchanged to
+        Labels: in {0, 1}, {-1, 1} or bool for the fast metrics (else
+        ``ValueError``); passed unchanged to
         other metrics, whose rows (first axis) are resampled together, so a
         survival metric can take ``(time, event)`` rows.
     y_score_a, y_score_b : arrays (n,), or (n, k) for user metrics
@@ -716,8 +772,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     devs = _resolve_devices(devices)
 
     # Full-data estimates, which also validate every input with the metric's own messages.
-    est_a = float(_full_estimate(metric, kind, y_true, a, sw))
-    est_b = float(_full_estimate(metric, kind, y_true, b, sw))
+    est_a = float(_full_estimate(metric, kind, y_true, a, sw, "y_score_a"))
+    est_b = float(_full_estimate(metric, kind, y_true, b, sw, "y_score_b"))
 
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=None, block_length=block_length,

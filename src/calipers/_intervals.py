@@ -96,6 +96,7 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
     estimate : real number
         The statistic on the full sample (basic and BCa are centred on it).
     method : {"percentile", "basic", "bca"}
+        Case-insensitive (``"BCa"`` is accepted).
     confidence_level : float in (0, 1)
     alternative : {"two-sided", "less", "greater"}
         One-sided intervals put the whole ``1 - confidence_level`` in one
@@ -127,7 +128,9 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
     Eager only: the quantiles are taken on the host in float64.
     """
     confidence_level = V.confidence_level(confidence_level)
-    method = V.choice(method, "method", ("percentile", "basic", "bca"))
+    # case-insensitive, as paired_bootstrap ("BCa" is the usual spelling)
+    method = V.choice(method.lower() if isinstance(method, str) else method, "method",
+                      ("percentile", "basic", "bca"))
     alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
     d = _real_vector(replicates, "replicates")
     if isinstance(estimate, (bool, np.bool_)) or not isinstance(
