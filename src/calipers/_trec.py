@@ -1860,7 +1860,6 @@ class _Dense:
         self.nret = rk.nret
         self._ideal: dict = {}
         last, col = self.L - 1, self.col
-        fams = {f for f, _ in measures}
         # running quantity -> {rank (0-based) it is read after: per-query values}
         self.at: dict = {"hits": {last: None}}           # relevant retrieved in the top
         for f, k in measures:
