@@ -166,7 +166,7 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
     On one CPU device the chunks run one replicate after another inside
     (``sequential``), and several chunks at once from ``workers`` threads:
     XLA's CPU executions overlap and a chunk releases the GIL while it runs
-    (two threads took 0.64x one thread's time per replicate at n = 10^5 on a
+    (two threads took 0.65-0.68x one thread's time per replicate at n = 10^5 on a
     2-vCPU Intel Xeon). ``workers`` None there: up to :func:`default_workers`,
     kept only where they pay (:func:`_run_spans`). Elsewhere one thread.
     """

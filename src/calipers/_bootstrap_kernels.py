@@ -80,7 +80,7 @@ class SplitState(NamedTuple):
     k_lo: Any       # each read row's tie-group bounds among the sorted summed class
     k_hi: Any
     scratch: Any    # NumPy: buffers reused per worker thread (None on other backends)
-    general: Any    # (y01, scores, weights) in layout order, for leave-one-out values
+    general: Any    # (y01, scores, None) in layout order, for leave-one-out values
     # the integer-count path's (at_lo, at_hi), or None (the general path): where the
     # read rows' prefix sums sit among the prefix sums of the whole layout's counts
     # (NumPy), or of their blocked arrangement (JAX, :func:`_layout_prefix_jax`)
