@@ -559,12 +559,15 @@ def test_paired_bootstrap_input_errors():
         paired_bootstrap("auc", Y, A, Bs)
     with pytest.raises(ValueError, match="y_score_b has 4 elements"):
         paired_bootstrap("roc_auc", Y, A, Bs[:4])
-    with pytest.raises(ValueError, match=r"y_true must contain only 0 and 1 .*it has 3 classes "
-                                         r"\[0, 1, 2\]"):
-        paired_bootstrap("roc_auc", [0, 2, 1, 1, 0], A, Bs)
+    with pytest.raises(ValueError, match=r"^y_true must contain only 0 and 1 \(or -1 and 1, or "
+                                         r"booleans\); it has 3 classes \[0, 1, 2\]"):
+        paired_bootstrap("roc_auc", [0, 2, 1, 1, 0], A, Bs)     # (no pos_label to offer)
+    with pytest.raises(ValueError, match="it mixes -1 and 0"):
+        paired_bootstrap("roc_auc", [0, -1, -1, 0, 0], A, Bs)
     with pytest.raises(ValueError, match="sample_weight needs a metric that accepts"):
         paired_bootstrap(lambda y, s: 0.0, Y, A, Bs, sample_weight=[1.0] * 5)
-    with pytest.raises(ValueError, match=r"y_true must be finite; element 1 is nan"):
+    with pytest.raises(ValueError, match=r"^y_true must be finite \(no NaN or inf\); element 1 is "
+                                         r"nan"):
         paired_bootstrap("roc_auc", [0.0, np.nan, 1.0, 1.0, 0.0], A, Bs)
 
 

@@ -557,3 +557,20 @@ def test_unsorted_column_labels_are_never_read_in_the_given_order(name, text):
     if sk is not None:
         with pytest.warns(UserWarning, match="ordered lexicographically"):
             assert float(got) == pytest.approx(float(sk(y, _ORDER_P, labels=labels)), abs=1e-12)
+
+
+@pytest.mark.parametrize("fn", [calipers.roc_auc_score, calipers.average_precision_score])
+def test_nan_labels_are_named_as_not_finite(fn):
+    """A NaN label is named as such by the one binary-label rule, not counted as a third
+    class ("multiclass format is not supported")."""
+    with pytest.raises(ValueError, match=r"^y_true must be finite \(no NaN or inf\); element 1"):
+        fn([0.0, np.nan, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4])
+
+
+def test_binary_label_messages_offer_pos_label_only_to_callers_that_take_it():
+    y = np.array([0, 2, 1, 1])
+    with pytest.raises(ValueError, match="unless pos_label is given"):
+        V.binary_labels(y, np)
+    with pytest.raises(ValueError, match=r"booleans\); it has 3 classes") as info:
+        V.binary_labels(y, np, pos_label_hint=False)
+    assert "pos_label" not in str(info.value)

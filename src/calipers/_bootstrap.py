@@ -335,31 +335,10 @@ def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="f
     B.check_same_length(y_true=y_true, y_score_a=a, y_score_b=b, sample_weight=sw)
     B.check_nonempty("y_true", y_true)
     if kind == "fast" and not B.is_traced(y_true):
-        _check_binary_labels(y_true)
+        # the labels first, with the one binary-label rule: the metric's own message
+        # would offer options (pos_label, multi_class) the bootstrap does not take
+        V.binary_labels(y_true, xp, pos_label_hint=False)
     return xp, y_true, a, b, sw, groups
-
-
-def _check_binary_labels(y_true):
-    """calipers' metrics here compare two binary models: y_true in {0, 1}, {-1, 1} or bool.
-
-    Checked before the metric sees it, whose message would offer options
-    (``pos_label``, ``multi_class``) that the bootstrap does not take.
-    """
-    y = np.asarray(B.to_numpy(y_true))
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        i = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise ValueError(f"y_true must be finite; element {i} is {y[i]}")
-    if y.dtype.kind not in "biuf":
-        raise ValueError(f"y_true must be numeric or boolean labels, got dtype {y.dtype}")
-    classes = np.unique(y)
-    ok = y.dtype.kind == "b" or set(classes.tolist()) <= {0, 1} or \
-        set(classes.tolist()) <= {-1, 1}
-    if not ok:
-        shown = ", ".join(str(c) for c in classes[:10].tolist()) + \
-            (", ..." if classes.size > 10 else "")
-        raise ValueError(f"y_true must contain only 0 and 1 (or -1 and 1, or booleans): the "
-                         f"bootstrap's built-in metrics compare binary models; it has "
-                         f"{classes.size} classes [{shown}]")
 
 
 def _resolve_devices(devices):

@@ -202,17 +202,10 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
 
     spans = [(lo, min(lo + batch, n_resamples)) for lo in range(0, n_resamples, batch)]
     # the first chunk alone: it compiles the program once, not in every thread
-    m = run(*spans[0])
-    if progress is not None:
-        progress(m)
-    if sequential and workers != 1 and len(spans) > 1:
-        _run_spans(run, spans[1:], workers or default_workers(design.n), workers is None,
-                   progress)
-    else:
-        for span in spans[1:]:
-            m = run(*span)
-            if progress is not None:
-                progress(m)
+    _run_spans(run, spans[:1], 1, False, progress)
+    threads = sequential and workers != 1
+    _run_spans(run, spans[1:], (workers or default_workers(design.n)) if threads else 1,
+               threads and workers is None, progress)
     return out_a, out_b, out_d
 
 

@@ -213,19 +213,16 @@ def _layout_positions(q_lo, q_hi, n, jaxy, sx):
     (:func:`_layout_prefix_numpy`, :func:`_layout_prefix_jax`): intp on
     NumPy, int32 on JAX.
     """
-    if not jaxy:
-        return (_blocked_at(np.asarray(q_lo, dtype=np.intp), n, np),
-                _blocked_at(np.asarray(q_hi, dtype=np.intp), n, np))
-    return (_blocked_at(q_lo, n, sx), _blocked_at(q_hi, n, sx))
+    xp, dt = (sx, sx.int32) if jaxy else (np, np.intp)
+    return (_blocked_at(q_lo, n, xp, dt), _blocked_at(q_hi, n, xp, dt))
 
 
-def _blocked_at(q, n, xp):
+def _blocked_at(q, n, xp, dtype=None):
     """``(q % b) * m + q // b`` (``b = _IBLOCK``, ``m = n // b + 1``): where the sum of the
-    first ``q`` layout counts sits; int32 on JAX, intp (or a Python int) on NumPy."""
+    first ``q`` layout counts sits; a Python int for an int ``q``, else ``dtype``."""
     b, m = _IBLOCK, n // _IBLOCK + 1
-    if isinstance(q, int):
-        return (q % b) * m + q // b
-    q = xp.asarray(q, dtype=np.intp if xp is np else xp.int32)
+    if not isinstance(q, int):
+        q = xp.asarray(q, dtype=dtype)
     return (q % b) * m + q // b
 
 

@@ -98,8 +98,8 @@ def mcnemar(table, *, method: str = "exact") -> McNemarResult:
         (McNemar 1947; the binomial sign test). ``"midp"``:
         ``2 P(X <= min(b, c)) - P(X = min(b, c))``, the exact p before its clip
         at 1 less the observed count's probability (1 when b = c; Fagerland,
-        Lydersen & Laake 2013), less conservative. ``"chi2"``: ``(b - c)^2 / (b + c)`` on 1 degree of
-        freedom. ``"chi2_cc"``: Edwards' continuity correction
+        Lydersen & Laake 2013), less conservative. ``"chi2"``:
+        ``(b - c)^2 / (b + c)`` on 1 degree of freedom. ``"chi2_cc"``: Edwards' continuity correction
         ``(max(|b - c| - 1, 0))^2 / (b + c)``.
 
     b + c = 0 (no discordant pair) is no evidence of a difference: statistic

@@ -185,6 +185,8 @@ def _jackknife(s, jackknife_groups):
     # units per layout position, from the caller's row order (never a model's order)
     arrays, layout = s.design_data
     row = np.arange(n) if layout is None else np.asarray(B.to_numpy(layout))
+    if w_units is not None:   # delete-one-unit when M <= jackknife_groups
+        return _unit_jackknife(s, w_units, row, min(int(w_units.sum()), jackknife_groups))
     if s.design.kind == "cluster":
         unit = np.asarray(B.to_numpy(arrays[0]))[row]
         n_units = s.design.n_units
@@ -196,8 +198,6 @@ def _jackknife(s, jackknife_groups):
         n_units = n
     G = min(n_units, jackknife_groups)
     grp = unit % G
-    if w_units is not None:   # delete-one-unit when M <= jackknife_groups
-        return _unit_jackknife(s, w_units, row, min(int(w_units.sum()), jackknife_groups))
     ja, jb = np.empty(G), np.empty(G)
     idt = np.int64 if not B.is_jax(xp) else np.dtype(B.acc_int(xp))
     if B.is_jax(xp) and s.kind != "indices":

@@ -498,7 +498,8 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
     return classes, codes
 
 
-def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=None):
+def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=None,
+                  pos_label_hint=True):
     """Validate binary labels and return ``(y01, invalid)``: the one binary-label rule.
 
     ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
@@ -511,7 +512,11 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=
     bool) is True instead and callers turn the result into NaN.  The ranking
     family calls it as ``B.binary_labels``.  ``multiclass_hint`` opens the
     message for more than two classes (the caller's own scikit-learn wording).
+    ``pos_label_hint`` False: a caller without ``pos_label`` (the paired
+    bootstrap); the messages do not offer it. NaN or inf labels are named as
+    such (not counted as classes).
     """
+    unless = " unless pos_label is given" if pos_label_hint else ""
     if pos_label is not None:
         y = xp.astype(y_true == pos_label, B.acc_int(xp))
         return y, xp.asarray(False, device=B.device(y_true))
@@ -522,9 +527,10 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=
                             "scikit-learn's rule): decode them or pass pos_label")
         shown = ", ".join(repr(c) for c in classes.tolist()[:10])
         raise ValueError(f"{name} takes value in {{{shown}}} and pos_label is not specified: "
-                         "either make y_true take value in {0, 1} or {-1, 1} or pass "
-                         "pos_label explicitly.")
+                         "either make y_true take value in {0, 1} or {-1, 1}" +
+                         (" or pass pos_label explicitly." if pos_label_hint else "."))
     B.check_numeric(name, y_true, xp)
+    invalid = check_finite(name, y_true, xp)
     if xp.isdtype(y_true.dtype, "bool"):
         return xp.astype(y_true, B.acc_int(xp)), xp.asarray(False, device=B.device(y_true))
     if B.is_numpy(xp) and xp.isdtype(y_true.dtype, "integral") and y_true.size:
@@ -535,16 +541,16 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=
         classes = np.unique(B.to_numpy(y_true))
         if classes.shape[0] > 2:
             raise ValueError(f"{multiclass_hint + ' ' if multiclass_hint else ''}"
-                             f"{name} must contain only 0 and 1 (or -1 and 1, or booleans) unless "
-                             f"pos_label is given; it has {classes.shape[0]} classes "
+                             f"{name} must contain only 0 and 1 (or -1 and 1, or booleans)"
+                             f"{unless}; it has {classes.shape[0]} classes "
                              f"{classes.tolist()[:10]}: multiclass format is not supported")
     bad = (y_true != 0) & (y_true != 1) & (y_true != -1)
-    invalid = fail_if(bad, name, "must contain only 0 and 1 (or -1 and 1, or booleans) unless "
-                      "pos_label is given", xp, values=y_true)
+    invalid = invalid | fail_if(bad, name, "must contain only 0 and 1 (or -1 and 1, or "
+                                f"booleans){unless}", xp, values=y_true)
     # {-1, 0} is not a binary coding scikit-learn infers a positive class for
     mixed = xp.any(y_true == -1) & xp.any(y_true == 0)
-    invalid = invalid | fail_if(mixed, name, "must contain only 0 and 1 (or -1 and 1) unless "
-                                "pos_label is given; it mixes -1 and 0", xp)
+    invalid = invalid | fail_if(mixed, name, "must contain only 0 and 1 (or -1 and 1)"
+                                f"{unless}; it mixes -1 and 0", xp)
     return xp.astype(y_true == 1, B.acc_int(xp)), invalid
 
 
