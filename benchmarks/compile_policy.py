@@ -3,7 +3,7 @@
 For each metric, 50 calls on JAX arrays whose length is drawn at random from
 [100, 5000] (the lengths an evaluation loop with a ragged last batch, or a
 per-dataset evaluation, produces). "before" calls the undecorated function
-(op-by-op eager JAX, the behaviour without ``calipers._compile``); "after"
+(op-by-op eager JAX, the behaviour without ``calipers._core.compile``); "after"
 calls the public function (one jitted program per power-of-two bucket, in a
 bounded cache). Reported: XLA compilations (counted from JAX's compile log)
 and total wall time. Run: ``PYTHONPATH=src python -u benchmarks/compile_policy.py [calls [metric ...]]``.
@@ -23,7 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calipers  # noqa: E402
-from calipers import _compile  # noqa: E402
+from calipers._core import compile as _compile  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

@@ -75,7 +75,8 @@ def main():
     ap.add_argument("--string-ids", action="store_true",
                     help="give calipers string ids (default: integer ids, the packed-key join)")
     args = ap.parse_args()
-    from calipers import _trec, retrieval
+    from calipers.retrieval import _trec
+    from calipers import retrieval
 
     qrels, run = make_data(args.queries, args.docs, string_ids=args.string_ids)
     rows = []

@@ -408,7 +408,7 @@ def test_fit_temperature_errors(call, match):
 def test_jax_eager_fast_path_keeps_errors_warnings_and_values():
     import jax.numpy as jnp
 
-    from calipers import _compile
+    from calipers._core import compile as _compile
 
     y, p = jnp.asarray(YB), jnp.asarray(PB)
     before = _compile.cache_info()

@@ -323,7 +323,7 @@ def test_cli_uses_public_functions_only():
     # the pattern does catch what it must
     assert private.search("from .. import (_bootstrap, x)\n")
     assert private.search("from .._trec import read_run\n")
-    assert private.search("    from calipers._retrieval import _Ranking\n")
+    assert private.search("    from calipers.retrieval._measures import _Ranking\n")
     assert not private.search("from ._io import read_predictions\n")
 
 

@@ -17,9 +17,9 @@ import sklearn.metrics as skm
 from conftest import close
 
 import calipers
-from calipers import _backend as B
-from calipers import _compile
-from calipers import _validation as V
+from calipers._core import xp as B
+from calipers._core import compile as _compile
+from calipers._core import validation as V
 
 # --------------------------------------------------------------------------
 # H19: NumPy arrays / lists next to JAX arrays are promoted; two foreign namespaces refused

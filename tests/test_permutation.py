@@ -1,4 +1,4 @@
-"""Paired tests on per-unit values (calipers._permutation): sign-flip test and unit bootstrap."""
+"""Paired tests on per-unit values (calipers._compare.units): sign-flip test and unit bootstrap."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rank-statistics core (calipers._rankstats) against brute-force pair counting.
+"""The rank-statistics core (calipers._kernels.rankstats) against brute-force pair counting.
 
 References are O(n^2) loops over all (positive, negative) pairs in exact
 ``fractions.Fraction`` arithmetic; inputs are random with many ties, integer
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calipers
-from calipers import _rankstats as R
-from calipers import _segments as S
+from calipers._kernels import rankstats as R
+from calipers._kernels import segments as S
 from conftest import close, to_np
 
 
@@ -219,7 +219,7 @@ def test_integer_weights_beyond_2_53_stay_exact():
 
 
 def test_pairwise_matrix_matches_brute_force(backend):
-    from calipers._multiclass import _pairwise_auc_matrix
+    from calipers._ranking.binary.multiclass import _pairwise_auc_matrix
 
     rng = np.random.default_rng(7)
     n, C = 30, 3
@@ -321,7 +321,7 @@ def test_delong_placements_exact_without_x64():
     import jax
     import jax.numpy as jnp
 
-    from calipers._comparison import _placements
+    from calipers._compare.comparison import _placements
 
     y, s, _ = _data(11, n=200, levels=5)
     with jax.enable_x64(False):

@@ -124,7 +124,7 @@ def test_H05_tied_scores_share_the_average_gain(backend):
     p = [4, 3, 2, 1, 0]
 
     def three(a, b):
-        xp = calipers._backend.as_arrays(a)[0]
+        xp = calipers._core.xp.as_arrays(a)[0]
         # as given; columns reversed (no argsort order dependence); a constant model
         return (R.ndcg(a, b), R.ndcg(xp.take(a, xp.asarray(p), axis=1),
                                      xp.take(b, xp.asarray(p), axis=1)),
@@ -317,7 +317,7 @@ def test_dense_input_matches_sklearn_ndcg_and_dcg(k):
 
 def test_random_runs_with_ties_match_pytrec_eval():
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from calipers._trec import Qrels, Run, trec_arrays
+    from calipers.retrieval._trec import Qrels, Run, trec_arrays
     rng = np.random.default_rng(9)
     qrels, run = {}, {}
     for qi in range(6):
@@ -551,7 +551,7 @@ def test_public_surface():
                                     "float_y", "no_gain"])
 def test_numpy_fast_path_equals_segment_sort(layout):
     # integer gains take the ideal DCG from per-level counts, float gains a sort
-    from calipers._retrieval import _Dense, _Ranking
+    from calipers.retrieval._measures import _Dense, _Ranking
     rng = np.random.default_rng(21)
     sizes = np.full(6, 9) if layout in ("2d", "grouped", "no_gain") else \
         rng.integers(1, 12, 6)
@@ -586,7 +586,7 @@ def test_numpy_fast_path_equals_segment_sort(layout):
 
 def test_eager_jax_checks_eagerly_warns_and_reuses_the_compiled_kernel():
     import jax.numpy as jnp
-    from calipers import _compile
+    from calipers._core import compile as _compile
     y = jnp.asarray([0, 0, 1, 2])
     s = jnp.asarray([0.3, 0.1, 0.5, 0.5])
     q = jnp.asarray([5, 5, 9, 9])
@@ -667,7 +667,7 @@ def test_numpy_fast_path_top_k_with_ties_above_the_kth_score(k):
 
 def _dense_equals_general(args, ks, **kw):
     """Every piece the dense path serves equals the segment sort's (float64 agreement 1e-12)."""
-    from calipers._retrieval import _Dense, _Ranking
+    from calipers.retrieval._measures import _Dense, _Ranking
     dense = _Dense.build(*args, ties="average", doc_id=None, retrieved=None, **kw)
     assert dense is not None
     general = _Ranking(*args, **kw)
@@ -733,7 +733,7 @@ def test_numpy_fast_path_ideal_dcg_from_grade_counts(top):
 
 
 def test_equal_runs_recognises_only_increasing_runs_of_one_length():
-    from calipers._segments import _equal_runs, grouped_sizes_numpy
+    from calipers._kernels.segments import _equal_runs, grouped_sizes_numpy
     q = np.repeat(np.array([2, 5, 9]), 4)
     ids, sizes = _equal_runs(q)
     assert sizes.tolist() == [4, 4, 4] and ids.tolist() == [2, 5, 9]

@@ -1,4 +1,4 @@
-"""The sort-and-group helper under every per-query metric (calipers._segments)."""
+"""The sort-and-group helper under every per-query metric (calipers._kernels.segments)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calipers import _segments as S
+from calipers._kernels import segments as S
 from conftest import to_np
 
 

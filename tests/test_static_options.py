@@ -3,7 +3,7 @@
 The kind behind the fault "``np.float32(0.95)`` is refused by one function and accepted by
 another": each public function with a ``confidence_level`` must accept the same values (Python
 and NumPy reals strictly inside (0, 1)) and refuse the same ones with a ``ValueError`` naming
-the argument. The rule lives in ``calipers._validation.confidence_level``; the source check
+the argument. The rule lives in ``calipers._core.validation.confidence_level``; the source check
 below keeps a second copy from appearing.
 """
 

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from calipers import _trec as T
+from calipers.retrieval import _trec as T
 from calipers.cli import main
 from calipers.cli.trec import paired_query_stats, parse_measures
 from conftest import TREC_EVAL_DATA

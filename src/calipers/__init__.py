@@ -4,34 +4,16 @@ Exact, documented metric conventions on NumPy, JAX (eager and ``jit``) and any
 array-API namespace, and paired-bootstrap intervals for model comparisons.
 """
 
-from ._bootstrap import (
-    BootstrapResult,
-    ConfidenceInterval,
-    paired_bootstrap,
-    paired_bootstrap_replicates,
-)
-from ._comparison import (
-    DeLongResult,
-    McNemarResult,
-    SPRTResult,
-    delong_roc_variance,
-    delong_test,
-    mcnemar,
-    mcnemar_table,
-    proportion_confint,
-    roc_auc_confint,
-    sprt,
-)
-from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
-from ._multiplicity import adjust_pvalues
-from ._power import (
-    AUCPowerResult,
-    auc_difference_power,
-    auc_difference_sample_size,
-    auc_minimum_detectable_difference,
-    mcnemar_power,
-    mcnemar_sample_size,
-)
+from ._bootstrap.paired import (
+    BootstrapResult, ConfidenceInterval, paired_bootstrap, paired_bootstrap_replicates)
+from ._compare.comparison import (
+    DeLongResult, McNemarResult, SPRTResult, delong_roc_variance, delong_test, mcnemar,
+    mcnemar_table, proportion_confint, roc_auc_confint, sprt)
+from ._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
+from ._compare.multiplicity import adjust_pvalues
+from ._compare.power import (
+    AUCPowerResult, auc_difference_power, auc_difference_sample_size,
+    auc_minimum_detectable_difference, mcnemar_power, mcnemar_sample_size)
 from ._probability import brier_score_loss, log_loss, probability_sum_tolerance
 from ._classification import (
     accuracy_score,
@@ -48,16 +30,10 @@ from ._classification import (
     specificity_score,
     top_k_accuracy_score,
 )
-from ._multiclass import ThresholdSelection, multiclass_roc_auc_score, select_threshold
-from ._ranking import (
-    average_precision_score,
-    precision_at_k,
-    precision_recall_auc,
-    precision_recall_curve,
-    recall_at_k,
-    roc_auc_score,
-    roc_curve,
-)
+from ._ranking.multiclass import ThresholdSelection, multiclass_roc_auc_score, select_threshold
+from ._ranking.binary import (
+    average_precision_score, precision_at_k, precision_recall_auc, precision_recall_curve,
+    recall_at_k, roc_auc_score, roc_curve)
 
 from ._calibration import (
     BrierDecomposition,
@@ -87,14 +63,10 @@ from ._regression import (
     root_mean_squared_error,
 )
 from ._slices import SliceReport, by_group
-from ._intervals import bootstrap_interval
-from ._permutation import (
-    MIN_BOOTSTRAP_UNITS,
-    PairedPermutationResult,
-    UnitBootstrapResult,
-    paired_permutation_test,
-    paired_unit_bootstrap,
-)
+from ._bootstrap.intervals import bootstrap_interval
+from ._compare.units import (
+    MIN_BOOTSTRAP_UNITS, PairedPermutationResult, UnitBootstrapResult, paired_permutation_test,
+    paired_unit_bootstrap)
 from ._offpolicy import (
     OffPolicyInterval,
     direct_method_estimate,
@@ -118,24 +90,13 @@ from ._conformal import (
     split_conformal_classification,
     split_conformal_regression,
 )
-from ._retrieval import (
-    QueryResult,
-    dcg,
-    grouped_roc_auc,
-    ndcg,
-    r_precision,
-    reciprocal_rank,
-)
+from .retrieval._measures import (
+    QueryResult, dcg, grouped_roc_auc, ndcg, r_precision, reciprocal_rank)
 from . import retrieval
-from ._states import CalibrationState, ConfusionState, NLLState, ProbabilityLossState
-from ._streaming import (
-    QueryMeanState,
-    QueryMeanSummary,
-    RankingBatch,
-    ROCHistogramState,
-    ROCHistogramSummary,
-    ranking_batch_metrics,
-)
+from ._streaming.states import CalibrationState, ConfusionState, NLLState, ProbabilityLossState
+from ._streaming.histogram import (
+    QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
+    ranking_batch_metrics)
 
 __version__ = "0.1.0"
 

@@ -35,9 +35,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled
+from ._core import xp as B
+from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = [
     "expected_calibration_error",

@@ -31,10 +31,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _rankstats as R
-from . import _validation as V
-from ._compile import compiled
+from ._core import xp as B
+from ._kernels import rankstats as R
+from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = [
     "confusion_matrix",

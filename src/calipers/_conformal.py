@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._results import result_type
+from ._core import xp as B
+from ._core import validation as V
+from ._core.results import result_type
 
 __all__ = [
     "CalibrationSizeWarning",

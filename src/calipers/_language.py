@@ -12,9 +12,9 @@ import math
 from statistics import NormalDist
 from typing import NamedTuple
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled
+from ._core import xp as B
+from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = [
     "pass_at_k",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled
+from ._core import xp as B
+from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = ["log_loss", "brier_score_loss", "probability_sum_tolerance"]
 
@@ -46,7 +46,7 @@ def probability_sum_tolerance(dtype="float64") -> float:
 
 
 def _weights(sample_weight, xp):
-    """The flag of :func:`calipers._backend.check_weights` (None: no weights, no flag)."""
+    """The flag of :func:`calipers._core.xp.check_weights` (None: no weights, no flag)."""
     if sample_weight is None:
         return xp.asarray(False)
     V.check_1d("sample_weight", sample_weight)

@@ -5,7 +5,7 @@ Every function takes ``y_true`` and ``y_pred`` of shape ``(n,)`` or
 and scikit-learn's ``multioutput`` (``"raw_values"``, ``"uniform_average"``,
 an array of ``n_outputs`` weights, and for :func:`r2_score` also
 ``"variance_weighted"``).  Sums run in the widest float the backend gives
-(:func:`calipers._backend.acc_float`); the result has the inputs' float dtype
+(:func:`calipers._core.xp.acc_float`); the result has the inputs' float dtype
 (float64 for integer input).  Static shapes only, so everything runs under
 ``jax.jit``; there invalid values cannot raise and give NaN instead.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled
+from ._core import xp as B
+from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = [
     "mean_squared_error",

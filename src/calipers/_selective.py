@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from . import _backend as B
-from . import _validation as V
+from ._core import xp as B
+from ._core import validation as V
 
 __all__ = [
     "risk_coverage_curve",

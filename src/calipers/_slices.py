@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._exceptions import UndefinedMetricWarning
+from ._core import xp as B
+from ._core import validation as V
+from ._core.exceptions import UndefinedMetricWarning
 
 __all__ = ["by_group", "SliceReport"]
 

@@ -35,7 +35,7 @@ the censoring distribution ``G`` (censoring treated as the event; at a tied
 time, events leave the risk set before censorings), evaluated at the row's
 time, as scikit-survival's ``CensoringDistributionEstimator`` does. AUC(t) is
 then a weighted Mann-Whitney statistic computed by the AUC kernel of
-:mod:`calipers._rankstats` (the one behind :func:`calipers.roc_auc_score`).
+:mod:`calipers._kernels.rankstats` (the one behind :func:`calipers.roc_auc_score`).
 
 On NumPy the pair counting runs :func:`_pair_counts_numpy`: pairs inside
 aligned blocks of 32 rows are compared directly, and each merge level above
@@ -51,11 +51,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _rankstats as R
-from . import _validation as V
-from ._compile import compiled
-from ._exceptions import UndefinedMetricWarning
+from ._core import xp as B
+from ._kernels import rankstats as R
+from ._core import validation as V
+from ._core.compile import compiled
+from ._core.exceptions import UndefinedMetricWarning
 
 __all__ = [
     "ConcordanceResult",

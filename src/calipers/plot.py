@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validation as V
+from ._core import validation as V
 
 __all__ = ["roc_curves", "pr_curves", "reliability", "bootstrap_distribution", "forest"]
 

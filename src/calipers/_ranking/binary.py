@@ -1,8 +1,8 @@
 """Binary threshold-free metrics: ROC and PR curves, ROC AUC, average precision.
 
-All of them stand on the rank-statistics core :mod:`calipers._rankstats`: one
+All of them stand on the rank-statistics core :mod:`calipers._kernels.rankstats`: one
 ascending sort of the scores, tie groups from
-:func:`calipers._backend.group_bounds`, and prefix sums of positive and
+:func:`calipers._core.xp.group_bounds`, and prefix sums of positive and
 negative weight; ROC AUC is its Mann-Whitney count and average precision its
 step sum. A tie group is one threshold, so every metric here is independent
 of the order of tied rows.
@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _rankstats as R
-from . import _validation as V
-from ._compile import compiled
+from .._core import xp as B
+from .._kernels import rankstats as R
+from .._core import validation as V
+from .._core.compile import compiled
 
 __all__ = [
     "roc_curve",
@@ -51,7 +51,7 @@ class _Stats(NamedTuple):
 
 
 def _sorted_stats(d: _Binary) -> _Stats:
-    """The family's one sort (:func:`calipers._rankstats.sort_groups`) with class weights."""
+    """The family's one sort (:func:`calipers._kernels.rankstats.sort_groups`) with class weights."""
     xp = d.xp
     tg = R.sort_groups(d.y, d.s, xp)
     cw = R.class_weights(tg, None if d.w is None else xp.take(d.w, tg.order), xp)
@@ -123,7 +123,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
         The label of the positive class when labels are not {0, 1} or {-1, 1}
         (1 is positive for those, as scikit-learn infers).
     multi_class, average, labels
-        2-D input, dispatched as scikit-learn does (:mod:`calipers._multilabel`):
+        2-D input, dispatched as scikit-learn does (:mod:`calipers._ranking.multilabel`):
         a 2-D 0/1 indicator ``y_true`` (multilabel) gives one AUC per column,
         averaged by ``average`` ('macro', 'weighted', 'micro', 'samples',
         None); a (n, 1) ``y_score`` is the binary score column; a 1-D
@@ -151,7 +151,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     Notes
     -----
     One sort of the scores (O(n log n)) and the Mann-Whitney count of
-    :func:`calipers._rankstats.roc_auc`; counts in integers when unweighted
+    :func:`calipers._kernels.rankstats.roc_auc`; counts in integers when unweighted
     or integer-weighted, one division at the end. On NumPy without weights the
     two classes are sorted apart (keys only) and pairs counted by binary
     search, which is faster than an argsort.
@@ -167,8 +167,8 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     """
     y_true = V.column_or_1d(y_true)  # (n, 1) labels are 1-D, as scikit-learn reads them
     if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
-        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
-        from ._multilabel import roc_auc_2d
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._ranking.multilabel)
+        from .multilabel import roc_auc_2d
 
         result, y_score = roc_auc_2d(y_true, y_score, sample_weight=sample_weight,
                                      max_fpr=max_fpr, pos_label=pos_label,
@@ -259,8 +259,8 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
     """
     y_true = V.column_or_1d(y_true)  # (n, 1) labels are 1-D, as scikit-learn reads them
     if np.ndim(y_true) == 2 or np.ndim(y_score) == 2:
-        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._multilabel)
-        from ._multilabel import average_precision_2d
+        # multilabel / multiclass / (n, 1) scores: scikit-learn's dispatch (calipers._ranking.multilabel)
+        from .multilabel import average_precision_2d
 
         result, y_score = average_precision_2d(y_true, y_score, sample_weight=sample_weight,
                                                pos_label=pos_label, average=average)
@@ -268,7 +268,7 @@ def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=No
             return result
     V.check_binary_for_1d_scores(y_true, y_score, pos_label)
     if pos_label is not None:
-        from ._multilabel import check_pos_label_present
+        from .multilabel import check_pos_label_present
 
         check_pos_label_present(y_true, pos_label)
     d = _prepare(y_true, y_score, sample_weight, pos_label)

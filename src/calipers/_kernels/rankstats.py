@@ -26,10 +26,10 @@ Definitions
   precision at the threshold equal to that positive's score.
 
 The one sort: :func:`sort_groups` (ascending argsort and tie groups from
-:func:`calipers._backend.group_bounds`), or a segmented order taken from
-:func:`calipers._segments.segment_sort` (:func:`from_segment_sort`, scores
+:func:`calipers._core.xp.group_bounds`), or a segmented order taken from
+:func:`calipers._kernels.segments.segment_sort` (:func:`from_segment_sort`, scores
 descending within each segment). Every count is a difference of prefix sums
-(:func:`calipers._backend.prefix_sum`) at tie-group and segment bounds, so
+(:func:`calipers._core.xp.prefix_sum`) at tie-group and segment bounds, so
 nothing depends on the order of tied rows and everything keeps static
 shapes (``jax.jit``).
 
@@ -64,8 +64,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
+from .._core import xp as B
+from .._core import validation as V
 
 # Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
 # _comparison, _retrieval and the bootstrap kernels.
@@ -184,7 +184,7 @@ def presorted_groups(y_sorted, lo, hi) -> TieGroups:
 
 
 def from_segment_sort(ss, y, xp) -> TieGroups:
-    """Tie groups of a :func:`calipers._segments.segment_sort` (descending within segments)."""
+    """Tie groups of a :func:`calipers._kernels.segments.segment_sort` (descending within segments)."""
     end_seg = ss.seg_start + ss.seg_size
     start = xp.take(ss.seg_start, ss.seg)
     return TieGroups(ss.order, None, xp.take(y, ss.order), start + ss.tie_lo,
@@ -627,7 +627,7 @@ def split_ranks(neg_sorted, pos, xp, n_neg=None, *, upper=True):
     ``n_neg``: only the first ``n_neg`` entries of ``neg_sorted`` are negatives
     (the rest padding no smaller than any of them); the bounds are clipped to it.
     JAX: one binary search; ``k_hi`` is then the end of the tie group found
-    there (:func:`calipers._backend.group_bounds`, one gather), which costs far
+    there (:func:`calipers._core.xp.group_bounds`, one gather), which costs far
     less than a second binary search. ``upper=False``: ``k_lo`` only (``k_hi``
     None).
     """

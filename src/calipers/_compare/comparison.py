@@ -22,10 +22,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from . import _rankstats as R
-from ._results import ConfidenceInterval, result_type
+from .._core import xp as B
+from .._core import validation as V
+from .._kernels import rankstats as R
+from .._core.results import ConfidenceInterval, result_type
 
 __all__ = [
     "McNemarResult",
@@ -45,7 +45,7 @@ _NORMAL = NormalDist()
 
 def _check_level(confidence_level) -> float:
     """The one confidence-level rule (any real in (0, 1), NumPy scalars included)."""
-    from ._validation import confidence_level as _level
+    from .._core.validation import confidence_level as _level
 
     return _level(confidence_level)
 
@@ -161,7 +161,7 @@ def _placements(y01, s, xp):
     """Structural components of one model (DeLong et al. 1988), O(n log n).
 
     One sort of the scores and the doubled placements of
-    :func:`calipers._rankstats.placements` (integer counts: exact, also in
+    :func:`calipers._kernels.rankstats.placements` (integer counts: exact, also in
     32-bit), divided once: for each positive, the share of negatives ranked
     below it (ties 1/2), V10; for each negative, the share of positives ranked
     above it (ties 1/2), V01. Both in input order, 0 for the other class. This
@@ -212,7 +212,7 @@ def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
         undefined = (P < 2) | (N < 2)
         return aucs, cov, undefined, invalid
 
-    from . import _segments as S
+    from .._kernels import segments as S
 
     gxp = np if isinstance(groups, np.ndarray) else xp
     codes, _, G, bad_ids, _ = S.factorize(groups, gxp, num_segments=num_groups, name="groups")
@@ -292,7 +292,7 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     + (S01_AA + S01_BB - 2 S01_AB) / N`` from the structural components
     (placement values) of each model (DeLong, DeLong & Clarke-Pearson 1988),
     computed in O(n log n) with one sort per model (Sun & Xu 2014). The
-    placements are integer counts (:func:`calipers._rankstats.placements`,
+    placements are integer counts (:func:`calipers._kernels.rankstats.placements`,
     exact also on JAX without x64), divided once; the variances are
     accumulated in the widest float (float64; float32 on JAX without x64).
     AUC ties count 1/2. Tested against the direct O(P * N) computation of the

@@ -3,7 +3,7 @@
 Inputs are flat arrays: ``y_true`` (graded relevance, or 0/1 labels for
 grouped AUC), ``y_score`` and ``query_id`` per row (or 2-D ``(Q, L)`` arrays,
 one row per query, as scikit-learn's ``ndcg_score`` takes). One sort by
-(query, score descending) from :mod:`calipers._segments` serves every metric
+(query, score descending) from :mod:`calipers._kernels.segments` serves every metric
 and every cut-off; per-query values are segment sums of per-row terms, read
 off one prefix sum at the segment bounds.
 
@@ -33,12 +33,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from . import _rankstats as R
-from . import _segments as S
-from ._compile import compiled
-from ._results import result_type
+from .._core import xp as B
+from .._core import validation as V
+from .._kernels import rankstats as R
+from .._kernels import segments as S
+from .._core.compile import compiled
+from .._core.results import result_type
 
 __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
            "precision_at_k", "recall_at_k", "r_precision", "grouped_roc_auc"]
@@ -385,7 +385,7 @@ class _Dense(_PerQuery):
     """NumPy layout for DCG/NDCG/P@k/recall@k with averaged ties: a padded (Q, L) block.
 
     Used for 2-D input and for flat input of integer query ids (grouped, then
-    padded to the longest query by :func:`calipers._segments.pad_segments` when
+    padded to the longest query by :func:`calipers._kernels.segments.pad_segments` when
     that stays small). The formulas are :class:`_PerQuery`'s; only the two sums
     differ. Only the top k of each query are ordered (see :meth:`_top`), and
     per-row values are read at those positions only; the ideal DCG of integer

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend as B
+from .._core import xp as B
 
 # Constants as NumPy uint32 scalars: a Python int above 2**31 overflows JAX's
 # weak int32 typing without x64.

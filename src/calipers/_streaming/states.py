@@ -34,12 +34,12 @@ from typing import NamedTuple
 import array_api_compat
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled
-from . import _calibration as _cal
-from . import _language as _lang
-from . import _probability as _prob
+from .._core import xp as B
+from .._core import validation as V
+from .._core.compile import compiled
+from .. import _calibration as _cal
+from .. import _language as _lang
+from .. import _probability as _prob
 
 __all__ = [
     "ConfusionState",

@@ -16,8 +16,8 @@ Responsibilities, in one place so that no metric module re-derives them:
   (:func:`make_rng`);
 * the shape / dtype / weight validators whose messages name the argument and
   the rule; option, label and probability rules and the raise-eagerly /
-  flag-under-jit helper live in :mod:`calipers._validation`, the compile
-  policy for eager JAX calls in :mod:`calipers._compile`;
+  flag-under-jit helper live in :mod:`calipers._core.validation`, the compile
+  policy for eager JAX calls in :mod:`calipers._core.compile`;
 * warnings that point at the caller's line (:func:`warn`).
 
 Kernels take ``xp`` explicitly and use only the array API standard plus the
@@ -37,7 +37,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from ._exceptions import UndefinedMetricWarning
+from .exceptions import UndefinedMetricWarning
 
 __all__ = [
     "as_arrays",

@@ -29,9 +29,9 @@ import math
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._results import ConfidenceInterval, result_type
+from .._core import xp as B
+from .._core import validation as V
+from .._core.results import ConfidenceInterval, result_type
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]

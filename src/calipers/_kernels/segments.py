@@ -40,8 +40,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
+from .._core import xp as B
+from .._core import validation as V
 
 __all__ = ["SegmentSort", "factorize", "grouped_sizes_numpy", "pad_segments", "segment_sort",
            "segment_sums", "sorted_within_segments"]

@@ -7,7 +7,7 @@ Design: **sort once, resample by counts.**
   makes the comparison paired. The metric is evaluated with the counts as
   integer weights, which equals evaluating it on the resampled rows exactly
   (counts are accumulated in integers).
-* Counts come from a counter-based generator (:mod:`calipers._resample`): a
+* Counts come from a counter-based generator (:mod:`calipers._bootstrap.resample`): a
   32-bit integer hash of (seed, replicate ``i``, draw ``k``) in uint32
   arithmetic, mapped to a row by an exact multiply-high. A replicate's counts
   are a function of the seed, ``i`` and the row in the caller's order only:
@@ -31,10 +31,10 @@ Design: **sort once, resample by counts.**
   devices, and peak memory does not grow with ``n_resamples``. No n x B index
   matrix is ever built.
 
-Modules: :mod:`calipers._bootstrap_kernels` (the metric kernels),
-:mod:`calipers._resample` (designs and count draws),
-:mod:`calipers._bootstrap_engine` (compiled chunks and the NumPy loop),
-:mod:`calipers._intervals` (percentile, basic, BCa, jackknife); this module
+Modules: :mod:`calipers._bootstrap.kernels` (the metric kernels),
+:mod:`calipers._bootstrap.resample` (designs and count draws),
+:mod:`calipers._bootstrap.engine` (compiled chunks and the NumPy loop),
+:mod:`calipers._bootstrap.intervals` (percentile, basic, BCa, jackknife); this module
 keeps the set-up and the public functions.
 """
 
@@ -48,24 +48,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._bootstrap_engine import (  # noqa: F401 (also the names tests use)
-    _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop
-)
-from ._bootstrap_kernels import (  # noqa: F401 (also the names tests use)
-    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES,
-    _jax_int, _resolve_metric, _WeightKernel, evaluate_pair, host_cpu
-)
-from ._intervals import (  # noqa: F401 (also the names tests use)
-    _interval, _jackknife
-)
-from ._resample import (  # noqa: F401 (also the names tests use)
+from .._core import xp as B
+from .._core import validation as V
+from .engine import (
+    _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop)
+from .kernels import (
+    _APKernel, _AUCKernel, _AUCSplitKernel, _IndexKernel, _MeanKernel, _NAMES, _jax_int,
+    _resolve_metric, _WeightKernel, evaluate_pair, host_cpu)
+from .intervals import _interval, _jackknife
+from .resample import (
     _build_design, _Design, _repeat_design, draw_batch, draw_counts, numpy_drawer, row_counts,
-    seed_words, unit_weights
-)
-from ._exceptions import BootstrapDesignWarning, UndefinedMetricWarning
-from ._results import ConfidenceInterval, result_type
+    seed_words, unit_weights)
+from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
+from .._core.results import ConfidenceInterval, result_type
 
 __all__ = ["ConfidenceInterval", "BootstrapResult", "paired_bootstrap",
            "paired_bootstrap_replicates"]

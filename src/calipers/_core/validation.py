@@ -9,7 +9,7 @@ wording and one implementation:
 * concrete-or-traced values: :func:`fail_if` raises ``ValueError`` naming the
   argument and the rule when values are concrete, and returns a boolean flag
   (callers turn the result into NaN) when traced; :func:`warn_if` warns
-  eagerly.  Under :mod:`calipers._compile` both are collected from the
+  eagerly.  Under :mod:`calipers._core.compile` both are collected from the
   compiled program and raised / issued after it, in call order, so a compiled
   eager call raises and warns exactly as the plain eager call;
 * labels: :func:`encode_labels` (eager, any sortable labels, scikit-learn's
@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from . import _backend as B
+from . import xp as B
 
 # internal layer (like _backend): no __all__, nothing here is public API
 
@@ -140,7 +140,7 @@ def _collector():
 
 
 class collect:
-    """Context manager used by :mod:`calipers._compile` while tracing a public function.
+    """Context manager used by :mod:`calipers._core.compile` while tracing a public function.
 
     Inside it, traced :func:`fail_if` / :func:`warn_if` calls record
     ``(kind, flag, index, value, message)`` entries that the compiled program
@@ -172,7 +172,7 @@ def fail_if(bad, name: str, rule: str, xp, *, values=None, what="element", messa
     first True element (``v`` read from ``values``; without ``values`` the
     message is ``"{name} {rule}"``), otherwise returns a False flag.  Traced:
     returns ``any(bad)`` (a 0-d bool the caller turns into NaN), recorded for
-    :mod:`calipers._compile` to raise after a compiled eager call.
+    :mod:`calipers._core.compile` to raise after a compiled eager call.
     ``message(index, value)``, optional, writes the whole message instead
     (``index`` an int or a tuple for n-D ``bad``, ``value`` a Python scalar).
     """
@@ -271,11 +271,11 @@ def warn_if(cond, message, xp, category=None, *, values=None) -> None:
 
     Eagerly the warning is issued at once and points at the caller's line;
     inside the compile policy's trace (traced or concrete ``cond``) it is
-    recorded for :mod:`calipers._compile` (plain ``jit`` users
+    recorded for :mod:`calipers._core.compile` (plain ``jit`` users
     get no warning: the NaN is the signal).  ``message`` may be a callable of
     the concrete ``values`` (a NumPy array or scalar) for counts in the text.
     """
-    from ._exceptions import UndefinedMetricWarning
+    from .exceptions import UndefinedMetricWarning
 
     category = category or UndefinedMetricWarning
     entries = _collector()

@@ -1,12 +1,12 @@
 """Multiclass ROC AUC (one-vs-rest, one-vs-one) and cost-minimising threshold selection.
 
-Both stand on the rank-statistics core :mod:`calipers._rankstats`: one sort of
-a score column (:func:`~calipers._rankstats.sort_groups`), prefix sums of class
-weight (:func:`~calipers._rankstats.class_weights`) and the Mann-Whitney count
-with tied pairs counted 1/2 (:func:`~calipers._rankstats.u2`). Restricting to a
+Both stand on the rank-statistics core :mod:`calipers._kernels.rankstats`: one sort of
+a score column (:func:`~calipers._kernels.rankstats.sort_groups`), prefix sums of class
+weight (:func:`~calipers._kernels.rankstats.class_weights`) and the Mann-Whitney count
+with tied pairs counted 1/2 (:func:`~calipers._kernels.rankstats.u2`). Restricting to a
 subset of rows (one-vs-one pairs) is a weight of zero on the other rows, never
 boolean indexing, so everything keeps static shapes and runs under
-``jax.jit``. This module imports nothing from :mod:`calipers._ranking` (which
+``jax.jit``. This module imports nothing from :mod:`calipers._ranking.binary` (which
 dispatches 2-D scores here).
 """
 
@@ -17,11 +17,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
-from . import _rankstats as R
-from ._compile import compiled
+from .._core import xp as B
+from .._core import validation as V
+from .._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
+from .._kernels import rankstats as R
+from .._core.compile import compiled
 
 __all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
 
@@ -222,7 +222,7 @@ def _column_labels(yt, labels, C):
 def _pairwise_auc_matrix(ti, s, w, C, xp):
     """Pairwise Mann-Whitney counts of every score column, one sort per column.
 
-    For column i, :func:`calipers._rankstats.u2` with the class-i rows as the
+    For column i, :func:`calipers._kernels.rankstats.u2` with the class-i rows as the
     higher class and the prefix sums of every class's weight (an (n + 1, C)
     matrix) as the lower classes gives ``num[i, j] = 2 * sum over (a in class
     i, b in class j) of w_a w_b ([s_ai > s_bi] + [s_ai == s_bi] / 2)`` for all
@@ -283,7 +283,7 @@ def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, p
     between the next lower distinct score (exclusive) and the returned one gives
     the same decisions on this data. Among thresholds with equal minimal cost the
     **highest** is returned (the fewest positive calls). Computed from one sort
-    of the scores (:func:`calipers._rankstats.sort_groups`) and prefix sums: O(n log n).
+    of the scores (:func:`calipers._kernels.rankstats.sort_groups`) and prefix sums: O(n log n).
 
     Parameters
     ----------

@@ -16,8 +16,8 @@ functions accept them:
   labels eagerly, ``0..C-1`` under ``jit``) and averages per column.
 
 Every per-column (or per-sample) value is the binary kernel of
-:mod:`calipers._rankstats` (:func:`~calipers._rankstats.roc_auc`,
-:func:`~calipers._rankstats.average_precision`): the same Mann-Whitney count and
+:mod:`calipers._kernels.rankstats` (:func:`~calipers._kernels.rankstats.roc_auc`,
+:func:`~calipers._kernels.rankstats.average_precision`): the same Mann-Whitney count and
 step sum as the 1-D functions, so ties and weights follow their rules.
 
 An undefined column (ROC AUC: one class in it; AP: no positive) is NaN, left
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _backend as B
-from . import _rankstats as R
-from . import _validation as V
-from ._classification import _check_01, _check_finite, _nanaverage
+from .._core import xp as B
+from .._kernels import rankstats as R
+from .._core import validation as V
+from .._classification import _check_01, _check_finite, _nanaverage
 
 # internal layer: the public entry points are roc_auc_score / average_precision_score
 
@@ -51,7 +51,7 @@ def _ndim(x) -> int:
 def roc_auc_2d(y_true, y_score, *, sample_weight, max_fpr, pos_label, multi_class, average,
                labels):
     """``(result, None)`` for 2-D input, or ``(None, y_score_1d)`` for (n, 1) binary scores."""
-    from ._multiclass import multiclass_roc_auc_score
+    from .multiclass import multiclass_roc_auc_score
 
     if _ndim(y_true) == 2 and _ndim(y_score) != 2:
         return None, y_score  # the binary path reports the shapes

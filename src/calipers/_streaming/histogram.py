@@ -15,7 +15,7 @@ host:
   length)`` batch under ``jit``, and a mergeable mean (sum, count, number of
   undefined queries).
 
-The states follow :mod:`calipers._states`: ``NamedTuple`` pytrees whose fields
+The states follow :mod:`calipers._streaming.states`: ``NamedTuple`` pytrees whose fields
 are sums (so ``psum`` is the merge), static configuration in the array shapes,
 ``invalid`` counting batches that broke a rule under ``jit``.
 
@@ -52,11 +52,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._compile import compiled, program
-from ._exceptions import UndefinedMetricWarning
-from ._states import _namespace, _state_xp, _to, merge
+from .._core import xp as B
+from .._core import validation as V
+from .._core.compile import compiled, program
+from .._core.exceptions import UndefinedMetricWarning
+from .states import _namespace, _state_xp, _to, merge
 
 __all__ = [
     "ROCHistogramState",
@@ -539,7 +539,7 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
         and ``invalid`` True instead; no warning. Eagerly an
         :class:`UndefinedMetricWarning` names the number of undefined queries.
     """
-    from . import _retrieval as R
+    from ..retrieval import _measures as R
 
     xp, (y_true, y_score, mask) = B.as_arrays(y_true, y_score, mask)
     for name, a in (("y_true", y_true), ("y_score", y_score)):
@@ -584,7 +584,7 @@ def _ranking_batch_jit(k, gain, relevance_level):
 
 
 def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
-    from . import _retrieval as R
+    from ..retrieval import _measures as R
 
     # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
     # every real item of its query; its score is replaced so garbage never

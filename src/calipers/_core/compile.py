@@ -8,7 +8,7 @@ concrete JAX arrays runs it under ``jax.jit`` instead:
 * static options (Python values: strings, numbers, label lists) are part of
   the cache key; array arguments are traced.  NumPy arrays and lists passed
   next to JAX arrays are promoted to JAX first (the namespace rule of
-  :func:`calipers._backend.as_arrays`);
+  :func:`calipers._core.xp.as_arrays`);
 * the compiled programs live in one bounded LRU cache
   (:func:`set_cache_size`, :func:`cache_info`), keyed by function, static
   options and argument shapes, so memory does not grow with the number of
@@ -20,8 +20,8 @@ concrete JAX arrays runs it under ``jax.jit`` instead:
   no error either), and a sequence of lengths compiles O(log n) times.
   Functions without such a safe padding, or whose output has one entry per
   row, declare no rows and are compiled per exact shape;
-* errors and warnings: checks written with :func:`calipers._validation.fail_if`
-  / :func:`~calipers._validation.warn_if` are recorded while tracing and come
+* errors and warnings: checks written with :func:`calipers._core.validation.fail_if`
+  / :func:`~calipers._core.validation.warn_if` are recorded while tracing and come
   back from the compiled program as flags (with the first offending index and
   value); after the call they are raised / issued in call order with the
   eager message, before any result is returned.  A NaN in the output that no
@@ -42,8 +42,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
+from . import xp as B
+from . import validation as V
 
 # internal layer (like _backend): no __all__, nothing here is public API
 

@@ -8,12 +8,12 @@ from statistics import NormalDist
 
 import numpy as np
 
-from . import _backend as B
-from . import _validation as V
-from ._bootstrap_engine import _compiled_masked, _default_batch, _is_trace_error
-from ._exceptions import UndefinedMetricWarning
-from ._resample import unit_weights
-from ._results import ConfidenceInterval
+from .._core import xp as B
+from .._core import validation as V
+from .engine import _compiled_masked, _default_batch, _is_trace_error
+from .._core.exceptions import UndefinedMetricWarning
+from .resample import unit_weights
+from .._core.results import ConfidenceInterval
 
 
 _NORMAL = NormalDist()

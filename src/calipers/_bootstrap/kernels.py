@@ -1,7 +1,7 @@
 """Bootstrap metric kernels: prepare once per model (layout order), evaluate per replicate.
 
 The ROC AUC and AP kernels evaluate the one rank-statistics core
-(:mod:`calipers._rankstats`) with the replicate's integer counts as weights;
+(:mod:`calipers._kernels.rankstats`) with the replicate's integer counts as weights;
 log loss and Brier are weighted means of per-row losses computed once; any
 other metric is called with weights (or on resampled rows). Each kernel also
 gives exact leave-one-out values where it can (BCa's jackknife).
@@ -16,10 +16,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import _backend as B
-from . import _probability as _prob
-from . import _ranking as _rank
-from . import _rankstats as R
+from .._core import xp as B
+from .. import _probability as _prob
+from .._ranking import binary as _rank
+from .._kernels import rankstats as R
 
 
 # --------------------------------------------------------------------------
@@ -66,7 +66,7 @@ class _AUCKernel:
     def loo(self, state, xp):
         """Leave-one-out AUC per row (layout order), from the same prefix sums: O(n).
 
-        Counts stay integers without weights (:func:`calipers._rankstats.loo_auc`).
+        Counts stay integers without weights (:func:`calipers._kernels.rankstats.loo_auc`).
         """
         perm, y, lo, hi, w = state
         tg = R.presorted_groups(y, lo, hi)

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _backend as B
+from .._core import xp as B
 
 __all__ = [
     "mcnemar_power",

@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._results import result_type
-from ._segments import argsort_ints, pad_segments
+from .._core.results import result_type
+from .._kernels.segments import argsort_ints, pad_segments
 
 __all__ = ["Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
            "parse_trec_measures", "read_qrels", "read_run", "trec_arrays"]
@@ -808,7 +808,7 @@ def read_run(path, *, progress=False) -> Run:
 
 @dataclass(frozen=True)
 class TrecArrays:
-    """Flat rows for :class:`calipers._retrieval._Ranking` (one per judged or retrieved doc)."""
+    """Flat rows for :class:`calipers.retrieval._measures._Ranking` (one per judged or retrieved doc)."""
 
     query_id: np.ndarray   # int64 codes 0..Q-1
     queries: np.ndarray    # str (Q,) query names, sorted
@@ -2470,7 +2470,7 @@ def _gain_measure(L, fam, k):
 
 def _average_ties_values(ta, measures, *, relevance_level):
     """The measures with an expectation over orderings of tied scores (ties="average")."""
-    from ._retrieval import _Ranking
+    from ._measures import _Ranking
 
     ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
                    retrieved=ta.retrieved, ties="average", gain="linear",

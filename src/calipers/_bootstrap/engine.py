@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 
-from ._compile import program
-from . import _backend as B
-from ._exceptions import UndefinedMetricWarning
-from . import _resample
-from ._bootstrap_kernels import _AUCSplitKernel, _IndexKernel, _WeightKernel, evaluate_pair
-from ._resample import draw_batch, draw_checked, draw_counts
+from .._core.compile import program
+from .._core import xp as B
+from .._core.exceptions import UndefinedMetricWarning
+from . import resample as _resample
+from .kernels import _AUCSplitKernel, _IndexKernel, _WeightKernel, evaluate_pair
+from .resample import draw_batch, draw_checked, draw_counts
 
 
 # --------------------------------------------------------------------------

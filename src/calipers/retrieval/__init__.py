@@ -16,17 +16,9 @@ pytrec_eval-style dicts or flat arrays) on one segment sort; ``calipers trec``
 prints its result.
 """
 
-from ._retrieval import (
-    QueryResult,
-    average_precision,
-    dcg,
-    grouped_roc_auc,
-    ndcg,
-    precision_at_k,
-    r_precision,
-    recall_at_k,
-    reciprocal_rank,
-)
+from ._measures import (
+    QueryResult, average_precision, dcg, grouped_roc_auc, ndcg, precision_at_k, r_precision,
+    recall_at_k, reciprocal_rank)
 from ._trec import (
     TREC_MEASURES,
     Qrels,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from . import _backend as B
+from .._core import xp as B
 
 __all__ = ["adjust_pvalues"]
 

@@ -1,0 +1,2 @@
+"""Comparing models: DeLong, McNemar, proportion intervals, the SPRT (``comparison``), paired tests
+on per-unit values (``units``), multiplicity adjustment and power."""
