@@ -178,7 +178,7 @@ def bench_bootstrap(quick):
     for B in ((1000,) if quick else (1000, 10000)):
         record("bootstrap", "sklearn loop (scaled)", B, t_loop * B, n_examples=n)
         record("bootstrap", "scipy.stats.bootstrap paired (scaled)", B, t_scipy * B, n_examples=n)
-        from calipers._bootstrap.paired.engine import default_workers
+        from calipers._bootstrap.engine import default_workers
 
         t = median_time(lambda: calipers.paired_bootstrap(calipers.roc_auc_score, y, a, b,
                                                      n_resamples=B, seed=0), 1)

@@ -854,7 +854,7 @@ def test_jax_split_kernel_general_path_sorts_on_the_host(side):
     count, on JAX arrays."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
-    from calipers._bootstrap.paired.kernels import _AUCSplitKernel
+    from calipers._bootstrap.kernels import _AUCSplitKernel
 
     rng = np.random.default_rng(side)
     y, a, _ = _class_edge_data(rng, 30, True)
@@ -1260,7 +1260,7 @@ def test_thread_probe_keeps_threads_only_where_they_pay(ratio, threads):
     progress counts all of them."""
     import threading
 
-    from calipers._bootstrap.paired.engine import _run_spans
+    from calipers._bootstrap.engine import _run_spans
 
     done, seen, reported = [], set(), []
     lock = threading.Lock()
@@ -1302,7 +1302,7 @@ def test_thread_probe_runs_side_by_side_on_two_threads():
     only two threads at once can pass)."""
     import threading
 
-    from calipers._bootstrap.paired.engine import _run_spans
+    from calipers._bootstrap.engine import _run_spans
 
     barrier, seen = threading.Barrier(2, timeout=30), set()
 
@@ -1316,7 +1316,7 @@ def test_thread_probe_runs_side_by_side_on_two_threads():
 
 
 def test_default_workers_follow_the_cores_and_bound_memory():
-    from calipers._bootstrap.paired.engine import default_workers
+    from calipers._bootstrap.engine import default_workers
     assert default_workers(10**5, cores=2) == 2
     assert default_workers(10**5, cores=1) == 1
     assert default_workers(10**5, cores=64) == 4

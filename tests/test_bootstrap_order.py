@@ -292,7 +292,7 @@ def _caller_counts(y, a, b, R, seed, **design):
 def test_h17_replicated_differences_are_exact_and_bca_counts_ties_right(seed):
     from fractions import Fraction
 
-    from calipers._bootstrap.paired.intervals import _interval
+    from calipers._bootstrap.intervals import _interval
 
     case = load_case("H17")
     inp, kw = case["inputs"], case["kwargs"]
@@ -313,7 +313,7 @@ def test_h17_replicated_differences_are_exact_and_bca_counts_ties_right(seed):
     assert np.count_nonzero(d == r.difference) == sum(e == theta for e in exact)
     assert any(e == theta for e in exact)      # the case has replicates tied at the estimate
     # and BCa from the engine equals BCa from the exact replicates
-    from calipers._bootstrap.paired.intervals import _jackknife
+    from calipers._bootstrap.intervals import _jackknife
     xp, y_, a_, b_, sw, g = BS._prepare_arrays(y, a, b, None, None)
     m, kind, name = BS._resolve_metric("roc_auc", "auto")
     s = BS._setup(m, kind, name, xp, y_, a_, b_, sw, stratify=True, groups=None,

@@ -1,4 +1,4 @@
-"""McNemar, DeLong, proportion intervals and the SPRT (calipers._compare.comparison)."""
+"""McNemar, DeLong, proportion intervals and the SPRT (calipers._compare)."""
 
 from __future__ import annotations
 

@@ -219,7 +219,7 @@ def test_integer_weights_beyond_2_53_stay_exact():
 
 
 def test_pairwise_matrix_matches_brute_force(backend):
-    from calipers._ranking.binary.multiclass import _pairwise_auc_matrix
+    from calipers._ranking.multiclass import _pairwise_auc_matrix
 
     rng = np.random.default_rng(7)
     n, C = 30, 3
@@ -321,7 +321,7 @@ def test_delong_placements_exact_without_x64():
     import jax
     import jax.numpy as jnp
 
-    from calipers._compare.comparison import _placements
+    from calipers._compare.delong import _placements
 
     y, s, _ = _data(11, n=200, levels=5)
     with jax.enable_x64(False):

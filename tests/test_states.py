@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import CalibrationState, ConfusionState, NLLState, ProbabilityLossState
-from calipers._streaming.histogram.states import merge
+from calipers._streaming.states import merge
 from conftest import to_np
 
 RNG = np.random.default_rng(11)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import calipers
 from calipers import QueryMeanState, ROCHistogramState, ranking_batch_metrics
 from calipers import retrieval as R
-from calipers._streaming.histogram.histogram import _bin_index, _bin_lower_edges, _key_bits_arith
+from calipers._streaming.histogram import _bin_index, _bin_lower_edges, _key_bits_arith
 from conftest import to_np
 
 RNG = np.random.default_rng(12)

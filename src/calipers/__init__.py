@@ -6,9 +6,10 @@ array-API namespace, and paired-bootstrap intervals for model comparisons.
 
 from ._bootstrap.paired import (
     BootstrapResult, ConfidenceInterval, paired_bootstrap, paired_bootstrap_replicates)
-from ._compare.comparison import (
-    DeLongResult, McNemarResult, SPRTResult, delong_roc_variance, delong_test, mcnemar,
-    mcnemar_table, proportion_confint, roc_auc_confint, sprt)
+from ._compare.delong import DeLongResult, delong_roc_variance, delong_test, roc_auc_confint
+from ._compare.mcnemar import McNemarResult, mcnemar, mcnemar_table
+from ._compare.proportions import proportion_confint
+from ._compare.sprt import SPRTResult, sprt
 from ._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._compare.multiplicity import adjust_pvalues
 from ._compare.power import (

@@ -9,11 +9,11 @@ multiple-choice accuracy from per-choice log-likelihoods.  Natural logarithms
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from typing import NamedTuple
 
 from ._core import xp as B
 from ._core import validation as V
+from ._kernels import quantile as Q
 from ._core.compile import compiled
 
 __all__ = [
@@ -375,11 +375,9 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
     n = y.shape[0]
     p = xp.sum(xp.astype(y, acc)) / n
     se = xp.sqrt(p * (1 - p) / n)
-    z = NormalDist().inv_cdf(1 - (1 - confidence_level) / 2)
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * xp.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    vals = [B.finalize(B.nan_if(invalid, v, xp), xp) for v in (p, se, centre - half, centre + half)]
+    k = xp.sum(xp.astype(y, acc))
+    lo, hi = Q.wilson_bounds(k, n, Q.normal_quantile(confidence_level), xp)
+    vals = [B.finalize(B.nan_if(invalid, v, xp), xp) for v in (p, se, lo, hi)]
     return AccuracyWithError(*vals, n)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
+from .._kernels import quantile as Q
 from .._core.results import ConfidenceInterval, result_type
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
@@ -293,20 +294,9 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
         done += m
     rep = xp.concat(reps) if len(reps) > 1 else reps[0]
     alpha = 1.0 - float(confidence_level)
-    lo, hi = _quantile(rep, alpha / 2, xp), _quantile(rep, 1 - alpha / 2, xp)
+    lo, hi = Q.linear_quantile(rep, alpha / 2, xp), Q.linear_quantile(rep, 1 - alpha / 2, xp)
     se = xp.std(rep, correction=1)
     prob = xp.mean(xp.astype(rep > 0, f))
     out = [B.finalize(B.nan_if(invalid, v, xp), xp) for v in (lo, hi, se, prob)]
     return UnitBootstrapResult(B.finalize(obs, xp), ConfidenceInterval(out[0], out[1]),
                                out[2], out[3], n, n_resamples, float(confidence_level))
-
-
-def _quantile(x, q, xp):
-    """Linear-interpolation quantile (NumPy's default) of a 1-D array, any namespace."""
-    s = xp.sort(x)
-    m = s.shape[0]
-    pos = q * (m - 1)
-    i = int(math.floor(pos))
-    j = min(i + 1, m - 1)
-    w = pos - i
-    return s[i] * (1 - w) + s[j] * w
