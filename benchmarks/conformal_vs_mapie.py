@@ -1,7 +1,7 @@
 """Side-by-side timing: calipers vs MAPIE split-conformal regression, 10^5 calibration rows.
 
 Not a test (no timing assertions). Run in the anchor environment (mapie installed):
-    python tests/data/time_conformal_vs_mapie.py
+    python benchmarks/conformal_vs_mapie.py
 Times conformalize + predict_interval (MAPIE, prefit model whose prediction is the feature)
 against split_conformal_regression (calipers, NumPy), same data, median of 7 runs each,
 and checks that the intervals are equal.
@@ -18,7 +18,7 @@ import numpy as np
 import calipers
 
 _spec = importlib.util.spec_from_file_location(
-    "gen", Path(__file__).with_name("gen_conformal_anchors.py"))
+    "gen", Path(__file__).resolve().parents[1] / "tests" / "data" / "gen_conformal_anchors.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 

@@ -1,7 +1,7 @@
 """Harrell's C: calipers vs scikit-survival and lifelines, side by side, one run.
 
 Run in an environment with both installed (scikit-survival pins its own scikit-learn, so
-not the project's main one):  python tests/bench_survival_vs_sksurv.py
+not the project's main one):  python benchmarks/survival_vs_sksurv.py
 Random data: integer times in 0..999 (ties), 40% censored, risk rounded to 1e-4 (ties).
 """
 
