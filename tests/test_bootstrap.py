@@ -22,7 +22,7 @@ from scipy import stats
 import calipers
 from calipers._core import xp as B
 from calipers._bootstrap.paired import paired as BS
-from calipers._bootstrap.paired import resample as RS
+from calipers._bootstrap import resample as RS
 from calipers import paired_bootstrap, paired_bootstrap_replicates
 from conftest import to_np
 
@@ -801,7 +801,7 @@ def test_jax_auc_blocked_prefix_sums_at_block_edges(n_neg, tied):
     class sizes around those edges, with and without ties, give the NumPy engine's
     replicates bit for bit (x64)."""
     pytest.importorskip("jax")
-    from calipers._bootstrap.paired import kernels as BK
+    from calipers._bootstrap import kernels as BK
 
     assert (BK._IBLOCK, BK._exclusive_prefix_jax.__defaults__) == (8, (16,))
     rng = np.random.default_rng(n_neg)
@@ -815,7 +815,7 @@ def test_numpy_blocked_prefix_sums_equal_cumsum(dtype, acc, top):
     """The NumPy engine's prefix sums of a replicate's counts (blocks of 8, rank q at
     (q % 8, q // 8)) equal ``np.cumsum`` read at every q in [0, n], for n around the block
     edges, counts up to the dtype's range, and buffers reused across replicates."""
-    from calipers._bootstrap.paired import kernels as BK
+    from calipers._bootstrap import kernels as BK
 
     rng = np.random.default_rng(0)
     for n in [1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4099]:
@@ -923,7 +923,7 @@ def test_jax_small_counts_that_wrap_are_redrawn_wide(monkeypatch, x64, sequentia
     right), the replicates are still NumPy's. (The vmapped program moves int32 only.)"""
     pytest.importorskip("jax")
     import jax.numpy as jnp
-    from calipers._bootstrap.paired import engine as BE, resample as _resample
+    from calipers._bootstrap import engine as BE, resample as _resample
 
     y, a, b = _fallback_data()
     ref = paired_bootstrap_replicates("roc_auc", y, a, b, n_resamples=20, seed=3)
@@ -1118,7 +1118,7 @@ def test_topup_draw_empty_rows_mean_and_variance_at_larger_n():
 def test_small_counts_check_detects_a_count_of_256():
     """uint8 counts wrap at 256; their sum equals n only when no row reached 256."""
     jnp = pytest.importorskip("jax.numpy")
-    from calipers._bootstrap.paired import resample as _resample
+    from calipers._bootstrap import resample as _resample
 
     design = _resample._Design("plain", False, 600)
     for top, ok in ((255, True), (256, False), (511, False), (512, False)):
@@ -1137,7 +1137,7 @@ def test_jax_auc_setup_sorts_on_host_or_device_give_numpy_replicates(monkeypatch
     times slower); elsewhere in JAX. Both give NumPy's replicates bit for bit, with ties
     inside and across classes (tied rows may be laid out in another order)."""
     pytest.importorskip("jax")
-    from calipers._bootstrap.paired import kernels as BK
+    from calipers._bootstrap import kernels as BK
 
     if not host:
         monkeypatch.setattr(BK, "host_cpu", lambda x, xp: False)
@@ -1237,7 +1237,7 @@ def test_jax_block_totals_exclusive_prefix_sums_equal_cumsum(x64):
     NumPy's exclusive cumulative sum at lengths around the window edges."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
-    from calipers._bootstrap.paired import kernels as BK
+    from calipers._bootstrap import kernels as BK
 
     rng = np.random.default_rng(3)
     with jax.enable_x64(x64):

@@ -191,8 +191,8 @@ def test_accuracy_with_error_against_statsmodels_formula_extremes():
     r = calipers.accuracy_with_error([1, 1, 1, 1], confidence_level=0.9)
     assert r.accuracy == 1.0 and r.standard_error == 0.0
     lo, hi = _wilson(4, 4, 1.6448536269514722)
-    assert r.ci_low == pytest.approx(lo, rel=1e-12) and r.ci_high == pytest.approx(hi, rel=1e-12)
-    assert 0 < r.ci_low < 1 and r.ci_high == pytest.approx(1.0)
+    assert r.confidence_interval.low == pytest.approx(lo, rel=1e-12) and r.confidence_interval.high == pytest.approx(hi, rel=1e-12)
+    assert 0 < r.confidence_interval.low < 1 and r.confidence_interval.high == pytest.approx(1.0)
     with pytest.raises(ValueError, match="confidence_level"):
         calipers.accuracy_with_error([1], confidence_level=1.0)
     with pytest.raises(ValueError, match="correct must contain only 0 and 1"):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import UndefinedMetricWarning
-from calipers._ranking.binary import multiclass as MC
+from calipers._ranking import multiclass as MC
 from conftest import close, to_np
 
 

@@ -233,8 +233,8 @@ def test_bootstrap_matches_reference_loop(backend, estimator):
         estimator, r_, p_, t_, q_ if estimator in ("dr", "dm") else None, action=a_,
         max_weight=4, n_resamples=300, confidence_level=0.9, seed=123), r, p, t, q, a)
     close(res.distribution, reps, backend)
-    close(res.low, lo, backend)
-    close(res.high, hi, backend)
+    close(res.confidence_interval.low, lo, backend)
+    close(res.confidence_interval.high, hi, backend)
 
 
 def test_snips_bootstrap_renormalises_each_resample():
@@ -259,7 +259,7 @@ def test_bootstrap_undefined_replicates_counted():
     want = int((~(idx == 2).any(1)).sum())
     assert want > 0 and int(res.n_undefined) == want
     assert np.isnan(res.distribution).sum() == want
-    assert res.low == res.high == 1.0
+    assert res.confidence_interval.low == res.confidence_interval.high == 1.0
 
 
 def test_bootstrap_bad_options():

@@ -32,7 +32,7 @@ def test_by_group_auc_per_slice(backend):
     assert list(rep.value[rep.defined]) == sorted(rep.value[rep.defined])   # worst (lowest) first
     assert rep.group[-1] == 2 and not rep.defined[-1] and np.isnan(rep.value[-1])
     np.testing.assert_array_equal(rep.support, [np.sum(G == g) for g in rep.group])
-    assert rep.num_undefined == 1
+    assert rep.n_undefined == 1
     assert rep.overall == pytest.approx(skm.roc_auc_score(Y, S), rel=1e-12)
 
 
@@ -91,7 +91,7 @@ def test_by_group_overall_undefined_warns():
         rep = calipers.by_group(calipers.roc_auc_score, [1, 1], [0.2, 0.4], group_id=[0, 1])
     messages = " | ".join(str(r.message) for r in rec)
     assert "all rows" in messages and "2 of 2 slices" in messages
-    assert np.isnan(rep.overall) and rep.num_undefined == 2
+    assert np.isnan(rep.overall) and rep.n_undefined == 2
 
 
 def _vector_metric(a, b):
@@ -132,3 +132,21 @@ def test_by_group_slice_error_names_the_group():
         return float(np.sum(a))
     with pytest.raises(ValueError, match="group 7: needs 2 rows"):
         calipers.by_group(metric, [1.0, 2.0, 3.0], [0, 0, 0], group_id=[1, 1, 7])
+
+
+def test_renamed_result_fields_stay_readable_with_a_deprecation_warning():
+    import warnings as _w
+
+    rep = calipers.by_group(calipers.accuracy_score, [1, 0, 1, 1], [1, 0, 0, 1],
+                            group_id=["a", "a", "b", "b"])
+    with pytest.warns(DeprecationWarning, match="num_undefined"):
+        assert rep.num_undefined == rep.n_undefined
+    with pytest.warns(DeprecationWarning, match="unpacking"):
+        group, value, *_ = rep
+    assert list(group) == list(rep.group)
+    acc = calipers.accuracy_with_error([1, 1, 0, 1])
+    with pytest.warns(DeprecationWarning, match="ci_low"):
+        assert acc.ci_low == acc.confidence_interval.low
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        assert acc.confidence_interval.high <= 1.0

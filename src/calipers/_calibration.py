@@ -37,6 +37,7 @@ import numpy as np
 
 from ._core import xp as B
 from ._core import validation as V
+from ._core.results import result_type
 from ._core.compile import compiled
 
 __all__ = [
@@ -286,7 +287,8 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     return B.finalize(xp.astype(value, d.out), xp)
 
 
-class ReliabilityDiagram(NamedTuple):
+@result_type(legacy_fields=('confidence', 'accuracy', 'count', 'lower', 'upper',))
+class ReliabilityDiagram:
     """Per-bin data of a reliability diagram; arrays (n_bins,), or (K, n_bins) classwise."""
 
     confidence: Any  #: mean confidence in the bin (NaN when empty)
@@ -332,7 +334,8 @@ def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=N
 # Brier score decomposition (Murphy 1973)
 # --------------------------------------------------------------------------
 
-class BrierDecomposition(NamedTuple):
+@result_type(legacy_fields=('brier', 'reliability', 'resolution', 'uncertainty',))
+class BrierDecomposition:
     brier: Any        #: the Brier score (as :func:`calipers.brier_score_loss`)
     reliability: Any  #: sum_g (W_g/W) (f_g - o_g)^2, lower is better
     resolution: Any   #: sum_g (W_g/W) (o_g - o_bar)^2, higher is better

@@ -9,10 +9,10 @@ multiple-choice accuracy from per-choice log-likelihoods.  Natural logarithms
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from ._core import xp as B
 from ._core import validation as V
+from ._core.results import ConfidenceInterval, result_type
 from ._kernels import quantile as Q
 from ._core.compile import compiled
 
@@ -137,7 +137,8 @@ def pass_at_k(n, c, k, *, max_correct=None):
 # perplexity and bits per byte / character
 # --------------------------------------------------------------------------
 
-class Perplexity(NamedTuple):
+@result_type(legacy_fields=('corpus', 'per_sequence', 'num_tokens',))
+class Perplexity:
     """Corpus and per-sequence perplexity."""
 
     corpus: object        #: exp(total NLL / total tokens), 0-d
@@ -337,12 +338,17 @@ def bits_per_character(token_logprobs, num_characters, *, mask=None):
 # accuracy with standard error and Wilson interval
 # --------------------------------------------------------------------------
 
-class AccuracyWithError(NamedTuple):
-    accuracy: object        #: share correct, p
-    standard_error: object  #: sqrt(p (1 - p) / n)
-    ci_low: object          #: Wilson interval, lower end
-    ci_high: object         #: Wilson interval, upper end
-    n: object               #: number of items
+@result_type(meta=("n",), renamed={"ci_low": ("confidence_interval", "low"),
+                                  "ci_high": ("confidence_interval", "high")},
+             legacy_fields=("accuracy", "standard_error", "ci_low", "ci_high", "n"))
+class AccuracyWithError:
+    """Accuracy, its standard error and its Wilson interval (``ci_low`` / ``ci_high`` are
+    deprecated aliases of ``confidence_interval.low`` / ``.high``)."""
+
+    accuracy: object                        #: share correct, p
+    standard_error: object                  #: sqrt(p (1 - p) / n)
+    confidence_interval: ConfidenceInterval  #: Wilson interval
+    n: int                                  #: number of items
 
 
 def accuracy_with_error(correct, *, confidence_level=0.95):
@@ -378,14 +384,15 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
     k = xp.sum(xp.astype(y, acc))
     lo, hi = Q.wilson_bounds(k, n, Q.normal_quantile(confidence_level), xp)
     vals = [B.finalize(B.nan_if(invalid, v, xp), xp) for v in (p, se, lo, hi)]
-    return AccuracyWithError(*vals, n)
+    return AccuracyWithError(vals[0], vals[1], ConfidenceInterval(vals[2], vals[3]), n)
 
 
 # --------------------------------------------------------------------------
 # multiple choice
 # --------------------------------------------------------------------------
 
-class MultipleChoiceAccuracy(NamedTuple):
+@result_type(legacy_fields=('accuracy', 'accuracy_norm',))
+class MultipleChoiceAccuracy:
     accuracy: object       #: argmax of the summed log-likelihood
     accuracy_norm: object  #: argmax of log-likelihood / length; None without lengths
 

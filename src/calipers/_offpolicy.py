@@ -33,7 +33,7 @@ import numpy as np
 
 from ._core import xp as B
 from ._core import validation as V
-from ._core.results import result_type
+from ._core.results import ConfidenceInterval, result_type
 
 __all__ = [
     "OffPolicyInterval",
@@ -47,7 +47,9 @@ __all__ = [
 ]
 
 
-@result_type(meta=("estimator", "n_resamples", "confidence_level"))
+@result_type(meta=("estimator", "n_resamples", "confidence_level"),
+             renamed={"low": ("confidence_interval", "low"),
+                      "high": ("confidence_interval", "high")})
 class OffPolicyInterval:
     """A bootstrap interval for an off-policy value estimate.
 
@@ -55,8 +57,9 @@ class OffPolicyInterval:
     ----------
     estimate : 0-d float
         The estimator on all rows.
-    low, high : 0-d float
-        Percentile interval of the replicates (NaN if every replicate is undefined).
+    confidence_interval : ConfidenceInterval
+        Percentile interval of the replicates (NaN ends if every replicate is undefined).
+        ``low`` / ``high`` are deprecated aliases of its ends.
     distribution : array (n_resamples,)
         The replicates (NaN where undefined, e.g. SNIPS of a resample with zero weights).
     n_undefined : int (0-d)
@@ -66,8 +69,7 @@ class OffPolicyInterval:
     """
 
     estimate: Any
-    low: Any
-    high: Any
+    confidence_interval: ConfidenceInterval
     distribution: Any
     n_undefined: Any
     estimator: str
@@ -574,7 +576,8 @@ def off_policy_interval(estimator, reward, propensity, target, estimated_rewards
     cast = lambda v: B.finalize(xp.astype(B.nan_if(d.invalid, v, xp), d.out), xp)  # noqa: E731
     if not B.is_traced(d.w) and bool(xp.isnan(full)) and estimator == "snips":
         B.warn_undefined("SNIPS is undefined on all rows: the sum of the importance weights is 0")
-    return OffPolicyInterval(estimate=cast(full), low=cast(low), high=cast(high),
+    return OffPolicyInterval(estimate=cast(full),
+                             confidence_interval=ConfidenceInterval(cast(low), cast(high)),
                              distribution=xp.astype(dist, d.out),
                              n_undefined=B.finalize(n_undef, xp), estimator=estimator,
                              n_resamples=int(n_resamples),

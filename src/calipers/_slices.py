@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
 
 import numpy as np
 
 from ._core import xp as B
 from ._core import validation as V
 from ._core.exceptions import UndefinedMetricWarning
+from ._core.results import result_type
 
 __all__ = ["by_group", "SliceReport"]
 
 
-class SliceReport(NamedTuple):
-    """Per-slice values in report order (see :func:`by_group`); NumPy arrays."""
+@result_type(meta=("overall", "n_undefined"), renamed={"num_undefined": ("n_undefined",)},
+             legacy_fields=("group", "value", "support", "weight", "defined",
+                            "below_min_support", "overall", "num_undefined"))
+class SliceReport:
+    """Per-slice values in report order (see :func:`by_group`); NumPy arrays.
+    ``num_undefined`` is a deprecated alias of ``n_undefined``."""
 
     group: np.ndarray              #: the group id of each slice
     value: np.ndarray              #: metric value (float64; NaN where undefined)
@@ -25,7 +29,7 @@ class SliceReport(NamedTuple):
     defined: np.ndarray            #: False where the metric is undefined (NaN) there
     below_min_support: np.ndarray  #: True where support < min_support
     overall: float                 #: the metric on all rows (the baseline)
-    num_undefined: int             #: slices where the metric is undefined
+    n_undefined: int               #: slices where the metric is undefined
 
 
 def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
@@ -162,5 +166,5 @@ def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
         defined=defined[rank],
         below_min_support=small[rank],
         overall=overall,
-        num_undefined=num_undefined,
+        n_undefined=num_undefined,
     )

@@ -5,12 +5,13 @@ of one AUC. Computed with the array API: runs under ``jax.jit``."""
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
+from .._core.results import result_type
 from .._core.results import ConfidenceInterval
 from .._kernels import quantile as Q
 from .._kernels import rankstats as R
@@ -18,7 +19,8 @@ from .._kernels import rankstats as R
 __all__ = ["DeLongResult", "delong_test", "delong_roc_variance", "roc_auc_confint"]
 
 
-class DeLongResult(NamedTuple):
+@result_type(legacy_fields=('statistic', 'pvalue', 'auc_a', 'auc_b', 'difference', 'standard_error', 'confidence_interval',))
+class DeLongResult:
     """Two correlated AUCs: ``z = (auc_a - auc_b) / standard_error``."""
 
     statistic: Any

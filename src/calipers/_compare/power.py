@@ -30,11 +30,11 @@ All functions here are eager planning tools on Python numbers (they use
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from .._core import xp as B
+from .._core.results import result_type
 
 __all__ = [
     "mcnemar_power",
@@ -164,7 +164,8 @@ def mcnemar_sample_size(p_ab, p_ba, *, power=0.8, alpha=0.05) -> int:
     return int(math.ceil(n - 1e-9))
 
 
-class AUCPowerResult(NamedTuple):
+@result_type(legacy_fields=('power', 'se_difference', 'variance_a', 'variance_b',))
+class AUCPowerResult:
     """Planning numbers for a paired AUC comparison.
 
     Attributes

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import sys
+import warnings
 
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
@@ -27,15 +28,71 @@ __all__ = ["ConfidenceInterval"]  # result_type is for calipers' own modules
 _HAS_JAX = importlib.util.find_spec("jax") is not None
 
 
+def _deprecated(what: str, instead: str) -> None:
+    warnings.warn(f"{what} is deprecated and will be removed in the next release; {instead}",
+                  DeprecationWarning, stacklevel=3)
+
+
+def _alias(cls_name: str, old: str, path: tuple[str, ...]):
+    def get(self):
+        _deprecated(f"{cls_name}.{old}", f"use .{'.'.join(path)}")
+        v = self
+        for p in path:
+            v = getattr(v, p)
+        return v
+    return property(get, doc=f"Deprecated alias of ``{'.'.join(path)}``.")
+
+
+def _legacy_value(self, name):
+    path = self._renamed.get(name, (name,))
+    v = self
+    for p in path:
+        v = getattr(v, p)
+    return v
+
+
+def _legacy_iter(self):
+    _deprecated(f"unpacking or indexing a {type(self).__name__}", "read its fields by name")
+    return iter([_legacy_value(self, n) for n in self._legacy_fields])
+
+
+def _legacy_getitem(self, i):
+    _deprecated(f"unpacking or indexing a {type(self).__name__}", "read its fields by name")
+    return [_legacy_value(self, n) for n in self._legacy_fields][i]
+
+
+def _legacy_len(self):
+    return len(self._legacy_fields)
+
+
+def _legacy_asdict(self):
+    _deprecated(f"{type(self).__name__}._asdict()", "use dataclasses.asdict")
+    return {n: _legacy_value(self, n) for n in self._legacy_fields}
+
+
 @dataclass_transform(frozen_default=True)
-def result_type(cls=None, *, meta: tuple[str, ...] = ()):
+def result_type(cls=None, *, meta: tuple[str, ...] = (), renamed: dict | None = None,
+                legacy_fields: tuple[str, ...] | None = None):
     """Make ``cls`` a frozen dataclass registered as a JAX pytree.
 
-    ``meta`` names the static fields; every other field is data.
+    ``meta`` names the static fields; every other field is data. ``renamed`` maps a former
+    field name to the path of attributes that now holds it (``{"ci_low": ("confidence_interval",
+    "low")}``): the old name stays readable, with a ``DeprecationWarning``. ``legacy_fields``
+    is the field order of the NamedTuple a type replaces: unpacking, indexing, ``len`` and
+    ``_asdict`` keep working in that order, with a ``DeprecationWarning``.
     """
 
     def wrap(c):
         c = dataclasses.dataclass(frozen=True)(c)
+        c._renamed = dict(renamed or {})
+        for old, path in c._renamed.items():
+            setattr(c, old, _alias(c.__name__, old, tuple(path)))
+        if legacy_fields is not None:
+            c._legacy_fields = tuple(legacy_fields)
+            c.__iter__ = _legacy_iter
+            c.__getitem__ = _legacy_getitem
+            c.__len__ = _legacy_len
+            c._asdict = _legacy_asdict
         if _HAS_JAX:
             import jax
 

@@ -13,12 +13,12 @@ dispatches 2-D scores here).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
+from .._core.results import result_type
 from .._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
 from .._kernels import rankstats as R
 from .._core.compile import compiled
@@ -250,8 +250,9 @@ def _pairwise_auc_matrix(ti, s, w, C, xp):
 # threshold selection
 # --------------------------------------------------------------------------
 
-class ThresholdSelection(NamedTuple):
-    """Result of :func:`select_threshold` (a NamedTuple: a JAX pytree).
+@result_type(legacy_fields=('threshold', 'expected_cost', 'tp', 'fp', 'fn', 'tn',))
+class ThresholdSelection:
+    """Result of :func:`select_threshold` (a frozen dataclass and a JAX pytree).
 
     ``threshold``: predict positive iff ``score >= threshold`` (``+inf``: never).
     ``expected_cost``: ``(cost_fp * FP + cost_fn * FN) / total weight`` at it.

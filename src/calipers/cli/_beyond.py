@@ -257,8 +257,8 @@ def offpolicy_report(args) -> dict:
                         confidence_level=args.confidence_level, seed=args.seed)
                 if bar.update is not None:
                     bar.update(args.n_resamples)
-                out["estimates"][est] = {"estimate": _num(r.estimate), "ci_low": _num(r.low),
-                                         "ci_high": _num(r.high),
+                out["estimates"][est] = {"estimate": _num(r.estimate), "ci_low": _num(r.confidence_interval.low),
+                                         "ci_high": _num(r.confidence_interval.high),
                                          "n_undefined": int(r.n_undefined)}
     except ValueError as exc:  # the library's own message names the argument and the rule
         raise InputError(f"{t.path}: {exc}") from None

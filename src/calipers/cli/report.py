@@ -311,7 +311,7 @@ def multiclass(y, scores: dict, *, n_bins=10, class_names=None) -> dict:
         "n": int(y.shape[0]),
         "classes": {labels[i]: {"column": names[i], "n": int((y == i).sum())} for i in range(K)},
         "accuracy": float(acc.accuracy),
-        "accuracy_wilson_interval": [float(acc.ci_low), float(acc.ci_high)],
+        "accuracy_wilson_interval": [float(acc.confidence_interval.low), float(acc.confidence_interval.high)],
         "macro_f1": _num(_quiet(calipers.f1_score, y, pred, labels=list(range(K)),
                                 average="macro", zero_division=np.nan)),
         "roc_auc_ovr_macro": (_num(_quiet(calipers.multiclass_roc_auc_score, y, P,
