@@ -574,3 +574,24 @@ def test_binary_label_messages_offer_pos_label_only_to_callers_that_take_it():
     with pytest.raises(ValueError, match=r"booleans\); it has 3 classes") as info:
         V.binary_labels(y, np, pos_label_hint=False)
     assert "pos_label" not in str(info.value)
+
+
+def test_import_does_not_import_jax_and_results_register_on_first_jax_use():
+    # `import calipers` must not pay for `import jax`; result types become pytrees as soon as
+    # JAX arrays reach calipers (or at once when JAX was imported first).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, calipers\n"
+        "assert 'jax' not in sys.modules, 'import calipers imported jax'\n"
+        "import jax, jax.numpy as jnp\n"
+        "r = calipers.accuracy_with_error(jnp.array([1, 0, 1, 1]))\n"
+        "leaves = jax.tree_util.tree_leaves(r)\n"
+        "assert len(leaves) == 4, leaves\n"
+        "r = jax.jit(calipers.delong_test)(jnp.array([0, 1, 0, 1.]), jnp.array([.1, .9, .3, .8]),"
+        " jnp.array([.2, .7, .1, .9]))\n"
+        "assert type(r).__name__ == 'DeLongResult'\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

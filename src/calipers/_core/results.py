@@ -5,15 +5,17 @@ types a second way.  Array-valued fields are pytree children (they may be
 tracers under ``jax.jit``); fields named in ``meta`` are static (strings,
 method names, cut-offs) and must be hashable.
 
-JAX is optional: when it is importable the type is registered at class
-creation, so ``jax.jit(calipers.delong_test)`` can return it; without JAX
-the class is a plain frozen dataclass.
+JAX is optional and never imported by calipers itself: a type is registered
+with JAX at class creation when JAX is already imported, and otherwise the
+first time calipers sees a JAX array (:func:`register_with_jax`, called by the
+namespace layer), so ``jax.jit(calipers.delong_test)`` can return it and
+``import calipers`` does not pay for ``import jax``. Without JAX a result is a
+plain frozen dataclass.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import sys
 import warnings
 
@@ -25,7 +27,23 @@ else:  # pragma: no cover - type checkers only need it on the version they run
 
 __all__ = ["ConfidenceInterval"]  # result_type is for calipers' own modules
 
-_HAS_JAX = importlib.util.find_spec("jax") is not None
+# (class, data fields, meta fields) of every result type not yet registered with JAX
+_PENDING: list = []
+
+
+def register_with_jax() -> None:
+    """Register every result type defined so far as a JAX pytree (once; JAX must be imported).
+
+    Called when calipers first meets a JAX array, and at class creation when JAX is already
+    imported, so calipers never imports JAX itself.
+    """
+    if not _PENDING or "jax" not in sys.modules:
+        return
+    import jax
+
+    while _PENDING:
+        c, data, meta = _PENDING.pop()
+        jax.tree_util.register_dataclass(c, data_fields=data, meta_fields=meta)
 
 
 def _deprecated(what: str, instead: str) -> None:
@@ -93,15 +111,12 @@ def result_type(cls=None, *, meta: tuple[str, ...] = (), renamed: dict | None = 
             c.__getitem__ = _legacy_getitem
             c.__len__ = _legacy_len
             c._asdict = _legacy_asdict
-        if _HAS_JAX:
-            import jax
-
-            names = [f.name for f in dataclasses.fields(c)]
-            unknown = set(meta) - set(names)
-            if unknown:  # a typo here would silently make a field traced
-                raise TypeError(f"{c.__name__}: meta fields {sorted(unknown)} are not fields")
-            jax.tree_util.register_dataclass(
-                c, data_fields=[n for n in names if n not in meta], meta_fields=list(meta))
+        names = [f.name for f in dataclasses.fields(c)]
+        unknown = set(meta) - set(names)
+        if unknown:  # a typo here would silently make a field traced
+            raise TypeError(f"{c.__name__}: meta fields {sorted(unknown)} are not fields")
+        _PENDING.append((c, [n for n in names if n not in meta], list(meta)))
+        register_with_jax()
         return c
 
     return wrap if cls is None else wrap(cls)

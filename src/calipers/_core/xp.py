@@ -38,6 +38,7 @@ import array_api_compat
 import numpy as np
 
 from .exceptions import UndefinedMetricWarning
+from .results import register_with_jax
 
 __all__ = [
     "as_arrays",
@@ -98,6 +99,8 @@ def as_arrays(*args: Any, names=None, **named: Any):
         raise ValueError(f"inputs come from different array libraries: {desc}; pass arrays of "
                          "one library (NumPy arrays and lists are converted to the other one)")
     xp = next(iter(foreign)) if foreign else numpy_namespace()
+    if foreign and is_jax(xp):
+        register_with_jax()
     to_np = is_numpy(xp)
     out = []
     for name, a in zip(names, args):
@@ -132,7 +135,10 @@ def is_numpy(xp) -> bool:
 
 
 def is_jax(xp) -> bool:
-    return array_api_compat.is_jax_namespace(xp)
+    if array_api_compat.is_jax_namespace(xp):
+        register_with_jax()  # result types become pytrees once JAX is in use
+        return True
+    return False
 
 
 def thread_buffers(store: dict, key, make):
