@@ -99,7 +99,7 @@ def _interp_curve(grid, f, t):
 
 
 def roc_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False,
-               n_resamples=200, confidence_level=0.95, seed=0, ax=None):
+               n_resamples=1000, confidence_level=0.95, seed=None, ax=None):
     """ROC curves of one or several models on one axes, AUC in the legend.
 
     Parameters
@@ -117,7 +117,9 @@ def roc_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False
         Draw each model's pointwise bootstrap percentile band (see the module
         notes); not with ``sample_weight``.
     n_resamples, confidence_level, seed
-        The band's replicates, level and seed.
+        The band's replicates (default 1000), level and seed (``None``: fresh entropy; an
+        int or ``numpy.random.Generator`` for a reproducible band), as every bootstrap of
+        calipers.
     ax : matplotlib Axes, optional
 
     Returns
@@ -160,7 +162,7 @@ def roc_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False
 
 
 def pr_curves(y_true, scores, *, sample_weight=None, pos_label=None, band=False,
-              n_resamples=200, confidence_level=0.95, seed=0, ax=None):
+              n_resamples=1000, confidence_level=0.95, seed=None, ax=None):
     """Precision–recall curves (steps) of one or several models, AP in the legend.
 
     The curve is :func:`calipers.precision_recall_curve` drawn as a step

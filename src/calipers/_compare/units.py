@@ -154,7 +154,7 @@ def _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
 
 
 def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
-                            exact_max=20, seed=0):
+                            exact_max=20, seed=None):
     """Paired randomisation (sign-flip) test of ``mean(a - b) = 0`` over units.
 
     Parameters
@@ -171,8 +171,9 @@ def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
         Enumerate all ``2**n`` sign patterns when ``n <= exact_max`` (default
         20: about a million patterns; values above 30 act as 30). The exact p-value is at least
         ``2**(1 - n)`` two-sided: with 5 units it cannot go below 0.0625.
-    seed : int or numpy.random.Generator
-        Seed of the sign draws (Monte Carlo only).
+    seed : None, int or numpy.random.Generator
+        Seed of the sign draws (Monte Carlo only); ``None`` (default) draws fresh entropy
+        from the operating system, as every resampling function of calipers does.
 
     Returns
     -------
@@ -231,7 +232,7 @@ def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
                                    B.finalize(p, xp), alternative, bool(exact), n, total)
 
 
-def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, seed=0):
+def paired_unit_bootstrap(a, b, *, n_resamples=1000, confidence_level=0.95, seed=None):
     """Bootstrap over units of the mean difference ``mean(a - b)``.
 
     Each replicate draws ``n`` units with replacement (the same units for A
@@ -242,11 +243,12 @@ def paired_unit_bootstrap(a, b, *, n_resamples=10000, confidence_level=0.95, see
     a, b : array (n,)
         Per-unit values of systems A and B on the same units, finite.
     n_resamples : int
-        Bootstrap replicates (static).
+        Bootstrap replicates (static; default 1000, as every bootstrap of calipers).
     confidence_level : float in (0, 1)
         Level of the two-sided percentile interval.
-    seed : int or numpy.random.Generator
-        Seed of the unit draws.
+    seed : None, int or numpy.random.Generator
+        Seed of the unit draws; ``None`` (default) draws fresh entropy from the operating
+        system, as every resampling function of calipers does.
 
     Returns
     -------
