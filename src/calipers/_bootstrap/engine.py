@@ -21,12 +21,10 @@ from .resample import draw_batch, draw_checked, draw_counts
 
 def _default_batch(n, sequential=False):
     # About 2**20 elements per chunk of vmapped replicates: each intermediate array
-    # stays a few MB; on CPU at n = 10^5, chunks of 8 were fastest (2 and 32 were
-    # about 1.4x slower), while small n still gets many replicates per call. One
+    # stays a few MB, while small n still gets many replicates per call. One
     # replicate after another (CPU), only the chunk's counts are held (2**22
-    # elements): larger chunks cost fewer calls (at n = 10^5, 40 replicates a
-    # chunk took 0.65-0.67 ms a replicate, 10 took 0.65-0.88 ms, on the 2-core AMD
-    # EPYC development machine).
+    # elements): larger chunks cost fewer calls. Both are tuning constants
+    # (time them with paired_bootstrap(batch=...) in benchmarks/bench_bootstrap.py).
     return max(1, min(4096, (1 << (22 if sequential else 20)) // max(n, 1)))
 
 
@@ -39,10 +37,11 @@ def _build_chunk(kernel_a, kernel_b, design, idtype_name, sequential=False):
     """The compiled chunk: replicates ``idx`` -> (metric A, metric B, A - B).
 
     ``sequential``: the chunk's replicates one after another (``lax.map``)
-    instead of ``vmap``-ped side by side. On CPU that was about 1.5x faster at
-    n = 10^5 (each operation is already wide enough for the cores, and the
-    batched gathers and scatter under ``vmap`` cost more than the loop); on
-    accelerators the batch keeps the device busy. The values are the same.
+    instead of ``vmap``-ped side by side. On CPU the loop is the faster one
+    (each operation is already wide enough for the cores, and the batched
+    gathers and scatter under ``vmap`` cost more than the loop); on
+    accelerators the batch
+    keeps the device busy. The values are the same.
     """
     import jax
     import jax.numpy as jnp
@@ -165,10 +164,9 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
 
     On one CPU device the chunks run one replicate after another inside
     (``sequential``), and several chunks at once from ``workers`` threads:
-    XLA's CPU executions overlap and a chunk releases the GIL while it runs
-    (two threads took 0.65-0.68x one thread's time per replicate at n = 10^5 on a
-    2-vCPU Intel Xeon). ``workers`` None there: up to :func:`default_workers`,
-    kept only where they pay (:func:`_run_spans`). Elsewhere one thread.
+    XLA's CPU executions overlap and a chunk releases the GIL while it runs.
+    ``workers`` None there: up to :func:`default_workers`, kept only where they
+    pay (:func:`_run_spans` times them). Elsewhere one thread.
     """
     import jax
     import jax.numpy as jnp
@@ -212,10 +210,8 @@ def _run_jax_chunks(kernel_a, sa, kernel_b, sb, design, dd, words, n_resamples, 
 def default_workers(n, cores=None):
     """The most threads for calipers' own NumPy kernels: the cores this process may
     use, at most 4, and fewer when their per-thread buffers (about 32 bytes per row)
-    would pass about 256 MB in all. Whether threads pay depends on the machine (two
-    threads on two cores took 0.6-0.7x one thread's time per replicate at n = 10^5 on
-    one, 1.1x on another), so the loop times both before it settles
-    (:func:`_run_spans`)."""
+    would pass about 256 MB in all. Whether threads pay depends on the machine, so the
+    loop times both before it settles (:func:`_run_spans`)."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -267,7 +263,7 @@ def _run_spans(run, spans, workers, probe, progress, clock=None):
             spans = spans[i:]
             if min(many) >= _THREADS_PAY * min(one):
                 # one thread from here on: its buffers stay in its core's caches
-                # (spans handed to idle threads in turn ran about 1.3x slower)
+                # (spans handed to idle threads in turn lose them)
                 pool.shutdown()
                 workers, pool = 1, ThreadPoolExecutor(max_workers=1)
         if workers == 1:
@@ -306,9 +302,8 @@ def _run_loop(kernel_a, sa, kernel_b, sb, draw, xp, n_resamples, progress, worke
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         # calipers' own NumPy kernels run in a worker thread even for one worker:
         # glibc's main heap hands the n-sized arrays freed each replicate back to
-        # the system, so the next replicate faults their pages in again (at
-        # n = 10^5 that doubled a replicate's time here), while a thread's heap
-        # keeps them. A user's metric stays in the caller's thread (its
+        # the system, so the next replicate faults their pages in again, while a
+        # thread's heap keeps them. A user's metric stays in the caller's thread (its
         # thread-local settings) unless more workers are asked for.
         own = B.is_numpy(xp) and not isinstance(kernel_a, (_WeightKernel, _IndexKernel))
         if workers is None and not own:
