@@ -59,35 +59,6 @@ _AVERAGES = (None, "binary", "micro", "macro", "weighted", "samples")
 # options
 # --------------------------------------------------------------------------
 
-def _zero_division(zd):
-    """Return ``(value, warn)`` for a ``zero_division`` option."""
-    if isinstance(zd, str):
-        if zd == "nan":
-            return math.nan, True
-        if zd == "warn":
-            return 0.0, True
-        raise ValueError(f'zero_division must be "nan", "warn", 0, 1 or NaN, got {zd!r}')
-    if isinstance(zd, bool) or not isinstance(zd, (int, float, np.integer, np.floating)):
-        raise ValueError(f'zero_division must be "nan", "warn", 0, 1 or NaN, got {zd!r}')
-    zd = float(zd)
-    if math.isnan(zd):
-        return math.nan, False
-    if zd not in (0.0, 1.0):
-        raise ValueError(f'zero_division must be "nan", "warn", 0, 1 or NaN, got {zd!r}')
-    return zd, False
-
-
-def _check_average(average, allowed=_AVERAGES):
-    if average not in allowed:
-        raise ValueError(f"average must be one of {allowed}, got {average!r}")
-
-
-def _check_int(name, v, minimum=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
-    return int(v)
-
-
 def _static_labels(labels, name="labels"):
     """``labels`` as a NumPy array on the host (it is static, also under jit)."""
     if B.is_traced(labels):
@@ -261,7 +232,7 @@ def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labe
     """The static label set of a 1-D (binary/multiclass) problem."""
     labels = _codes_of(d, labels)
     if num_classes is not None:
-        C = _check_int("num_classes", num_classes)
+        C = V.positive_int(num_classes, "num_classes")
         full = np.arange(C)
         if labels is None:
             return _Labels(full, np.arange(C), False)
@@ -407,7 +378,7 @@ def _label_counts(d: _Pair, *, labels, num_classes, average, pos_label):
     n, L = d.yt.shape
     invalid = d.invalid | _check_01("y_true", d.yt, xp, d.traced) \
         | _check_01("y_pred", d.yp, xp, d.traced)
-    if num_classes is not None and _check_int("num_classes", num_classes) != L:
+    if num_classes is not None and V.positive_int(num_classes, "num_classes") != L:
         raise ValueError(f"num_classes={num_classes} but the indicator matrices have {L} columns")
     if labels is not None:
         lab = _static_labels(labels)
@@ -518,7 +489,7 @@ _REASONS = {
 def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_weight,
                          warn_for, xp, out, invalid, traced):
     """precision, recall, F-beta, specificity for the given averaging."""
-    zd_value, zd_warn = _zero_division(zero_division)
+    zd_value, zd_warn = V.zero_division(zero_division)
     tp, pred, true, total = (_f(a, xp) for a in (c.tp, c.pred, c.true, c.total))
     if average == "micro":
         tp, pred, true, total = (xp.reshape(xp.sum(a), (1,)) for a in (tp, pred, true, total))
@@ -557,8 +528,8 @@ def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_wei
 
 def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_weight,
          zero_division, num_classes, ignore_index, threshold):
-    _check_average(average)
-    _zero_division(zero_division)
+    V.choice(average, "average", _AVERAGES)
+    V.zero_division(zero_division)
     if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
             or math.isnan(float(beta)) or beta < 0:
         raise ValueError(f"beta must be a non-negative number, got {beta!r}")
@@ -815,8 +786,7 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
         :func:`multilabel_confusion_matrix`). Under ``jit`` invalid input gives
         NaN entries (float) or -1 entries (integer counts cannot hold NaN).
     """
-    if normalize not in (None, "true", "pred", "all"):
-        raise ValueError(f"normalize must be one of None, 'true', 'pred', 'all', got {normalize!r}")
+    normalize = V.choice(normalize, "normalize", (None, "true", "pred", "all"))
     d = _prepare(y_true, y_pred, sample_weight, threshold=threshold, ignore_index=ignore_index)
     xp = d.xp
     if d.yt.ndim != 1:
@@ -1080,8 +1050,7 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
     input errors of :func:`confusion_matrix`; under ``jit`` (``labels`` or
     ``num_classes`` required) invalid input gives NaN.
     """
-    if weights not in (None, "linear", "quadratic"):
-        raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
+    weights = V.choice(weights, "weights", (None, "linear", "quadratic"))
     d = _prepare(y1, y2, sample_weight, pred_name="y2", true_name="y1")
     xp = d.xp
     if d.yt.ndim != 1:
@@ -1136,9 +1105,7 @@ def _check_label_scores(yt, s, w, xp, traced):
     V.check_same_length(y_true=yt, y_score=s, sample_weight=w)
     B.check_nonempty("y_true", yt)
     B.check_numeric("y_true", yt, xp)
-    B.check_numeric("y_score", s, xp)
-    if xp.isdtype(s.dtype, "bool"):
-        raise ValueError("y_score must be numeric scores, not booleans")
+    V.check_real_values("y_score", s, xp, "numeric scores")
     invalid = _check_finite("y_true", yt, xp) | _check_finite("y_score", s, xp)
     if w is not None:
         V.check_1d("sample_weight", w)

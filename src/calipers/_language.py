@@ -30,9 +30,7 @@ __all__ = [
 
 
 def _check_integral(name, x, xp):
-    B.check_numeric(name, x, xp)
-    if xp.isdtype(x.dtype, "bool"):
-        raise ValueError(f"{name} must be integers, not booleans")
+    V.check_real_values(name, x, xp, "integers")
     if not xp.isdtype(x.dtype, "real floating"):
         return xp.asarray(False)
     invalid = V.check_finite(name, xp.reshape(x, (-1,)), xp)
@@ -435,8 +433,7 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
     finite, lengths <= 0, ``y_true`` outside ``0 .. n_choices - 1`` or on a
     masked choice, a question with no choice; under ``jit`` these give NaN.
     """
-    if ties not in ("expected", "first"):
-        raise ValueError(f"ties must be 'expected' or 'first', got {ties!r}")
+    ties = V.choice(ties, "ties", ("expected", "first"))
     xp, (ll, y, lengths, cmask) = B.as_arrays(choice_logprobs, y_true, choice_lengths, choice_mask)
     if ll.ndim != 2:
         raise ValueError(f"choice_logprobs must be 2-D (n_questions, n_choices), got shape "

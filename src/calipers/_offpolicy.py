@@ -82,9 +82,7 @@ class OffPolicyInterval:
 # --------------------------------------------------------------------------
 
 def _numeric(name, x, xp):
-    B.check_numeric(name, x, xp)
-    if xp.isdtype(x.dtype, "bool"):
-        raise ValueError(f"{name} must be numeric, not booleans")
+    V.check_real_values(name, x, xp, "numeric")
 
 
 def _concrete_check(cond_bad, xp, message):

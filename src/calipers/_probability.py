@@ -351,8 +351,7 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     >>> print(round(calipers.brier_score_loss([1, 0], [0.8, 0.4]), 4))
     0.1
     """
-    if scale_by_half not in ("auto", True, False):
-        raise ValueError(f"scale_by_half must be 'auto', True or False, got {scale_by_half!r}")
+    scale_by_half = V.choice(scale_by_half, "scale_by_half", ("auto", True, False))
     y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         if pos_label is not None:

@@ -39,9 +39,7 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
     for name, a in (("y_true", y_true), ("y_pred", y_pred)):
         if a.ndim not in (1, 2):
             raise ValueError(f"{name} must be 1-D (n,) or 2-D (n, n_outputs), got shape {tuple(a.shape)}")
-        B.check_numeric(name, a, xp)
-        if xp.isdtype(a.dtype, "bool"):
-            raise ValueError(f"{name} must be numeric values, not booleans")
+        V.check_real_values(name, a, xp, "numeric values")
     if y_true.ndim != y_pred.ndim and tuple(y_true.shape)[:1] == tuple(y_pred.shape)[:1]:
         # (n,) against (n, 1): one output, as scikit-learn reads it (the 1-D one is reshaped)
         y_true, y_pred = V.column_or_1d(y_true), V.column_or_1d(y_pred)

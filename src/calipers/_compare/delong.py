@@ -213,9 +213,7 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     invalid input gives NaN.
     """
     V.confidence_level(confidence_level)
-    if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', "
-                         f"got {alternative!r}")
+    alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
     xp, y, (a, b), g, bad_scores = _prepare_scores(y_true, y_score_a, y_score_b,
                                                    names=("y_score_a", "y_score_b"),
                                                    groups=groups)

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from .._core import xp as B
+from .._core import validation as V
 from .._core.results import result_type
 
 __all__ = [
@@ -108,8 +109,7 @@ def mcnemar_power(n, p_ab, p_ba, *, alpha=0.05, method: str = "exact") -> float:
     n = _check_count("n", n)
     p_ab, p_ba = _check_discordant(p_ab, p_ba)
     alpha = _check_level("alpha", alpha)
-    if method not in ("exact", "normal"):
-        raise ValueError(f"method must be 'exact' or 'normal', got {method!r}")
+    method = V.choice(method, "method", ("exact", "normal"))
     psi, d = p_ab + p_ba, p_ab - p_ba
     if psi == 0:
         return 0.0  # no discordant example ever: the test never rejects (p = 1)

@@ -30,8 +30,7 @@ def proportion_confint(count, nobs, *, confidence_level: float = 0.95,
     values.
     """
     confidence_level = V.confidence_level(confidence_level)
-    if method not in ("wilson", "normal"):
-        raise ValueError(f"method must be 'wilson' or 'normal', got {method!r}")
+    method = V.choice(method, "method", ("wilson", "normal"))
     xp, (k, n) = B.as_arrays(count, nobs)
     f = B.acc_float(xp)
     kf, nf = xp.astype(k, f), xp.astype(n, f)

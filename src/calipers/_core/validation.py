@@ -61,11 +61,23 @@ def positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def choice(value, name: str, allowed):
-    """``value`` if it is one of ``allowed``, else a ``ValueError`` listing them."""
+def choice(value, name: str, allowed, *, message: str | None = None):
+    """``value`` if it is one of ``allowed``, else a ``ValueError`` listing them.
+
+    ``message`` replaces the default wording where a peer's words are kept on purpose
+    (scikit-learn's, for its option names)."""
     if not any(value is a or (type(value) is type(a) and value == a) for a in allowed):
-        raise ValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}")
+        raise ValueError(message or f"{name} must be one of {tuple(allowed)}, got {value!r}")
     return value
+
+
+def check_real_values(name: str, x, xp, what: str = "numeric values") -> None:
+    """A numeric array that is not boolean: ``x`` must hold ``what`` (scores, times, counts).
+
+    The one rule for arguments where ``True`` / ``False`` would be read as 1 / 0 silently."""
+    B.check_numeric(name, x, xp)
+    if xp.isdtype(x.dtype, "bool"):
+        raise ValueError(f"{name} must be {what}, not booleans")
 
 
 def zero_division(value):

@@ -99,9 +99,9 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     if average not in allowed:
         raise ValueError(f"average must be one of {allowed} for multiclass problems "
                          f"(multi_class={multi_class!r}), got {average!r}")
-    if multi_class not in ("ovr", "ovo"):
-        raise ValueError(f"multi_class={multi_class!r} is not supported for multiclass ROC AUC, "
-                         "multi_class must be in ('ovo', 'ovr')")
+    V.choice(multi_class, "multi_class", ("ovr", "ovo"),
+             message=f"multi_class={multi_class!r} is not supported for multiclass ROC AUC, "
+                     "multi_class must be in ('ovo', 'ovr')")
     if average is None and multi_class == "ovo":
         raise NotImplementedError("average=None is not implemented for multi_class='ovo'.")
     C = np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0

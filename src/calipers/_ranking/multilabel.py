@@ -65,10 +65,9 @@ def roc_auc_2d(y_true, y_score, *, sample_weight, max_fpr, pos_label, multi_clas
     if _ndim(y_score) == 2 and np.shape(y_score)[1] == 1:
         return None, _column(y_score)
     # a 2-D y_score with a 1-D y_true: multiclass (scikit-learn's checks and wording)
-    if multi_class not in ("ovr", "ovo"):
-        raise ValueError("y_score is 2-D (multiclass): pass multi_class='ovr' or 'ovo' "
-                         "(multi_class must be in ('ovo', 'ovr')), got "
-                         f"multi_class={multi_class!r}")
+    V.choice(multi_class, "multi_class", ("ovr", "ovo"),
+             message="y_score is 2-D (multiclass): pass multi_class='ovr' or 'ovo' "
+                     f"(multi_class must be in ('ovo', 'ovr')), got multi_class={multi_class!r}")
     if max_fpr is not None and max_fpr != 1:
         raise ValueError("Partial AUC computation not available in multiclass setting, "
                          f"'max_fpr' must be set to `None`, received `max_fpr={max_fpr}` "
@@ -172,9 +171,7 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
     n, L = Y.shape
     B.check_nonempty("y_true", Y)
     B.check_numeric("y_true", Y, xp)
-    B.check_numeric("y_score", S, xp)
-    if xp.isdtype(S.dtype, "bool"):
-        raise ValueError("y_score must be numeric scores, not booleans")
+    V.check_real_values("y_score", S, xp, "numeric scores")
     if xp.isdtype(Y.dtype, "bool"):
         Y = xp.astype(Y, B.acc_int(xp))
     invalid = _check_01("y_true", Y, xp, B.is_traced(Y)) | _check_finite("y_score", S, xp)
