@@ -22,8 +22,9 @@ import calipers
 from calipers import retrieval as R
 
 _TARGET_F16 = ("the float64 reference is not computable: target rows of 1/3 rounded to float16 "
-               "sum to 1 only within float16's tolerance, and the float64 check is stricter "
-               "(float16 input itself is accepted with sqrt(eps) of float16)")
+               "(or bfloat16) sum to 1 only within that dtype's tolerance, and the float64 "
+               "check is stricter (float16 and JAX bfloat16 input itself is accepted with "
+               "sqrt(eps) of its dtype; NumPy bfloat16 is read as float32, so with float32's)")
 
 N = 12  # one row count for every entry: JAX eager's per-op compiles are shared across entries
 
@@ -610,10 +611,12 @@ ENTRIES = [
                    (_with_nan(g_logged, 0), "reward"))),
     Entry("direct_method_estimate", calipers.direct_method_estimate, g_direct, weights=None,
           labels=None, invalid=((_with_value(g_direct, 0, 1.5), "target"),),
-          not_on={f"float16/{b}": _TARGET_F16 for b in ("numpy", "jax_eager")}),
+          not_on={f"{h}/{b}": _TARGET_F16 for h in ("float16", "bfloat16")
+                  for b in ("numpy", "jax_eager")}),
     Entry("doubly_robust_estimate", calipers.doubly_robust_estimate, g_doubly_robust,
           weights=None, labels=None,
-          not_on={f"float16/{b}": _TARGET_F16 for b in ("numpy", "jax_eager")},
+          not_on={f"{h}/{b}": _TARGET_F16 for h in ("float16", "bfloat16")
+                  for b in ("numpy", "jax_eager")},
           invalid=((_with_value(g_doubly_robust, 1, 0.0), "propensity"),
                    (_with_nan(g_doubly_robust, 3), "estimated_rewards"))),
     Entry("off_policy_interval", functools.partial(calipers.off_policy_interval, "snips"),

@@ -13,6 +13,8 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``mixed_namespaces``: NumPy labels with JAX (or torch) scores, eagerly and under jit;
 - ``pytree``: the result flattens to arrays (``tree_leaves``) and ``jax.jit`` can return it;
 - ``float16``: float16 inputs give float32-accurate results in at least float32;
+- ``bfloat16``: NumPy ``bfloat16`` arrays (ml_dtypes', what ``np.asarray`` of a JAX bfloat16
+  array gives) and JAX bfloat16 arrays give float32-accurate results in at least float32;
 - ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so.
 
 A check that fails on today's code is listed in ``KNOWN_FAILURES`` with the reason and runs as a
@@ -29,6 +31,7 @@ import warnings
 import array_api_strict
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -55,6 +58,7 @@ CHECKS = {
     "mixed_namespaces": ["jax_eager", "jax_jit", "torch"],
     "pytree": ["jax"],
     "float16": ["numpy", "jax_eager"],
+    "bfloat16": ["numpy", "jax_eager"],
     "symmetric": ["numpy"],
 }
 
@@ -87,7 +91,7 @@ def applies(entry, check, backend):
         return False
     if check == "mixed_namespaces" and entry.labels is None:
         return False
-    if check == "float16" and not entry.float16:
+    if check in ("float16", "bfloat16") and not entry.float16:
         return False
     if check == "symmetric" and not entry.symmetric:
         return False
@@ -420,19 +424,24 @@ def check_pytree(entry, backend):
         assert_same(run(entry, "jax_jit", args, kw), result, 1e-12, 1e-14)
 
 
-def check_float16(entry, backend):
+def check_float16(entry, backend, half_dtype=np.float16):
     # half-precision inputs, float32-accurate results (handed case H20)
     args, kw = data(entry)
-    half = [a.astype(np.float16) if a.dtype.kind == "f" else a for a in args]
-    halfkw = {k: (v.astype(np.float16) if v.dtype.kind == "f" else v) for k, v in kw.items()}
-    want = entry.fn(*[a.astype(np.float64) if a.dtype == np.float16 else a for a in half],
-                    **{k: (v.astype(np.float64) if v.dtype == np.float16 else v)
+    half = [a.astype(half_dtype) if a.dtype.kind == "f" else a for a in args]
+    halfkw = {k: (v.astype(half_dtype) if v.dtype.kind == "f" else v) for k, v in kw.items()}
+    want = entry.fn(*[a.astype(np.float64) if a.dtype == half_dtype else a for a in half],
+                    **{k: (v.astype(np.float64) if v.dtype == half_dtype else v)
                        for k, v in halfkw.items()}, **entry.options)
     got = run(entry, backend, half, halfkw)
     narrow = [str(x.dtype) for x in raw_leaves(got) if hasattr(x, "dtype") and
               np.dtype(str(x.dtype)).kind == "f" and np.dtype(str(x.dtype)).itemsize < 4]
     assert not narrow, f"results in {narrow}"
     assert_same(got, want, 1e-6, 1e-7)
+
+
+def check_bfloat16(entry, backend):
+    # NumPy bfloat16 (ml_dtypes) used to fail in numpy.isdtype in every metric (handed case H39)
+    check_float16(entry, backend, half_dtype=np.dtype(ml_dtypes.bfloat16))
 
 
 def check_symmetric(entry, backend):
@@ -446,7 +455,8 @@ CHECK_FUNCTIONS = {
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
     "invalid": check_invalid,
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
-    "pytree": check_pytree, "float16": check_float16, "symmetric": check_symmetric,
+    "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
+    "symmetric": check_symmetric,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 
