@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import UndefinedMetricWarning
-from conftest import close, to_np
+from conftest import close, load_case, to_np
 from survival_anchor_values import CASES
 
 # Handed case H25 (SurPyval#276, SauersML/gam#3538, lifelines#131): tied times.
@@ -417,3 +417,70 @@ def test_numpy_kernel_levels_against_enumeration_and_generic_kernel(n):
         b = calipers.concordance_index_ipcw(*(xps.asarray(x) for x in (e, t, r)), tau=tau)
         assert float(a.cindex) == pytest.approx(float(b.cindex), abs=1e-13)
         assert [int(v) for v in a[1:]] == [int(np.asarray(v)) for v in b[1:]]
+
+
+# --------------------------------------------------------------------------
+# H34: the 32-bit key limit is the one the message and the docs state
+# --------------------------------------------------------------------------
+
+def test_H34_32_bit_limit_is_the_stated_one():
+    import jax
+    import jax.numpy as jnp
+    case = load_case("H34")
+    assert "46340 accepted" in case["expected"]["C"]
+    with jax.enable_x64(False):
+        n = 46340
+        t = jnp.arange(1, n + 1, dtype=jnp.float32)
+        got = calipers.concordance_index_censored(jnp.ones(n, dtype=jnp.int32), t, -t)
+        assert int(got.concordant) == n * (n - 1) // 2 and float(got.cindex) == 1.0
+        t = jnp.arange(1, n + 2, dtype=jnp.float32)
+        with pytest.raises(ValueError, match=r"46341 rows .*at most 46340 rows.*jax_enable_x64"):
+            calipers.concordance_index_censored(jnp.ones(n + 1, dtype=jnp.int32), t, -t)
+
+
+# --------------------------------------------------------------------------
+# H35: concordance of a perfect (reversed) ranking is exactly 1 (0), never outside [0, 1]
+# --------------------------------------------------------------------------
+
+def test_H35_perfect_and_reversed_rankings(backend):
+    case = load_case("H35")
+    want = case["expected"]
+    n = 100
+    e, t = np.ones(n, dtype=np.int64), np.arange(1, n + 1, dtype=float)
+    got = backend.call(calipers.concordance_index_censored, e, t, t[::-1].copy())
+    assert float(to_np(got.cindex)) == want["A"]
+    for key in ("B", "C"):
+        d = case["inputs"][key]
+        args = [np.asarray(d[k], dtype=float if k != "event" else np.int64)
+                for k in ("event", "time", "risk")]
+        got = backend.call(calipers.concordance_index_ipcw, *args, tau=float(d["tau"]))
+        assert float(to_np(got.cindex)) == want[key], key
+        flipped = backend.call(calipers.concordance_index_ipcw, args[0], args[1], -args[2],
+                               tau=float(d["tau"]))
+        assert float(to_np(flipped.cindex)) == 1.0 - want[key], key
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_H35_weighted_concordance_stays_in_the_unit_interval(seed):
+    # random censoring (IPCW weights far from round numbers), float sample weights: any
+    # ranking gives a value in [0, 1]; a perfect ranking 1 and a reversed one 0, exactly for
+    # pair counts (Harrell's C without float weights), within rounding for weighted sums
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    t = rng.permutation(n).astype(float) + 1.0
+    e = (rng.random(n) < 0.7).astype(np.int64)
+    e[np.argmin(t)] = 1
+    e[np.argmax(t)] = 0                 # G stays positive before the last time
+    w = rng.random(n) + 0.1
+    times = np.quantile(t, [0.3, 0.6])
+    for risk, want in ((-t, 1.0), (t, 0.0), (rng.normal(size=n), None)):
+        values = [calipers.concordance_index_censored(e, t, risk).cindex,
+                  calipers.concordance_index_censored(e, t, risk, sample_weight=w).cindex,
+                  calipers.concordance_index_ipcw(e, t, risk).cindex,
+                  calipers.concordance_index_ipcw(e, t, risk, tau=float(np.median(t))).cindex,
+                  *calipers.cumulative_dynamic_auc(e, t, risk, times).auc.tolist(),
+                  calipers.cumulative_dynamic_auc(e, t, risk, times).mean_auc]
+        for i, v in enumerate(values):
+            assert 0.0 <= float(v) <= 1.0
+            if want is not None:
+                assert float(v) == want if i == 0 else abs(float(v) - want) <= 1e-14

@@ -394,9 +394,11 @@ def check_int_sum(name: str, x, xp) -> None:
     total = float(np.sum(np.abs(to_numpy(x).astype(np.float64))))
     limit = float(np.iinfo(to_numpy(x[:0]).dtype).max)
     if total >= limit:
-        raise ValueError(f"{name} sums to about {total:.3g}, more than {to_numpy(x[:0]).dtype} "
-                         f"holds ({int(limit)}); integer weights accumulate exactly in integers, "
-                         "so pass smaller weights or floats")
+        dt = to_numpy(x[:0]).dtype
+        raise ValueError(f"{name} sums to about {total:.3g}, more than {dt} accumulates "
+                         f"safely: integer weights are summed exactly in {dt}, so their "
+                         f"magnitudes must sum to less than {int(limit)}; pass smaller weights "
+                         "or floats")
 
 
 # --------------------------------------------------------------------------

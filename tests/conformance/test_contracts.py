@@ -15,7 +15,9 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``float16``: float16 inputs give float32-accurate results in at least float32;
 - ``bfloat16``: NumPy ``bfloat16`` arrays (ml_dtypes', what ``np.asarray`` of a JAX bfloat16
   array gives) and JAX bfloat16 arrays give float32-accurate results in at least float32;
-- ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so.
+- ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so;
+- ``bounds``: for an entry with ``bounds``, perfect and reversed predictions (``extremes``) give
+  values inside the bounds (float rounding of weighted sums included).
 
 A check that fails on today's code is listed in ``KNOWN_FAILURES`` with the reason and runs as a
 strict xfail: when a fix lands it XPASSes, which fails, and the line must be deleted.
@@ -60,6 +62,7 @@ CHECKS = {
     "float16": ["numpy", "jax_eager"],
     "bfloat16": ["numpy", "jax_eager"],
     "symmetric": ["numpy"],
+    "bounds": ["numpy", "jax_eager", "jax_jit_x32"],
 }
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
@@ -94,6 +97,8 @@ def applies(entry, check, backend):
     if check in ("float16", "bfloat16") and not entry.float16:
         return False
     if check == "symmetric" and not entry.symmetric:
+        return False
+    if check == "bounds" and entry.bounds is None:
         return False
     return True
 
@@ -450,13 +455,24 @@ def check_symmetric(entry, backend):
     assert_same(run(entry, backend, swapped, kw), run(entry, backend, args, kw), 1e-12, 1e-14)
 
 
+def check_bounds(entry, backend):
+    # a perfect ranking's Uno's C was 1 + 2**-52, a reversed one's -4.6e-17 (handed case H35)
+    low, high = entry.bounds
+    for args, kw in entry.extremes(np.random.default_rng(0), N):
+        first = leaves(run(entry, backend, args, kw))[0]
+        values = first[~np.isnan(first)]
+        assert values.size, "no defined value"
+        assert np.all((values >= low) & (values <= high)), \
+            f"values {values[(values < low) | (values > high)].tolist()} outside [{low}, {high}]"
+
+
 CHECK_FUNCTIONS = {
     "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
     "invalid": check_invalid,
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
     "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
-    "symmetric": check_symmetric,
+    "symmetric": check_symmetric, "bounds": check_bounds,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 
