@@ -407,16 +407,20 @@ def _aps_sets(p, q, xp):
     """Classes by decreasing probability until the mass reaches ``q_hat``, crossing one included.
 
     Class ``j`` is in the set when the mass of the classes strictly more
-    probable than ``j`` is below ``q_hat`` (MAPIE's ``include_last_label=True``),
-    or when its own score (mass through its tie group) is ``<= q_hat``. The
-    set is ``{j : p_j >= t}`` with ``t`` the probability at the last sorted
-    position kept, so tied classes are all in or all out.
+    probable than ``j`` is below ``q_hat`` (MAPIE's ``include_last_label=True``).
+    Once the mass has reached ``q_hat`` nothing more is added, so a class of
+    probability 0 in a row that sums to 1 never is (for a one-hot row and
+    ``q_hat = 1`` the set is the argmax alone, as in MAPIE since its PR 255,
+    MAPIE issues 254 and 266). The set is ``{j : p_j >= t}`` with ``t`` the
+    probability at the last sorted position kept, so tied classes are all in
+    or all out. The mass before a position is the previous cumulative sum
+    itself (no subtraction), so the comparison has no rounding of its own.
     """
     d, cs = _descending_cumsum(p, xp)
-    before = cs - d  # mass before each sorted position (tied predecessors included)
-    keep = xp.maximum(xp.sum(xp.astype(before < q, xp.int32), axis=1),
-                      xp.sum(xp.astype(cs <= q, xp.int32), axis=1))
     K = p.shape[1]
+    # mass before each sorted position: the exclusive cumulative sum
+    before = xp.concat([xp.zeros_like(cs[:, :1]), cs[:, :K - 1]], axis=1)
+    keep = xp.sum(xp.astype(before < q, xp.int32), axis=1)
     pos = xp.reshape(xp.arange(K), (1, -1))
     inf = xp.asarray(math.inf, dtype=d.dtype)
     # d is descending: the smallest d over the kept prefix is d[keep - 1] (+inf if none)
@@ -437,13 +441,18 @@ def split_conformal_classification(y_calib, proba_calib, proba_test, *, alpha=0.
       **non-randomised**: the score is the total probability of the classes at
       least as probable as the true class (tied classes enter together);
       the set takes classes in decreasing probability until the mass reaches
-      ``q_hat``, the class that crosses it included (MAPIE's
-      ``include_last_label=True``). Never empty when ``q_hat > 0``. The
-      randomised variant (exact coverage) is not implemented; the
-      non-randomised one covers at least ``1 - alpha``, often more.
+      ``q_hat``, the class that crosses it included, and no class after it
+      (MAPIE's ``include_last_label=True``): a class of probability 0 is
+      never added once the mass has reached ``q_hat`` (a one-hot row gives
+      its argmax alone, also at ``q_hat = 1``). Never empty when
+      ``q_hat > 0``. The randomised variant (exact coverage) is not
+      implemented; the non-randomised one covers at least ``1 - alpha``,
+      often more, save for true classes given probability 0.
 
     Under exchangeability of calibration and test examples, the set contains
-    the true class with probability at least ``1 - alpha``.
+    the true class with probability at least ``1 - alpha`` (for APS: less the
+    probability that the model gives the true class probability 0, since such
+    a class is not added even when its score equals ``q_hat``).
 
     Parameters
     ----------
