@@ -398,3 +398,39 @@ def test_H36_aps_one_hot_rows_give_the_argmax(backend):
     q, sets = brute_sets(inp["y_calib"], inp["proba_calib"], inp["proba_test"], inp["alpha"],
                          "aps")
     assert [np.flatnonzero(row).tolist() for row in sets] == want["sets"]
+
+
+# --------------------------------------------------------------------------
+# H37: paired bounds are checked alike by every function that takes them
+# --------------------------------------------------------------------------
+
+BOUND_FUNCTIONS = {
+    "interval_coverage": lambda lo, hi: calipers.interval_coverage(
+        np.zeros(len(lo)), lo, hi),
+    "mean_interval_width": lambda lo, hi: calipers.mean_interval_width(lo, hi),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_FUNCTIONS))
+def test_H37_swapped_bounds_raise_in_every_function(name):
+    case = load_case("H37")["inputs"]
+    with pytest.raises(ValueError, match=r"upper must be >= lower.*element 0 of upper is 2\.0"):
+        if name == "interval_coverage":
+            calipers.interval_coverage(case["y_true"], case["lower"], case["upper"])
+        else:
+            calipers.mean_interval_width(case["lower"], case["upper"])
+    call = BOUND_FUNCTIONS[name]
+    for lo, hi, arg in (([0.0, np.nan], [1.0, 1.0], "lower"), ([0.0, 0.0], [1.0, np.nan], "upper")):
+        with pytest.raises(ValueError, match=f"{arg} must not contain NaN; element 1"):
+            call(np.array(lo), np.array(hi))
+    # equal bounds are a (degenerate) interval; infinite bounds are allowed
+    call(np.array([1.0, -np.inf]), np.array([1.0, np.inf]))
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_FUNCTIONS))
+def test_H37_swapped_bounds_give_nan_under_jit(name):
+    import jax
+    import jax.numpy as jnp
+    call = BOUND_FUNCTIONS[name]
+    got = jax.jit(call)(jnp.asarray([3.0, 3.0]), jnp.asarray([2.0, 1.0]))
+    assert math.isnan(float(got))

@@ -579,7 +579,10 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     ------
     ValueError
         Arrays not 1-D or of different lengths, empty input, NaN/inf in
-        ``y_true``, NaN bounds, bad weights. Under ``jit`` they give NaN.
+        ``y_true``, NaN bounds, an upper bound below its lower bound (the
+        rule of :func:`mean_interval_width`: swapped bounds are an error,
+        not an interval that covers nothing), bad weights. Under ``jit``
+        they give NaN.
 
     Examples
     --------
@@ -594,14 +597,11 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     B.check_nonempty("y_true", y_true)
     sample_weight, invalid = _prep_weight(sample_weight, xp)
     invalid = invalid | _finite_or_flag("y_true", y_true, xp)
-    nan_bound = xp.any(xp.isnan(xp.astype(lower, B.acc_float(xp)))) | \
-        xp.any(xp.isnan(xp.astype(upper, B.acc_float(xp))))
-    if not B.is_traced(lower, upper) and bool(nan_bound):
-        raise ValueError("lower and upper must not contain NaN")
+    invalid = invalid | V.check_interval_bounds(lower, upper, xp)
     acc = B.acc_float(xp)
     y = xp.astype(y_true, acc)
     inside = xp.astype((xp.astype(lower, acc) <= y) & (y <= xp.astype(upper, acc)), acc)
-    return B.finalize(B.nan_if(invalid | nan_bound, _mean(inside, sample_weight, xp), xp), xp)
+    return B.finalize(B.nan_if(invalid, _mean(inside, sample_weight, xp), xp), xp)
 
 
 def mean_interval_width(lower, upper, *, sample_weight=None):
@@ -632,10 +632,7 @@ def mean_interval_width(lower, upper, *, sample_weight=None):
     sample_weight, bad_w = _prep_weight(sample_weight, xp)
     acc = B.acc_float(xp)
     lo, hi = xp.astype(lower, acc), xp.astype(upper, acc)
-    bad = xp.any(xp.isnan(lo)) | xp.any(xp.isnan(hi)) | xp.any(hi < lo)
-    if not B.is_traced(lo, hi) and bool(bad):
-        raise ValueError("lower and upper must not contain NaN, and upper >= lower everywhere")
-    bad = bad | bad_w
+    bad = V.check_interval_bounds(lower, upper, xp) | bad_w
     width = hi - lo
     if sample_weight is not None:
         # weight 0 on an infinite interval leaves it out (0 * inf would be NaN)

@@ -203,6 +203,29 @@ def check_finite(name: str, x, xp):
     return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
 
 
+def check_interval_bounds(lower, upper, xp, *, names=("lower", "upper")):
+    """Paired interval bounds: no NaN in either, and ``upper >= lower`` element by element.
+
+    The one rule for every function that takes ``lower`` / ``upper`` arrays
+    (+-inf allowed): an interval with ``lower > upper`` is empty, so swapped
+    bounds are a caller error, never an interval that covers nothing (the
+    bug of MAPIE issue 547). Raises eagerly naming the argument and the
+    element; returns the 0-d invalid flag under ``jit``.
+    """
+    lo_name, hi_name = names
+    acc = B.acc_float(xp)
+    lo, hi = xp.astype(lower, acc), xp.astype(upper, acc)
+    invalid = fail_if(xp.isnan(lo), lo_name, "must not contain NaN", xp, values=lo)
+    invalid = invalid | fail_if(xp.isnan(hi), hi_name, "must not contain NaN", xp, values=hi)
+
+    def message(i, v):  # i, v only: under the compile policy it runs after the program
+        return (f"{hi_name} must be >= {lo_name} element by element ({hi_name} >= {lo_name}; "
+                f"an interval with {lo_name} > {hi_name} is empty): element {i} of "
+                f"{hi_name} is {v!r}, below its {lo_name} bound")
+
+    return invalid | fail_if(hi < lo, hi_name, "", xp, values=hi, message=message)
+
+
 def check_weights(name: str, w, xp, *, positive_sum: bool = False):
     """Numeric, finite, non-negative weights whose integer sum fits the dtype.
 

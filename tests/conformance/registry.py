@@ -654,7 +654,8 @@ ENTRIES = [
                    (_with_label(g_conformal_classification, 0, 7), "y_calib"))),
     Entry("interval_coverage", calipers.interval_coverage, g_intervals, labels=None,
           bounds=(0.0, 1.0), extremes=x_intervals,
-          invalid=((_with_nan(g_intervals, 0), "y_true"), (_with_nan(g_intervals, 1), "lower"))),
+          invalid=((_with_nan(g_intervals, 0), "y_true"), (_with_nan(g_intervals, 1), "lower"),
+                   (_with_value(g_intervals, 2, -100.0), "upper"))),   # H37: swapped bounds
     Entry("mean_interval_width", calipers.mean_interval_width, g_widths, labels=None,
           invalid=((_with_nan(g_widths, 0), "lower"),
                    (_with_value(g_widths, 1, -100.0), "upper"))),
