@@ -20,7 +20,6 @@ ALL_IDS = sorted(HANDED_CASES)
 
 # id -> the work that will add its test (delete the line when the test lands).
 PENDING = {
-    "H38": "BCa with a constant jackknife (one-house issue)",
     "H40": "exact Mann-Whitney sums past int64 (past-one-machine issue)",
     "H41": "an all-padding batch adds nothing (training-loop issue)",
     "H42": "padded queries are not counted (training-loop issue)",
