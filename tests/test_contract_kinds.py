@@ -105,3 +105,36 @@ def test_h39_extension_floats_in_each_family(dtype):
     ]
     for call in calls:
         assert float(call(half)) == pytest.approx(float(call(s)), rel=1e-6, abs=1e-7)
+
+
+# --------------------------------------------------------------------------
+# one label layer: labels without an order are a ValueError naming the argument
+# --------------------------------------------------------------------------
+
+NONE_LABEL_CALLS = {
+    "roc_auc_score": lambda y: calipers.roc_auc_score(y, [0.1, 0.4, 0.35, 0.8]),
+    "average_precision_score": lambda y: calipers.average_precision_score(
+        y, [0.1, 0.4, 0.35, 0.8]),
+    "log_loss": lambda y: calipers.log_loss(y, [0.1, 0.4, 0.35, 0.8]),
+    "accuracy_score": lambda y: calipers.accuracy_score(y, [0, 1, 1, 0]),
+    "aurc": lambda y: calipers.aurc([0.1, 0.4, 0.35, 0.8], y, [0, 1, 1, 0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONE_LABEL_CALLS))
+def test_object_labels_holding_none_name_the_argument(name):
+    y = np.array([0, 1, None, 1], dtype=object)
+    with pytest.raises(ValueError, match=r"y_true .*element 2 is None"):
+        NONE_LABEL_CALLS[name](y)
+
+
+def test_labels_of_two_kinds_name_the_argument_and_element():
+    y = np.array([0, 1, "a", 1], dtype=object)
+    with pytest.raises(ValueError, match=r"y_true .*one sortable type.*element 2 is 'a'"):
+        calipers.roc_auc_score(y, [0.1, 0.4, 0.35, 0.8])
+
+
+def test_selective_string_labels_are_compared_as_labels():
+    c = [0.1, 0.4, 0.35, 0.8, 0.6]
+    want = calipers.aurc(c, [0, 1, 0, 0, 1], [0, 1, 1, 0, 0])
+    assert calipers.aurc(c, list("abaab"), list("abbaa")) == want

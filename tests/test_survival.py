@@ -324,7 +324,8 @@ def test_too_many_rows_for_32_bit_keys():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: calipers.concordance_index_censored([1, 2], [1, 2], [0, 1]), "event must contain"),
+    (lambda: calipers.concordance_index_censored([1, 2], [1, 2], [0, 1]),
+     "event must be 0/1 or boolean"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, np.nan], [0, 1]), "time must be finite"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, 2], [0, np.inf]), "risk must be finite"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, 2], [0]), "risk has 1"),
@@ -484,3 +485,47 @@ def test_H35_weighted_concordance_stays_in_the_unit_interval(seed):
             assert 0.0 <= float(v) <= 1.0
             if want is not None:
                 assert float(v) == want if i == 0 else abs(float(v) - want) <= 1e-14
+
+
+# --------------------------------------------------------------------------
+# event is a 0/1 indicator: one label layer, messages in the family's terms
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("event, shown", [
+    ([-1, 1, 1, -1], "element 0 is -1"),          # {-1, 1} is not an indicator coding
+    ([0, 1, 2, 1], "element 2 is 2"),
+    ([0, 1, 0.5, 1], "element 2 is 0.5"),
+    (np.array([1, None, 0, 1], dtype=object), "element 1 is None"),
+    (np.array(["e", "c", "e", "c"]), "element 0 is 'e'"),
+])
+@pytest.mark.parametrize("fn", ["concordance_index_censored", "concordance_index_ipcw",
+                                "cumulative_dynamic_auc"])
+def test_event_outside_0_1_raises_in_the_survival_terms(event, shown, fn):
+    t, r = [1.0, 2.0, 3.0, 4.0], [0.4, 0.3, 0.2, 0.1]
+    args = (event, t, r, [2.0]) if fn == "cumulative_dynamic_auc" else (event, t, r)
+    with pytest.raises(ValueError) as err:
+        getattr(calipers, fn)(*args)
+    msg = str(err.value)
+    assert msg.startswith("event must be 0/1 or boolean (1 = event observed, 0 = censored)")
+    assert shown in msg
+    assert "pos_label" not in msg and "multiclass" not in msg
+
+
+def test_train_event_is_named_and_indicator_codings_are_accepted():
+    t, r = [1.0, 2.0, 3.0, 4.0], [0.4, 0.3, 0.2, 0.1]
+    with pytest.raises(ValueError, match="train_event must be 0/1 or boolean.*element 0 is -1"):
+        calipers.concordance_index_ipcw([1, 0, 1, 0], t, r, train_event=[-1, 1, 1, 1],
+                                        train_time=[1.0, 2.0, 3.0, 4.0])
+    want = calipers.concordance_index_censored([1, 0, 1, 0], t, r).cindex
+    for event in ([True, False, True, False], [1.0, 0.0, 1.0, 0.0],
+                  np.array([1, 0, True, False], dtype=object)):
+        assert calipers.concordance_index_censored(event, t, r).cindex == want
+
+
+def test_event_outside_0_1_is_nan_under_jit():
+    import jax
+    import jax.numpy as jnp
+    f = jax.jit(calipers.concordance_index_censored)
+    got = f(jnp.asarray([-1, 1, 1, -1]), jnp.asarray([1.0, 2.0, 3.0, 4.0]),
+            jnp.asarray([0.4, 0.3, 0.2, 0.1]))
+    assert np.isnan(float(got.cindex))

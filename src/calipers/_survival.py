@@ -141,7 +141,8 @@ def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk"
     if xp.isdtype(time.dtype, "bool"):
         raise ValueError(f"{tn} must be numeric times, not booleans")
     V.check_finite(tn, time, xp)
-    e, invalid = V.binary_labels(event, xp, name=en)
+    e, invalid = V.binary_labels(event, xp, name=en,
+                                 indicator="1 = event observed, 0 = censored")
     for name, x in ((tn, time), (rn, risk)):
         if x is not None and B.is_traced(x) and xp.isdtype(x.dtype, "real floating"):
             invalid = invalid | ~xp.all(xp.isfinite(x))

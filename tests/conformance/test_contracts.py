@@ -16,6 +16,8 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``bfloat16``: NumPy ``bfloat16`` arrays (ml_dtypes', what ``np.asarray`` of a JAX bfloat16
   array gives) and JAX bfloat16 arrays give float32-accurate results in at least float32;
 - ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so;
+- ``none_label``: a 1-D object label array holding ``None`` raises ``ValueError`` naming the
+  label argument (NumPy's bare ``TypeError`` from sorting, or a silent label, before);
 - ``bounds``: for an entry with ``bounds``, perfect and reversed predictions (``extremes``) give
   values inside the bounds (float rounding of weighted sums included).
 
@@ -63,10 +65,17 @@ CHECKS = {
     "bfloat16": ["numpy", "jax_eager"],
     "symmetric": ["numpy"],
     "bounds": ["numpy", "jax_eager", "jax_jit_x32"],
+    "none_label": ["numpy"],
 }
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("fit_temperature", "none_label/numpy"): "the class-index check compares the object "
+        "array with 0 and raises NumPy's bare TypeError (_calibration._check_class_index)",
+    ("sprt", "none_label/numpy"): "its 0/1 outcome check formats the bad element with .item(), "
+        "an AttributeError on None (_comparison.sprt)",
+    ("mcnemar_table", "none_label/numpy"): "None is compared as a label and counted as a "
+        "disagreement, silently (_comparison.mcnemar_table)",
 }
 
 
@@ -99,6 +108,9 @@ def applies(entry, check, backend):
     if check == "symmetric" and not entry.symmetric:
         return False
     if check == "bounds" and entry.bounds is None:
+        return False
+    if check == "none_label" and (entry.labels is None or
+                                  np.ndim(entry.gen(np.random.default_rng(0), N)[0][entry.labels]) != 1):
         return False
     return True
 
@@ -466,13 +478,29 @@ def check_bounds(entry, backend):
             f"values {values[(values < low) | (values > high)].tolist()} outside [{low}, {high}]"
 
 
+def check_none_label(entry, backend):
+    args, kw = data(entry)
+    args = list(args)
+    lab = np.array(args[entry.labels], dtype=object)
+    lab[3] = None
+    args[entry.labels] = lab
+    params = list(inspect.signature(entry.fn).parameters.values())
+    param = params[min(entry.labels, len(params) - 1)]
+    # *arrays (by_group): the wrapped metric names its own argument
+    name = None if param.kind is param.VAR_POSITIONAL else param.name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        with pytest.raises(ValueError, match=name):
+            entry.fn(*args, **kw, **entry.options)
+
+
 CHECK_FUNCTIONS = {
     "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
     "invalid": check_invalid,
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
     "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
-    "symmetric": check_symmetric, "bounds": check_bounds,
+    "symmetric": check_symmetric, "bounds": check_bounds, "none_label": check_none_label,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 
