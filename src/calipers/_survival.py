@@ -389,6 +389,22 @@ def _pair_counts_numpy(t, e, r, a_list, b):
     return out
 
 
+def _check_pair_total(w, cdt, xp):
+    """Integer weights: pair (i, j) counts ``w_i w_j`` exactly in ``cdt``; the total must fit.
+
+    Every pair count (and every partial sum of the kernel) is at most
+    ``sum(w)**2 / 2``, so ``sum(w) <= isqrt(2 * max)`` is the limit: 65535 in
+    int32 (JAX without x64), 2**32 - 1 in int64. Raises eagerly naming
+    ``sample_weight``; the invalid flag under ``jit``.
+    """
+    limit = math.isqrt(2 * int(xp.iinfo(cdt).max))
+    total = xp.sum(xp.astype(w, B.acc_float(xp)))
+    return V.fail_if(total > limit, "sample_weight",
+                     f"must sum to at most {limit} as integers: pair (i, j) counts w_i * w_j "
+                     f"exactly in {xp.iinfo(cdt).bits}-bit integers, and the pair counts reach "
+                     "sum(w)**2 / 2 (pass float weights for larger totals)", xp)
+
+
 def _warn(msg):
     B.warn(msg, UndefinedMetricWarning)  # at the caller's line, whatever the wrapping
 
@@ -466,8 +482,10 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
     ValueError
         Arrays not 1-D or of different lengths, empty input, event outside
         {0, 1}, non-finite time or risk, negative weights; more than 46340
-        rows on JAX without x64 (32-bit keys). Under ``jit`` invalid values
-        give NaN.
+        rows on JAX without x64 (32-bit keys); integer weights summing to
+        more than 65535 on JAX without x64, 2**32 - 1 otherwise (the pair
+        counts ``w_i w_j`` must fit the integers; float weights have no
+        limit). Under ``jit`` invalid values give NaN.
 
     Notes
     -----
@@ -495,6 +513,8 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         B.check_same_length(time=d.t, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = R.count_dtype(xp, w)
+    if w is not None and xp.isdtype(cdt, "integral"):
+        invalid = invalid | _check_pair_total(w, cdt, xp)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)

@@ -544,7 +544,10 @@ def unique_labels(y, name):
 
 
 def _indicator(y, xp, name, what):
-    """A 0/1 indicator (``event``, not a class label): ``(y01, invalid)``, see :func:`binary_labels`."""
+    """A 0/1 indicator (``event``, not a class label): ``(y01, invalid)``.
+
+    See :func:`binary_labels` (``indicator=``).
+    """
     rule = f"must be 0/1 or boolean ({what})" if what else "must be 0/1 or boolean"
     if B.is_numpy(xp) and getattr(y, "dtype", np.dtype(float)).kind in "SUOa":
         flat = np.asarray(y).reshape(-1).tolist()

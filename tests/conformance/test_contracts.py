@@ -109,8 +109,8 @@ def applies(entry, check, backend):
         return False
     if check == "bounds" and entry.bounds is None:
         return False
-    if check == "none_label" and (entry.labels is None or
-                                  np.ndim(entry.gen(np.random.default_rng(0), N)[0][entry.labels]) != 1):
+    if check == "none_label" and (entry.labels is None or np.ndim(
+            entry.gen(np.random.default_rng(0), N)[0][entry.labels]) != 1):
         return False
     return True
 
