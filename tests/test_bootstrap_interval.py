@@ -128,3 +128,10 @@ def test_H38_constant_jackknife_is_nan_with_a_warning_as_scipy():
     pct = calipers.bootstrap_interval(ref.bootstrap_distribution, float(np.median(x)))
     want = stats.bootstrap((x,), np.median, method="percentile", n_resamples=999, rng=0)
     assert [pct.low, pct.high] == [want.confidence_interval.low, want.confidence_interval.high]
+
+
+def test_H39_bfloat16_replicates_are_read_exactly():
+    import ml_dtypes
+    d = np.random.default_rng(2).normal(size=200).astype(ml_dtypes.bfloat16)
+    want = calipers.bootstrap_interval(d.astype(np.float64), 0.0, method="basic")
+    assert calipers.bootstrap_interval(d, 0.0, method="basic") == want

@@ -158,7 +158,7 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
 
 def _real_vector(x, name):
     try:
-        a = np.asarray(B.to_numpy(x))
+        a = B.widen_extension(np.asarray(B.to_numpy(x)))   # bfloat16 as float32, exactly
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.floating)
