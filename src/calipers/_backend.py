@@ -81,6 +81,11 @@ def as_arrays(*args: Any, names=None, **named: Any):
     ``roc_auc_score([0, 1], [0.1, 0.9])`` works like scikit-learn.  Two
     different non-NumPy namespaces (JAX and array-api-strict, say) are a
     ``ValueError`` naming the arguments.
+
+    NumPy arrays of ``ml_dtypes`` extension dtypes (``bfloat16``, what
+    ``np.asarray`` of a JAX bfloat16 array gives; ``float8_*``; ``int4``)
+    are widened exactly to float32 / int8 (:func:`widen_extension`), so
+    every metric accepts them and gives float32-accurate results.
     """
     if named:
         if args:
