@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 import calipers
+from conftest import load_case
 
 
 def _scipy(x, method, alternative, level, seed):
@@ -104,3 +105,33 @@ def test_invalid_input_raises_naming_the_argument(kwargs, match):
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=match):
             calipers.bootstrap_interval(args.pop("replicates"), args.pop("estimate"), **args)
+
+
+def test_H38_constant_jackknife_is_nan_with_a_warning_as_scipy():
+    # the median of data with a repeated middle value: every deletion leaves the median at 2,
+    # so BCa's acceleration is 0/0; scipy gives NaN and a DegenerateDataWarning
+    case = load_case("H38")
+    x = np.asarray(case["inputs"]["data"])
+    jack = np.array([np.median(np.delete(x, i)) for i in range(x.size)])
+    assert jack.tolist() == case["inputs"]["jackknife"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ref = stats.bootstrap((x,), np.median, method="BCa", n_resamples=999, rng=0)
+    assert any("BCa" in str(w.message) for w in caught)
+    assert np.isnan(ref.confidence_interval.low) and np.isnan(ref.confidence_interval.high)
+    assert case["expected"]["scipy_bca"] == [None, None]
+    with pytest.warns(calipers.UndefinedMetricWarning, match="acceleration is 0/0"):
+        ci = calipers.bootstrap_interval(ref.bootstrap_distribution, float(np.median(x)),
+                                         method="bca", jackknife=jack)
+    assert math.isnan(ci.low) and math.isnan(ci.high)
+    # the percentile interval of the same replicates stays defined, equal to scipy's
+    pct = calipers.bootstrap_interval(ref.bootstrap_distribution, float(np.median(x)))
+    want = stats.bootstrap((x,), np.median, method="percentile", n_resamples=999, rng=0)
+    assert [pct.low, pct.high] == [want.confidence_interval.low, want.confidence_interval.high]
+
+
+def test_H39_bfloat16_replicates_are_read_exactly():
+    import ml_dtypes
+    d = np.random.default_rng(2).normal(size=200).astype(ml_dtypes.bfloat16)
+    want = calipers.bootstrap_interval(d.astype(np.float64), 0.0, method="basic")
+    assert calipers.bootstrap_interval(d, 0.0, method="basic") == want

@@ -11,7 +11,7 @@ import pytest
 
 import calipers
 from calipers import CalibrationSizeWarning
-from conftest import close, to_np
+from conftest import close, load_case, to_np
 
 
 def perm_residuals(n):
@@ -190,9 +190,10 @@ def brute_sets(y_cal, p_cal, p_test, alpha, method):
         if method == "lac":
             out.append([1 - v <= q for v in row])
         else:
+            # the mass of the strictly more probable classes is below q_hat (nothing is
+            # added once the mass has reached it: no zero-probability class, H36)
             before = [sum(u for u in row if u > v) for v in row]
-            through = [sum(u for u in row if u >= v) for v in row]
-            out.append([b < q or t <= q for b, t in zip(before, through)])
+            out.append([b < q for b in before])
     return q, np.asarray(out, dtype=bool)
 
 
@@ -353,8 +354,15 @@ def test_sets_cover_at_least_k_calibration_points(seed, n, K, method, pct):
         warnings.simplefilter("ignore", CalibrationSizeWarning)
         res = calipers.split_conformal_classification(y, p, p, alpha=pct / 100, method=method)
     cov = calipers.set_coverage(y, res.sets)
-    assert cov >= min(res.k, n) / n
-    if method == "aps":  # never empty when q_hat > 0 (the crossing class is included)
+    if method == "lac":
+        assert cov >= min(res.k, n) / n
+    else:
+        # every point with score <= q_hat is covered, save a true class of probability 0
+        # (not added once the mass has reached q_hat, H36)
+        p_true = p[np.arange(n), y]
+        score = np.array([row[row >= v].sum() for row, v in zip(p, p_true)])
+        assert res.sets[np.arange(n), y][(score <= res.q_hat) & (p_true > 0)].all()
+        # never empty when q_hat > 0 (the crossing class is included)
         assert res.sets.any(axis=1).all() or res.q_hat <= 0
 
 
@@ -371,3 +379,58 @@ def test_jit_second_call_does_not_recompile():
         pr = dyadic_proba(rng, 20, 3)
         g(jnp.asarray(rng.integers(0, 3, 20)), jnp.asarray(pr), jnp.asarray(pr[:4]))
     assert f._cache_size() == 1 and g._cache_size() == 1
+
+
+# --------------------------------------------------------------------------
+# H36: APS sets of one-hot rows at q_hat = 1 hold the argmax alone (MAPIE 1.6)
+# --------------------------------------------------------------------------
+
+def test_H36_aps_one_hot_rows_give_the_argmax(backend):
+    case = load_case("H36")
+    inp, want = case["inputs"], case["expected"]
+    res = backend.call(lambda a, b, c: calipers.split_conformal_classification(
+        a, b, c, alpha=inp["alpha"], method="aps"), np.asarray(inp["y_calib"]),
+        np.asarray(inp["proba_calib"], dtype=float), np.asarray(inp["proba_test"], dtype=float))
+    assert float(res.q_hat) == want["q_hat"] and res.k == want["k"]
+    got = [np.flatnonzero(row).tolist() for row in np.asarray(res.sets)]
+    assert got == want["sets"]
+    # the brute-force rule of this file agrees
+    q, sets = brute_sets(inp["y_calib"], inp["proba_calib"], inp["proba_test"], inp["alpha"],
+                         "aps")
+    assert [np.flatnonzero(row).tolist() for row in sets] == want["sets"]
+
+
+# --------------------------------------------------------------------------
+# H37: paired bounds are checked alike by every function that takes them
+# --------------------------------------------------------------------------
+
+BOUND_FUNCTIONS = {
+    "interval_coverage": lambda lo, hi: calipers.interval_coverage(
+        np.zeros(len(lo)), lo, hi),
+    "mean_interval_width": lambda lo, hi: calipers.mean_interval_width(lo, hi),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_FUNCTIONS))
+def test_H37_swapped_bounds_raise_in_every_function(name):
+    case = load_case("H37")["inputs"]
+    with pytest.raises(ValueError, match=r"upper must be >= lower.*element 0 of upper is 2\.0"):
+        if name == "interval_coverage":
+            calipers.interval_coverage(case["y_true"], case["lower"], case["upper"])
+        else:
+            calipers.mean_interval_width(case["lower"], case["upper"])
+    call = BOUND_FUNCTIONS[name]
+    for lo, hi, arg in (([0.0, np.nan], [1.0, 1.0], "lower"), ([0.0, 0.0], [1.0, np.nan], "upper")):
+        with pytest.raises(ValueError, match=f"{arg} must not contain NaN; element 1"):
+            call(np.array(lo), np.array(hi))
+    # equal bounds are a (degenerate) interval; infinite bounds are allowed
+    call(np.array([1.0, -np.inf]), np.array([1.0, np.inf]))
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_FUNCTIONS))
+def test_H37_swapped_bounds_give_nan_under_jit(name):
+    import jax
+    import jax.numpy as jnp
+    call = BOUND_FUNCTIONS[name]
+    got = jax.jit(call)(jnp.asarray([3.0, 3.0]), jnp.asarray([2.0, 1.0]))
+    assert math.isnan(float(got))

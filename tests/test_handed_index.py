@@ -20,12 +20,6 @@ ALL_IDS = sorted(HANDED_CASES)
 
 # id -> the work that will add its test (delete the line when the test lands).
 PENDING = {
-    "H34": "survival limit messages state the real limit (one-house issue)",
-    "H35": "bounded metrics stay inside their bounds (one-house issue)",
-    "H36": "APS sets of one-hot rows (one-house issue)",
-    "H37": "paired bound arguments checked alike (one-house issue)",
-    "H38": "BCa with a constant jackknife (one-house issue)",
-    "H39": "NumPy bfloat16 inputs (one-house issue)",
     "H40": "exact Mann-Whitney sums past int64 (past-one-machine issue)",
     "H41": "an all-padding batch adds nothing (training-loop issue)",
     "H42": "padded queries are not counted (training-loop issue)",

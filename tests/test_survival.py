@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import calipers
 from calipers import UndefinedMetricWarning
-from conftest import close, to_np
+from conftest import close, load_case, to_np
 from survival_anchor_values import CASES
 
 # Handed case H25 (SurPyval#276, SauersML/gam#3538, lifelines#131): tied times.
@@ -324,7 +324,8 @@ def test_too_many_rows_for_32_bit_keys():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: calipers.concordance_index_censored([1, 2], [1, 2], [0, 1]), "event must contain"),
+    (lambda: calipers.concordance_index_censored([1, 2], [1, 2], [0, 1]),
+     "event must be 0/1 or boolean"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, np.nan], [0, 1]), "time must be finite"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, 2], [0, np.inf]), "risk must be finite"),
     (lambda: calipers.concordance_index_censored([1, 0], [1, 2], [0]), "risk has 1"),
@@ -417,3 +418,140 @@ def test_numpy_kernel_levels_against_enumeration_and_generic_kernel(n):
         b = calipers.concordance_index_ipcw(*(xps.asarray(x) for x in (e, t, r)), tau=tau)
         assert float(a.cindex) == pytest.approx(float(b.cindex), abs=1e-13)
         assert [int(v) for v in a[1:]] == [int(np.asarray(v)) for v in b[1:]]
+
+
+# --------------------------------------------------------------------------
+# H34: the 32-bit key limit is the one the message and the docs state
+# --------------------------------------------------------------------------
+
+def test_H34_32_bit_limit_is_the_stated_one():
+    import jax
+    import jax.numpy as jnp
+    case = load_case("H34")
+    assert "46340 accepted" in case["expected"]["C"]
+    with jax.enable_x64(False):
+        n = 46340
+        t = jnp.arange(1, n + 1, dtype=jnp.float32)
+        got = calipers.concordance_index_censored(jnp.ones(n, dtype=jnp.int32), t, -t)
+        assert int(got.concordant) == n * (n - 1) // 2 and float(got.cindex) == 1.0
+        t = jnp.arange(1, n + 2, dtype=jnp.float32)
+        with pytest.raises(ValueError, match=r"46341 rows .*at most 46340 rows.*jax_enable_x64"):
+            calipers.concordance_index_censored(jnp.ones(n + 1, dtype=jnp.int32), t, -t)
+
+
+# --------------------------------------------------------------------------
+# H35: concordance of a perfect (reversed) ranking is exactly 1 (0), never outside [0, 1]
+# --------------------------------------------------------------------------
+
+def test_H35_perfect_and_reversed_rankings(backend):
+    case = load_case("H35")
+    want = case["expected"]
+    n = 100
+    e, t = np.ones(n, dtype=np.int64), np.arange(1, n + 1, dtype=float)
+    got = backend.call(calipers.concordance_index_censored, e, t, t[::-1].copy())
+    assert float(to_np(got.cindex)) == want["A"]
+    for key in ("B", "C"):
+        d = case["inputs"][key]
+        args = [np.asarray(d[k], dtype=float if k != "event" else np.int64)
+                for k in ("event", "time", "risk")]
+        got = backend.call(calipers.concordance_index_ipcw, *args, tau=float(d["tau"]))
+        assert float(to_np(got.cindex)) == want[key], key
+        flipped = backend.call(calipers.concordance_index_ipcw, args[0], args[1], -args[2],
+                               tau=float(d["tau"]))
+        assert float(to_np(flipped.cindex)) == 1.0 - want[key], key
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_H35_weighted_concordance_stays_in_the_unit_interval(seed):
+    # random censoring (IPCW weights far from round numbers), float sample weights: any
+    # ranking gives a value in [0, 1]; a perfect ranking 1 and a reversed one 0, exactly for
+    # pair counts (Harrell's C without float weights), within rounding for weighted sums
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    t = rng.permutation(n).astype(float) + 1.0
+    e = (rng.random(n) < 0.7).astype(np.int64)
+    e[np.argmin(t)] = 1
+    e[np.argmax(t)] = 0                 # G stays positive before the last time
+    w = rng.random(n) + 0.1
+    times = np.quantile(t, [0.3, 0.6])
+    for risk, want in ((-t, 1.0), (t, 0.0), (rng.normal(size=n), None)):
+        values = [calipers.concordance_index_censored(e, t, risk).cindex,
+                  calipers.concordance_index_censored(e, t, risk, sample_weight=w).cindex,
+                  calipers.concordance_index_ipcw(e, t, risk).cindex,
+                  calipers.concordance_index_ipcw(e, t, risk, tau=float(np.median(t))).cindex,
+                  *calipers.cumulative_dynamic_auc(e, t, risk, times).auc.tolist(),
+                  calipers.cumulative_dynamic_auc(e, t, risk, times).mean_auc]
+        for i, v in enumerate(values):
+            assert 0.0 <= float(v) <= 1.0
+            if want is not None:
+                assert float(v) == want if i == 0 else abs(float(v) - want) <= 1e-14
+
+
+# --------------------------------------------------------------------------
+# event is a 0/1 indicator: one label layer, messages in the family's terms
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("event, shown", [
+    ([-1, 1, 1, -1], "element 0 is -1"),          # {-1, 1} is not an indicator coding
+    ([0, 1, 2, 1], "element 2 is 2"),
+    ([0, 1, 0.5, 1], "element 2 is 0.5"),
+    (np.array([1, None, 0, 1], dtype=object), "element 1 is None"),
+    (np.array(["e", "c", "e", "c"]), "element 0 is 'e'"),
+])
+@pytest.mark.parametrize("fn", ["concordance_index_censored", "concordance_index_ipcw",
+                                "cumulative_dynamic_auc"])
+def test_event_outside_0_1_raises_in_the_survival_terms(event, shown, fn):
+    t, r = [1.0, 2.0, 3.0, 4.0], [0.4, 0.3, 0.2, 0.1]
+    args = (event, t, r, [2.0]) if fn == "cumulative_dynamic_auc" else (event, t, r)
+    with pytest.raises(ValueError) as err:
+        getattr(calipers, fn)(*args)
+    msg = str(err.value)
+    assert msg.startswith("event must be 0/1 or boolean (1 = event observed, 0 = censored)")
+    assert shown in msg
+    assert "pos_label" not in msg and "multiclass" not in msg
+
+
+def test_train_event_is_named_and_indicator_codings_are_accepted():
+    t, r = [1.0, 2.0, 3.0, 4.0], [0.4, 0.3, 0.2, 0.1]
+    with pytest.raises(ValueError, match="train_event must be 0/1 or boolean.*element 0 is -1"):
+        calipers.concordance_index_ipcw([1, 0, 1, 0], t, r, train_event=[-1, 1, 1, 1],
+                                        train_time=[1.0, 2.0, 3.0, 4.0])
+    want = calipers.concordance_index_censored([1, 0, 1, 0], t, r).cindex
+    for event in ([True, False, True, False], [1.0, 0.0, 1.0, 0.0],
+                  np.array([1, 0, True, False], dtype=object)):
+        assert calipers.concordance_index_censored(event, t, r).cindex == want
+
+
+def test_event_outside_0_1_is_nan_under_jit():
+    import jax
+    import jax.numpy as jnp
+    f = jax.jit(calipers.concordance_index_censored)
+    got = f(jnp.asarray([-1, 1, 1, -1]), jnp.asarray([1.0, 2.0, 3.0, 4.0]),
+            jnp.asarray([0.4, 0.3, 0.2, 0.1]))
+    assert np.isnan(float(got.cindex))
+
+
+def test_H34_integer_weight_pair_counts_have_a_checked_limit():
+    # pair (i, j) counts w_i * w_j in integers: the stated limit on sum(w) holds at its boundary
+    import jax
+    import jax.numpy as jnp
+    e, t = np.ones(3, dtype=np.int64), np.array([1.0, 2.0, 3.0])
+    ok = np.array([2**31, 2**31 - 1, 0])                 # sum 2**32 - 1: the int64 limit
+    got = calipers.concordance_index_censored(e, t, -t, sample_weight=ok)
+    assert int(got.concordant) == 2**31 * (2**31 - 1)
+    with pytest.raises(ValueError, match=r"sample_weight must sum to at most 4294967295"):
+        calipers.concordance_index_censored(e, t, -t, sample_weight=ok + np.array([0, 0, 1]))
+    with jax.enable_x64(False):
+        n = 1000
+        tj = jnp.arange(1, n + 1, dtype=jnp.float32)
+        ej = jnp.ones(n, dtype=jnp.int32)
+        w = np.full(n, 65, dtype=np.int32)
+        w[:35] = 66                                      # sum 65035 <= 65535
+        got = calipers.concordance_index_censored(ej, tj, -tj, sample_weight=jnp.asarray(w))
+        want = (int(w.sum()) ** 2 - int((w.astype(np.int64) ** 2).sum())) // 2
+        assert int(got.concordant) == want
+        big = jnp.full(n, 100, dtype=jnp.int32)          # sum 10**5: the counts would wrap
+        with pytest.raises(ValueError, match=r"sample_weight must sum to at most 65535"):
+            calipers.concordance_index_censored(ej, tj, -tj, sample_weight=big)
+        got = jax.jit(calipers.concordance_index_censored)(ej, tj, -tj, sample_weight=big)
+        assert np.isnan(float(got.cindex))

@@ -407,16 +407,20 @@ def _aps_sets(p, q, xp):
     """Classes by decreasing probability until the mass reaches ``q_hat``, crossing one included.
 
     Class ``j`` is in the set when the mass of the classes strictly more
-    probable than ``j`` is below ``q_hat`` (MAPIE's ``include_last_label=True``),
-    or when its own score (mass through its tie group) is ``<= q_hat``. The
-    set is ``{j : p_j >= t}`` with ``t`` the probability at the last sorted
-    position kept, so tied classes are all in or all out.
+    probable than ``j`` is below ``q_hat`` (MAPIE's ``include_last_label=True``).
+    Once the mass has reached ``q_hat`` nothing more is added, so a class of
+    probability 0 in a row that sums to 1 never is (for a one-hot row and
+    ``q_hat = 1`` the set is the argmax alone, as in MAPIE since its PR 255,
+    MAPIE issues 254 and 266). The set is ``{j : p_j >= t}`` with ``t`` the
+    probability at the last sorted position kept, so tied classes are all in
+    or all out. The mass before a position is the previous cumulative sum
+    itself (no subtraction), so the comparison has no rounding of its own.
     """
     d, cs = _descending_cumsum(p, xp)
-    before = cs - d  # mass before each sorted position (tied predecessors included)
-    keep = xp.maximum(xp.sum(xp.astype(before < q, xp.int32), axis=1),
-                      xp.sum(xp.astype(cs <= q, xp.int32), axis=1))
     K = p.shape[1]
+    # mass before each sorted position: the exclusive cumulative sum
+    before = xp.concat([xp.zeros_like(cs[:, :1]), cs[:, :K - 1]], axis=1)
+    keep = xp.sum(xp.astype(before < q, xp.int32), axis=1)
     pos = xp.reshape(xp.arange(K), (1, -1))
     inf = xp.asarray(math.inf, dtype=d.dtype)
     # d is descending: the smallest d over the kept prefix is d[keep - 1] (+inf if none)
@@ -437,13 +441,18 @@ def split_conformal_classification(y_calib, proba_calib, proba_test, *, alpha=0.
       **non-randomised**: the score is the total probability of the classes at
       least as probable as the true class (tied classes enter together);
       the set takes classes in decreasing probability until the mass reaches
-      ``q_hat``, the class that crosses it included (MAPIE's
-      ``include_last_label=True``). Never empty when ``q_hat > 0``. The
-      randomised variant (exact coverage) is not implemented; the
-      non-randomised one covers at least ``1 - alpha``, often more.
+      ``q_hat``, the class that crosses it included, and no class after it
+      (MAPIE's ``include_last_label=True``): a class of probability 0 is
+      never added once the mass has reached ``q_hat`` (a one-hot row gives
+      its argmax alone, also at ``q_hat = 1``). Never empty when
+      ``q_hat > 0``. The randomised variant (exact coverage) is not
+      implemented; the non-randomised one covers at least ``1 - alpha``,
+      often more, save for true classes given probability 0.
 
     Under exchangeability of calibration and test examples, the set contains
-    the true class with probability at least ``1 - alpha``.
+    the true class with probability at least ``1 - alpha`` (for APS: less the
+    probability that the model gives the true class probability 0, since such
+    a class is not added even when its score equals ``q_hat``).
 
     Parameters
     ----------
@@ -570,7 +579,10 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     ------
     ValueError
         Arrays not 1-D or of different lengths, empty input, NaN/inf in
-        ``y_true``, NaN bounds, bad weights. Under ``jit`` they give NaN.
+        ``y_true``, NaN bounds, an upper bound below its lower bound (the
+        rule of :func:`mean_interval_width`: swapped bounds are an error,
+        not an interval that covers nothing), bad weights. Under ``jit``
+        they give NaN.
 
     Examples
     --------
@@ -585,14 +597,11 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     B.check_nonempty("y_true", y_true)
     sample_weight, invalid = _prep_weight(sample_weight, xp)
     invalid = invalid | _finite_or_flag("y_true", y_true, xp)
-    nan_bound = xp.any(xp.isnan(xp.astype(lower, B.acc_float(xp)))) | \
-        xp.any(xp.isnan(xp.astype(upper, B.acc_float(xp))))
-    if not B.is_traced(lower, upper) and bool(nan_bound):
-        raise ValueError("lower and upper must not contain NaN")
+    invalid = invalid | V.check_interval_bounds(lower, upper, xp)
     acc = B.acc_float(xp)
     y = xp.astype(y_true, acc)
     inside = xp.astype((xp.astype(lower, acc) <= y) & (y <= xp.astype(upper, acc)), acc)
-    return B.finalize(B.nan_if(invalid | nan_bound, _mean(inside, sample_weight, xp), xp), xp)
+    return B.finalize(B.nan_if(invalid, _mean(inside, sample_weight, xp), xp), xp)
 
 
 def mean_interval_width(lower, upper, *, sample_weight=None):
@@ -623,10 +632,7 @@ def mean_interval_width(lower, upper, *, sample_weight=None):
     sample_weight, bad_w = _prep_weight(sample_weight, xp)
     acc = B.acc_float(xp)
     lo, hi = xp.astype(lower, acc), xp.astype(upper, acc)
-    bad = xp.any(xp.isnan(lo)) | xp.any(xp.isnan(hi)) | xp.any(hi < lo)
-    if not B.is_traced(lo, hi) and bool(bad):
-        raise ValueError("lower and upper must not contain NaN, and upper >= lower everywhere")
-    bad = bad | bad_w
+    bad = V.check_interval_bounds(lower, upper, xp) | bad_w
     width = hi - lo
     if sample_weight is not None:
         # weight 0 on an infinite interval leaves it out (0 * inf would be NaN)

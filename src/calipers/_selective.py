@@ -73,6 +73,11 @@ def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
         B.check_1d("y_true", yt)
         B.check_1d("y_pred", yp)
         B.check_same_length(confidence=c, y_true=yt, y_pred=yp)
+        if V.is_text(yt) or V.is_text(yp):
+            # strings or objects: the label layer's encoding (sortable labels of one kind;
+            # an object array holding None is refused naming the argument)
+            _, (ct, cp) = V.encode_labels(yt, yp, names=("y_true", "y_pred"), infer_from=2)
+            yt, yp = ct, cp
         l = xp.astype(yt != yp, B.acc_int(xp))
     else:
         if yt is not None or yp is not None:

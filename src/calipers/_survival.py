@@ -46,6 +46,7 @@ sorted runs, instead of the generic kernel's dozen array-API calls per level
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, NamedTuple
 
@@ -140,7 +141,8 @@ def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk"
     if xp.isdtype(time.dtype, "bool"):
         raise ValueError(f"{tn} must be numeric times, not booleans")
     V.check_finite(tn, time, xp)
-    e, invalid = V.binary_labels(event, xp, name=en)
+    e, invalid = V.binary_labels(event, xp, name=en,
+                                 indicator="1 = event observed, 0 = censored")
     for name, x in ((tn, time), (rn, risk)):
         if x is not None and B.is_traced(x) and xp.isdtype(x.dtype, "real floating"):
             invalid = invalid | ~xp.all(xp.isfinite(x))
@@ -185,9 +187,11 @@ def _pair_counts(t, e, r, a_list, b, xp):
     if B.is_numpy(xp):
         return _pair_counts_numpy(t, e, r, a_list, b)
     idt = B.acc_int(xp)
-    if xp.iinfo(idt).max < n * n + 2 * n:
-        raise ValueError(f"{n} rows are too many for 32-bit integer keys (at most 46340); "
-                         "enable 64-bit JAX (jax_enable_x64)")
+    # the merge keys block * n + rank stay below n * n, and the pair counts below n * n / 2
+    limit = math.isqrt(int(xp.iinfo(idt).max))
+    if n > limit:
+        raise ValueError(f"{n} rows are too many for {xp.iinfo(idt).bits}-bit integer keys "
+                         f"(at most {limit} rows); enable 64-bit JAX (jax_enable_x64)")
     dev = B.device(t)
     # time ascending; events first at a tied time; risk descending inside a block
     o = xp.argsort(r, descending=True, stable=True)
@@ -385,15 +389,46 @@ def _pair_counts_numpy(t, e, r, a_list, b):
     return out
 
 
+def _check_pair_total(w, cdt, xp):
+    """Integer weights: pair (i, j) counts ``w_i w_j`` exactly in ``cdt``; the total must fit.
+
+    Every pair count (and every partial sum of the kernel) is at most
+    ``sum(w)**2 / 2``, so ``sum(w) <= isqrt(2 * max)`` is the limit: 65535 in
+    int32 (JAX without x64), 2**32 - 1 in int64. Raises eagerly naming
+    ``sample_weight``; the invalid flag under ``jit``.
+    """
+    limit = math.isqrt(2 * int(xp.iinfo(cdt).max))
+    total = xp.sum(xp.astype(w, B.acc_float(xp)))
+    return V.fail_if(total > limit, "sample_weight",
+                     f"must sum to at most {limit} as integers: pair (i, j) counts w_i * w_j "
+                     f"exactly in {xp.iinfo(cdt).bits}-bit integers, and the pair counts reach "
+                     "sum(w)**2 / 2 (pass float weights for larger totals)", xp)
+
+
 def _warn(msg):
     B.warn(msg, UndefinedMetricWarning)  # at the caller's line, whatever the wrapping
+
+
+def _unit_interval(x, xp):
+    """``x`` clamped to [0, 1]: only for ratios that lie in [0, 1] exactly.
+
+    Every ratio it is used on is a sum of non-negative pair weights over a
+    sum of the same weights over a superset of the pairs, so its exact value
+    lies in [0, 1]; the float sums are accumulated in different orders, and
+    the quotient can leave the interval by rounding alone (a perfectly
+    concordant ranking gave 1 + 2**-52, a perfectly discordant one
+    -4.6e-17 under inverse-probability weights). The clamp removes that
+    rounding and nothing else; NaN stays NaN.
+    """
+    return xp.where(x > 1, xp.asarray(1.0, dtype=x.dtype, device=B.device(x)),
+                    xp.where(x < 0, xp.asarray(0.0, dtype=x.dtype, device=B.device(x)), x))
 
 
 def _cindex(p: _Pairs, xp):
     f = B.acc_float(xp)
     num = xp.astype(p.concordant, f) + 0.5 * xp.astype(p.tied_risk, f)
     den = xp.astype(p.comparable, f)
-    return num / xp.where(den > 0, den, 1.0), den == 0
+    return _unit_interval(num / xp.where(den > 0, den, 1.0), xp), den == 0
 
 
 _NO_PAIRS = "no comparable pairs (no event before another time): the C-index is NaN"
@@ -435,7 +470,10 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         ``cindex = (concordant + tied_risk / 2) / comparable pairs``;
         ``tied_time`` counts comparable (event, censoring) pairs at the same
         time. Counts are integers (weighted sums with float weights).
-        ``cindex`` is float64 (float32 on JAX without x64). NaN with an
+        ``cindex`` is float64 (float32 on JAX without x64), in [0, 1]: with
+        float weights the quotient of the two weighted sums can leave [0, 1]
+        by rounding alone, and is clamped to it (so a perfectly concordant
+        ranking gives exactly 1 and a perfectly discordant one 0). NaN with an
         :class:`UndefinedMetricWarning` when there is no comparable pair
         (scikit-survival raises there).
 
@@ -444,8 +482,10 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
     ValueError
         Arrays not 1-D or of different lengths, empty input, event outside
         {0, 1}, non-finite time or risk, negative weights; more than 46340
-        rows on JAX without x64 (32-bit keys). Under ``jit`` invalid values
-        give NaN.
+        rows on JAX without x64 (32-bit keys); integer weights summing to
+        more than 65535 on JAX without x64, 2**32 - 1 otherwise (the pair
+        counts ``w_i w_j`` must fit the integers; float weights have no
+        limit). Under ``jit`` invalid values give NaN.
 
     Notes
     -----
@@ -473,6 +513,8 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         B.check_same_length(time=d.t, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = R.count_dtype(xp, w)
+    if w is not None and xp.isdtype(cdt, "integral"):
+        invalid = invalid | _check_pair_total(w, cdt, xp)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)
@@ -592,7 +634,8 @@ def concordance_index_ipcw(event, time, risk, *, train_event=None, train_time=No
     Returns
     -------
     ConcordanceResult
-        ``cindex`` weighted as above; ``concordant``, ``discordant``,
+        ``cindex`` weighted as above, in [0, 1] (clamped against rounding of
+        the weighted sums, as :func:`concordance_index_censored`); ``concordant``, ``discordant``,
         ``tied_risk``, ``tied_time`` are unweighted counts over all
         comparable pairs (events at or after ``tau`` included), as
         scikit-survival reports them. NaN ``cindex`` with an
@@ -679,7 +722,8 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
     Returns
     -------
     CumulativeDynamicAUC
-        ``(auc, mean_auc)``; ``auc[k]`` is NaN with an
+        ``(auc, mean_auc)``, in [0, 1] (clamped against rounding of the
+        weighted sums, as :func:`concordance_index_censored`); ``auc[k]`` is NaN with an
         :class:`UndefinedMetricWarning` when ``times[k]`` has no case or no
         control weight, or ``G = 0`` at a case's time.
 
@@ -755,7 +799,7 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
             else:
                 a, _ = R.roc_auc(case_i, sk, wk, xp)
             und = g0 | ~xp.any(case) | ~xp.any(control)
-            aucs.append(B.nan_if(und, xp.astype(a, f), xp))
+            aucs.append(B.nan_if(und, _unit_interval(xp.astype(a, f), xp), xp))
             undefined.append(und)
     auc = xp.stack(aucs)
     und = xp.stack(undefined)
@@ -768,7 +812,8 @@ def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_
         prev = xp.concat([xp.ones(1, dtype=f, device=B.device(s_t)), s_t[:-1]])
         drop = prev - s_t
         den = 1.0 - s_t[m - 1]
-        mean = xp.sum(auc * drop) / xp.where(den > 0, den, 1.0)
+        # a weighted mean of values in [0, 1] (the drops sum to den): only rounding leaves it
+        mean = _unit_interval(xp.sum(auc * drop) / xp.where(den > 0, den, 1.0), xp)
         mean = B.nan_if(den <= 0, mean, xp)
     invalid = d.invalid | bad | bad_times
     auc = B.nan_if(invalid, auc, xp)

@@ -22,8 +22,9 @@ import calipers
 from calipers import retrieval as R
 
 _TARGET_F16 = ("the float64 reference is not computable: target rows of 1/3 rounded to float16 "
-               "sum to 1 only within float16's tolerance, and the float64 check is stricter "
-               "(float16 input itself is accepted with sqrt(eps) of float16)")
+               "(or bfloat16) sum to 1 only within that dtype's tolerance, and the float64 "
+               "check is stricter (float16 and JAX bfloat16 input itself is accepted with "
+               "sqrt(eps) of its dtype; NumPy bfloat16 is read as float32, so with float32's)")
 
 N = 12  # one row count for every entry: JAX eager's per-op compiles are shared across entries
 
@@ -45,6 +46,8 @@ class Entry:
     float16: bool = True               # has float inputs to cast to float16
     weights_view: Callable | None = None  # the part of the result that weights must reproduce
     not_on: dict = dataclasses.field(default_factory=dict)  # "check/backend" -> why it is N/A
+    bounds: tuple | None = None        # (low, high) every value of the first result field obeys
+    extremes: Callable | None = None   # (rng, n) -> [(args, kwargs), ...]: perfect and reversed
 
 
 # --------------------------------------------------------------------------
@@ -380,6 +383,58 @@ def _with_value(gen, i, value, where=1):
         return tuple(args), kw
     return g
 
+# extreme inputs for the bounds check: a perfect and a reversed prediction of the same rows
+def x_binary(rng, n):
+    y = _binary_labels(rng, n)
+    return [((y, 0.1 + 0.8 * y), {}), ((y, 0.9 - 0.8 * y), {})]
+
+
+def x_probability(rng, n):
+    y = _binary_labels(rng, n)
+    return [((y, y.astype(float)), {}), ((y, 1.0 - y), {})]
+
+
+def x_multiclass(rng, n, c=3):
+    (y, _), _ = g_multiclass_scores(rng, n, c)
+    onehot = (y[:, None] == np.arange(c)).astype(float)
+    return [((y, onehot), {}), ((y, (1.0 - onehot) / (c - 1)), {})]
+
+
+def x_grouped(rng, n):
+    (y, _, q), kw = g_grouped(rng, n)
+    return [((y, 0.1 + 0.8 * y, q), kw), ((y, 0.9 - 0.8 * y, q), kw)]
+
+
+def x_retrieval(rng, n):
+    (y, _, q), kw = g_retrieval(rng, n)
+    return [((y, y / 4.0, q), kw), ((y, 1.0 - y / 4.0, q), kw)]
+
+
+def x_survival(rng, n):
+    # random times without ties, random censoring: weights far from round numbers
+    event = _binary_labels(rng, n)
+    time = rng.permutation(n) + 1.0 + rng.random(n) / 2
+    event[np.argmin(time)], event[np.argmax(time)] = 1, 0
+    return [((event, time, -time), {}), ((event, time, time.copy()), {})]
+
+
+def x_dynamic_auc(rng, n):
+    out = x_survival(rng, n)
+    times = np.sort(out[0][0][1])[[n // 3, 2 * n // 3]]
+    return [(args + (times,), kw) for args, kw in out]
+
+
+def x_intervals(rng, n):
+    (y, _, _), kw = g_intervals(rng, n)
+    return [((y, y - 1.0, y + 1.0), kw), ((y, y + 1.0, y + 2.0), kw)]
+
+
+def x_set_coverage(rng, n, c=3):
+    (y, sets), kw = g_set_coverage(rng, n, c)
+    hit = y[:, None] == np.arange(c)
+    return [((y, hit), kw), ((y, ~hit), kw)]
+
+
 BIN_INVALID = ((_with_nan(g_binary_scores, 1), "y_score"),
                (_with_label(g_binary_scores, 0, 2), "y_true"))
 PROB_INVALID = ((_with_prob(g_binary_scores, 1), "y_prob"),
@@ -397,11 +452,14 @@ _Q3 = {"num_segments": 3}
 ENTRIES = [
     # binary, threshold-free
     Entry("roc_auc_score", calipers.roc_auc_score, g_binary_scores, ties=1,
+          bounds=(0.0, 1.0), extremes=x_binary,
           undefined=u_one_class, invalid=BIN_INVALID),
     Entry("average_precision_score", calipers.average_precision_score, g_binary_scores, ties=1,
+          bounds=(0.0, 1.0), extremes=x_binary,
           undefined=u_no_positive,
           invalid=BIN_INVALID),
     Entry("precision_recall_auc", calipers.precision_recall_auc, g_binary_scores, ties=1,
+          bounds=(0.0, 1.0), extremes=x_binary,
           undefined=u_no_positive,
           invalid=BIN_INVALID),
     Entry("roc_curve", calipers.roc_curve, g_binary_scores, ties=1,
@@ -426,7 +484,7 @@ ENTRIES = [
     Entry("select_threshold", calipers.select_threshold, g_binary_scores,
           {"cost_fp": 1.0, "cost_fn": 2.0}, ties=1, invalid=BIN_INVALID),
     Entry("multiclass_roc_auc_score", calipers.multiclass_roc_auc_score, g_multiclass_scores,
-          {"labels": [0, 1, 2]}, ties=1),
+          {"labels": [0, 1, 2]}, ties=1, bounds=(0.0, 1.0), extremes=x_multiclass),
     Entry("top_k_accuracy_score", calipers.top_k_accuracy_score, g_multiclass_scores,
           {"k": 2, "labels": [0, 1, 2]}, ties=1),
     # thresholded classification
@@ -451,11 +509,12 @@ ENTRIES = [
           g_multiclass_preds, {"average": "macro", "num_classes": 3}, float16=False),
     # probabilities and calibration
     Entry("log_loss", calipers.log_loss, g_binary_scores, invalid=PROB_INVALID),
-    Entry("brier_score_loss", calipers.brier_score_loss, g_binary_scores, invalid=PROB_INVALID),
+    Entry("brier_score_loss", calipers.brier_score_loss, g_binary_scores, invalid=PROB_INVALID,
+          bounds=(0.0, 1.0), extremes=x_probability),
     Entry("brier_decomposition", calipers.brier_decomposition, g_binary_scores,
           invalid=PROB_INVALID),
     Entry("expected_calibration_error", calipers.expected_calibration_error, g_binary_scores,
-          {"n_bins": 4}, invalid=PROB_INVALID),
+          {"n_bins": 4}, invalid=PROB_INVALID, bounds=(0.0, 1.0), extremes=x_probability),
     Entry("reliability_diagram", calipers.reliability_diagram, g_binary_scores, {"n_bins": 4},
           invalid=PROB_INVALID),
     Entry("fit_temperature", calipers.fit_temperature, g_logits, labels=1,
@@ -488,12 +547,15 @@ ENTRIES = [
           weights=None, labels=1),
     # per-query retrieval (flat arrays, segment sort)
     Entry("grouped_roc_auc", calipers.grouped_roc_auc, g_grouped, _Q3, ties=1,
+          bounds=(0.0, 1.0), extremes=x_grouped,
           undefined=u_grouped_one_class),
     Entry("retrieval.dcg", R.dcg, g_retrieval, _Q3, weights=None, ties=1,
           invalid=RET_INVALID),
     Entry("retrieval.ndcg", R.ndcg, g_retrieval, _Q3, weights=None, ties=1,
+          bounds=(0.0, 1.0), extremes=x_retrieval,
           undefined=u_no_relevant, invalid=RET_INVALID),
     Entry("retrieval.average_precision", R.average_precision, g_retrieval, _Q3, weights=None,
+          bounds=(0.0, 1.0), extremes=x_retrieval,
           ties=1, undefined=u_no_relevant, invalid=RET_INVALID),
     Entry("retrieval.precision_at_k", R.precision_at_k, g_retrieval, {"k": 2, **_Q3},
           weights=None, ties=1, invalid=RET_INVALID),
@@ -563,14 +625,17 @@ ENTRIES = [
           invalid=((_with_nan(g_selective, 0), "confidence"),)),
     # survival (risk is the score; event is the label array)
     Entry("concordance_index_censored", calipers.concordance_index_censored, g_survival,
+          bounds=(0.0, 1.0), extremes=x_survival,
           ties=2, undefined=u_all_censored,
           invalid=((_with_nan(g_survival, 2), "risk"), (_with_label(g_survival, 0, 2), "event"))),
     # tau below the last time: G is 0 there (a censored row at the largest time)
     Entry("concordance_index_ipcw", calipers.concordance_index_ipcw, g_survival, {"tau": 9.0},
+          bounds=(0.0, 1.0), extremes=x_survival,
           weights=None,
           ties=2, undefined=u_all_censored,
           invalid=((_with_nan(g_survival, 2), "risk"), (_with_label(g_survival, 0, 2), "event"))),
     Entry("cumulative_dynamic_auc", calipers.cumulative_dynamic_auc, g_dynamic_auc,
+          bounds=(0.0, 1.0), extremes=x_dynamic_auc,
           weights=None, ties=2, undefined=u_dynamic_all_censored,
           invalid=((_with_nan(g_dynamic_auc, 2), "risk"),
                    (_with_label(g_dynamic_auc, 0, 2), "event"))),
@@ -588,12 +653,15 @@ ENTRIES = [
           invalid=((_with_prob(g_conformal_classification, 1), "proba_calib"),
                    (_with_label(g_conformal_classification, 0, 7), "y_calib"))),
     Entry("interval_coverage", calipers.interval_coverage, g_intervals, labels=None,
-          invalid=((_with_nan(g_intervals, 0), "y_true"), (_with_nan(g_intervals, 1), "lower"))),
+          bounds=(0.0, 1.0), extremes=x_intervals,
+          invalid=((_with_nan(g_intervals, 0), "y_true"), (_with_nan(g_intervals, 1), "lower"),
+                   (_with_value(g_intervals, 2, -100.0), "upper"))),   # H37: swapped bounds
     Entry("mean_interval_width", calipers.mean_interval_width, g_widths, labels=None,
           invalid=((_with_nan(g_widths, 0), "lower"),
                    (_with_value(g_widths, 1, -100.0), "upper"))),
     Entry("mean_set_size", calipers.mean_set_size, g_sets, labels=None, float16=False),
     Entry("set_coverage", calipers.set_coverage, g_set_coverage, float16=False,
+          bounds=(0.0, 1.0), extremes=x_set_coverage,
           invalid=((_with_label(g_set_coverage, 0, 7), "y_true"),)),
     # off-policy evaluation (no sample_weight: the importance weights are the method)
     Entry("importance_weights", calipers.importance_weights, g_propensity_target,
@@ -610,10 +678,12 @@ ENTRIES = [
                    (_with_nan(g_logged, 0), "reward"))),
     Entry("direct_method_estimate", calipers.direct_method_estimate, g_direct, weights=None,
           labels=None, invalid=((_with_value(g_direct, 0, 1.5), "target"),),
-          not_on={f"float16/{b}": _TARGET_F16 for b in ("numpy", "jax_eager")}),
+          not_on={f"{h}/{b}": _TARGET_F16 for h in ("float16", "bfloat16")
+                  for b in ("numpy", "jax_eager")}),
     Entry("doubly_robust_estimate", calipers.doubly_robust_estimate, g_doubly_robust,
           weights=None, labels=None,
-          not_on={f"float16/{b}": _TARGET_F16 for b in ("numpy", "jax_eager")},
+          not_on={f"{h}/{b}": _TARGET_F16 for h in ("float16", "bfloat16")
+                  for b in ("numpy", "jax_eager")},
           invalid=((_with_value(g_doubly_robust, 1, 0.0), "propensity"),
                    (_with_nan(g_doubly_robust, 3), "estimated_rewards"))),
     Entry("off_policy_interval", functools.partial(calipers.off_policy_interval, "snips"),

@@ -13,7 +13,13 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``mixed_namespaces``: NumPy labels with JAX (or torch) scores, eagerly and under jit;
 - ``pytree``: the result flattens to arrays (``tree_leaves``) and ``jax.jit`` can return it;
 - ``float16``: float16 inputs give float32-accurate results in at least float32;
-- ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so.
+- ``bfloat16``: NumPy ``bfloat16`` arrays (ml_dtypes', what ``np.asarray`` of a JAX bfloat16
+  array gives) and JAX bfloat16 arrays give float32-accurate results in at least float32;
+- ``symmetric``: ``f(a, b) == f(b, a)`` where the entry says so;
+- ``none_label``: a 1-D object label array holding ``None`` raises ``ValueError`` naming the
+  label argument (NumPy's bare ``TypeError`` from sorting, or a silent label, before);
+- ``bounds``: for an entry with ``bounds``, perfect and reversed predictions (``extremes``) give
+  values inside the bounds (float rounding of weighted sums included).
 
 A check that fails on today's code is listed in ``KNOWN_FAILURES`` with the reason and runs as a
 strict xfail: when a fix lands it XPASSes, which fails, and the line must be deleted.
@@ -29,6 +35,7 @@ import warnings
 import array_api_strict
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -55,11 +62,20 @@ CHECKS = {
     "mixed_namespaces": ["jax_eager", "jax_jit", "torch"],
     "pytree": ["jax"],
     "float16": ["numpy", "jax_eager"],
+    "bfloat16": ["numpy", "jax_eager"],
     "symmetric": ["numpy"],
+    "bounds": ["numpy", "jax_eager", "jax_jit_x32"],
+    "none_label": ["numpy"],
 }
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("fit_temperature", "none_label/numpy"): "the class-index check compares the object "
+        "array with 0 and raises NumPy's bare TypeError (_calibration._check_class_index)",
+    ("sprt", "none_label/numpy"): "its 0/1 outcome check formats the bad element with .item(), "
+        "an AttributeError on None (_comparison.sprt)",
+    ("mcnemar_table", "none_label/numpy"): "None is compared as a label and counted as a "
+        "disagreement, silently (_comparison.mcnemar_table)",
 }
 
 
@@ -87,9 +103,14 @@ def applies(entry, check, backend):
         return False
     if check == "mixed_namespaces" and entry.labels is None:
         return False
-    if check == "float16" and not entry.float16:
+    if check in ("float16", "bfloat16") and not entry.float16:
         return False
     if check == "symmetric" and not entry.symmetric:
+        return False
+    if check == "bounds" and entry.bounds is None:
+        return False
+    if check == "none_label" and (entry.labels is None or np.ndim(
+            entry.gen(np.random.default_rng(0), N)[0][entry.labels]) != 1):
         return False
     return True
 
@@ -420,13 +441,13 @@ def check_pytree(entry, backend):
         assert_same(run(entry, "jax_jit", args, kw), result, 1e-12, 1e-14)
 
 
-def check_float16(entry, backend):
+def check_float16(entry, backend, half_dtype=np.float16):
     # half-precision inputs, float32-accurate results (handed case H20)
     args, kw = data(entry)
-    half = [a.astype(np.float16) if a.dtype.kind == "f" else a for a in args]
-    halfkw = {k: (v.astype(np.float16) if v.dtype.kind == "f" else v) for k, v in kw.items()}
-    want = entry.fn(*[a.astype(np.float64) if a.dtype == np.float16 else a for a in half],
-                    **{k: (v.astype(np.float64) if v.dtype == np.float16 else v)
+    half = [a.astype(half_dtype) if a.dtype.kind == "f" else a for a in args]
+    halfkw = {k: (v.astype(half_dtype) if v.dtype.kind == "f" else v) for k, v in kw.items()}
+    want = entry.fn(*[a.astype(np.float64) if a.dtype == half_dtype else a for a in half],
+                    **{k: (v.astype(np.float64) if v.dtype == half_dtype else v)
                        for k, v in halfkw.items()}, **entry.options)
     got = run(entry, backend, half, halfkw)
     narrow = [str(x.dtype) for x in raw_leaves(got) if hasattr(x, "dtype") and
@@ -435,10 +456,42 @@ def check_float16(entry, backend):
     assert_same(got, want, 1e-6, 1e-7)
 
 
+def check_bfloat16(entry, backend):
+    # NumPy bfloat16 (ml_dtypes) used to fail in numpy.isdtype in every metric (handed case H39)
+    check_float16(entry, backend, half_dtype=np.dtype(ml_dtypes.bfloat16))
+
+
 def check_symmetric(entry, backend):
     args, kw = data(entry)
     swapped = [args[1], args[0], *args[2:]]
     assert_same(run(entry, backend, swapped, kw), run(entry, backend, args, kw), 1e-12, 1e-14)
+
+
+def check_bounds(entry, backend):
+    # a perfect ranking's Uno's C was 1 + 2**-52, a reversed one's -4.6e-17 (handed case H35)
+    low, high = entry.bounds
+    for args, kw in entry.extremes(np.random.default_rng(0), N):
+        first = leaves(run(entry, backend, args, kw))[0]
+        values = first[~np.isnan(first)]
+        assert values.size, "no defined value"
+        assert np.all((values >= low) & (values <= high)), \
+            f"values {values[(values < low) | (values > high)].tolist()} outside [{low}, {high}]"
+
+
+def check_none_label(entry, backend):
+    args, kw = data(entry)
+    args = list(args)
+    lab = np.array(args[entry.labels], dtype=object)
+    lab[3] = None
+    args[entry.labels] = lab
+    params = list(inspect.signature(entry.fn).parameters.values())
+    param = params[min(entry.labels, len(params) - 1)]
+    # *arrays (by_group): the wrapped metric names its own argument
+    name = None if param.kind is param.VAR_POSITIONAL else param.name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        with pytest.raises(ValueError, match=name):
+            entry.fn(*args, **kw, **entry.options)
 
 
 CHECK_FUNCTIONS = {
@@ -446,7 +499,8 @@ CHECK_FUNCTIONS = {
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
     "invalid": check_invalid,
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
-    "pytree": check_pytree, "float16": check_float16, "symmetric": check_symmetric,
+    "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
+    "symmetric": check_symmetric, "bounds": check_bounds, "none_label": check_none_label,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 

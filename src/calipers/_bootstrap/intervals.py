@@ -40,7 +40,12 @@ def _bca_probs(d, theta, jack, alpha_lo, alpha_hi):
     z0 = _NORMAL.inv_cdf(pct)
     u = (jack.size - 1) * (jack.mean() - jack)
     den = np.sum(u**2)
-    a = 0.0 if den == 0 else float(np.sum(u**3) / (6.0 * den**1.5))
+    if den == 0:
+        # Every jackknife value equal (the median of data with a repeated middle value):
+        # the acceleration is 0/0. scipy returns NaN with a warning; so does calipers,
+        # rather than a bias-corrected interval with a = 0 that it would call BCa.
+        return None
+    a = float(np.sum(u**3) / (6.0 * den**1.5))
     out = []
     for al in (alpha_lo, alpha_hi):
         z = z0 + _NORMAL.inv_cdf(al)
@@ -61,7 +66,8 @@ def _interval(d, theta, method, confidence_level, alternative, jack):
         probs = _bca_probs(d, theta, jack, alpha, 1 - alpha)
         if probs is None:
             B.warn_undefined("the BCa interval is undefined here (all replicates equal, all "
-                             "on one side of the estimate, or no usable jackknife values); "
+                             "on one side of the estimate, every jackknife value equal so the "
+                             "acceleration is 0/0, or fewer than two jackknife values); "
                              "returning NaN")
             return ConfidenceInterval(math.nan, math.nan)
     lo, hi = _quantiles(d, probs)
@@ -111,9 +117,10 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
     ConfidenceInterval
         ``(low, high)`` as Python floats. NaN, with a
         :class:`calipers.UndefinedMetricWarning`, when BCa is undefined (every
-        replicate equal, all on one side of the estimate, fewer than two
-        jackknife values); NaN without a warning when no replicate is defined
-        or the estimate is NaN.
+        replicate equal, all on one side of the estimate, every jackknife
+        value equal so that the acceleration is 0/0, fewer than two jackknife
+        values), as ``scipy.stats.bootstrap`` gives NaN with a warning; NaN
+        without a warning when no replicate is defined or the estimate is NaN.
 
     Raises
     ------
@@ -151,7 +158,7 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
 
 def _real_vector(x, name):
     try:
-        a = np.asarray(B.to_numpy(x))
+        a = B.widen_extension(np.asarray(B.to_numpy(x)))   # bfloat16 as float32, exactly
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
     if a.ndim != 1 or not (np.issubdtype(a.dtype, np.floating)

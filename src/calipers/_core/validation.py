@@ -215,6 +215,29 @@ def check_finite(name: str, x, xp):
     return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
 
 
+def check_interval_bounds(lower, upper, xp, *, names=("lower", "upper")):
+    """Paired interval bounds: no NaN in either, and ``upper >= lower`` element by element.
+
+    The one rule for every function that takes ``lower`` / ``upper`` arrays
+    (+-inf allowed): an interval with ``lower > upper`` is empty, so swapped
+    bounds are a caller error, never an interval that covers nothing (the
+    bug of MAPIE issue 547). Raises eagerly naming the argument and the
+    element; returns the 0-d invalid flag under ``jit``.
+    """
+    lo_name, hi_name = names
+    acc = B.acc_float(xp)
+    lo, hi = xp.astype(lower, acc), xp.astype(upper, acc)
+    invalid = fail_if(xp.isnan(lo), lo_name, "must not contain NaN", xp, values=lo)
+    invalid = invalid | fail_if(xp.isnan(hi), hi_name, "must not contain NaN", xp, values=hi)
+
+    def message(i, v):  # i, v only: under the compile policy it runs after the program
+        return (f"{hi_name} must be >= {lo_name} element by element ({hi_name} >= {lo_name}; "
+                f"an interval with {lo_name} > {hi_name} is empty): element {i} of "
+                f"{hi_name} is {v!r}, below its {lo_name} bound")
+
+    return invalid | fail_if(hi < lo, hi_name, "", xp, values=hi, message=message)
+
+
 def check_weights(name: str, w, xp, *, positive_sum: bool = False):
     """Numeric, finite, non-negative weights whose integer sum fits the dtype.
 
@@ -420,7 +443,7 @@ def _host_labels(x, name):
     arr = np.asarray(B.to_numpy(x) if B._is_array(x) else x)
     if arr.ndim != 1 or arr.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
-    if np.unique(arr).shape[0] != arr.shape[0]:
+    if unique_labels(arr, name).shape[0] != arr.shape[0]:
         raise ValueError(f"Parameter '{name}' must be unique (no duplicates), got {arr.tolist()}")
     return arr
 
@@ -480,6 +503,9 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
         classes = _host_labels(labels, "labels")
     else:
         pool = [a.reshape(-1) for a in arrays[:infer_from]]
+        for name, a in zip(names, pool):
+            if a.dtype.kind == "O":
+                unique_labels(a, name)     # None, or two kinds in one array: named here
         try:
             classes = np.unique(np.concatenate(pool))
         except TypeError as exc:  # mixed str / int
@@ -510,8 +536,51 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
     return classes, codes
 
 
+def unique_labels(y, name):
+    """``np.unique`` of a NumPy label array, or a ``ValueError`` naming ``name`` and the element.
+
+    An object array holding ``None`` (or labels of two kinds, 1 and "a") has
+    no sorted order: NumPy's bare ``TypeError`` becomes a message that says
+    which argument and which element.
+    """
+    try:
+        return np.unique(y)
+    except TypeError as exc:
+        flat = np.asarray(y).reshape(-1).tolist()
+        i = next((j for j, v in enumerate(flat) if v is None), None)
+        if i is None:
+            first = type(flat[0])
+            i = next((j for j, v in enumerate(flat) if not isinstance(v, first)), 0)
+        raise ValueError(f"{name} labels must be of one sortable type (no None); element {i} "
+                         f"is {flat[i]!r} ({exc})") from None
+
+
+def _indicator(y, xp, name, what):
+    """A 0/1 indicator (``event``, not a class label): ``(y01, invalid)``.
+
+    See :func:`binary_labels` (``indicator=``).
+    """
+    rule = f"must be 0/1 or boolean ({what})" if what else "must be 0/1 or boolean"
+    if B.is_numpy(xp) and getattr(y, "dtype", np.dtype(float)).kind in "SUOa":
+        flat = np.asarray(y).reshape(-1).tolist()
+        bad = next((j for j, v in enumerate(flat) if not isinstance(v, (bool, np.bool_))
+                    and not (isinstance(v, (int, np.integer)) and v in (0, 1))), None)
+        if bad is not None:
+            raise ValueError(f"{name} {rule}; element {bad} is {flat[bad]!r}")
+        y = np.asarray(flat, dtype=np.int64).reshape(np.shape(y))
+    B.check_numeric(name, y, xp)
+    if xp.isdtype(y.dtype, "bool"):
+        return xp.astype(y, B.acc_int(xp)), xp.asarray(False, device=B.device(y))
+    invalid = check_finite(name, y, xp)
+    if B.is_numpy(xp) and xp.isdtype(y.dtype, "integral") and y.size \
+            and int(y.min()) >= 0 and int(y.max()) <= 1:
+        return y, np.asarray(False)   # fast path: two reductions
+    invalid = invalid | fail_if((y != 0) & (y != 1), name, rule, xp, values=y)
+    return xp.astype(y == 1, B.acc_int(xp)), invalid
+
+
 def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=None,
-                  pos_label_hint=True):
+                  pos_label_hint=True, indicator=None):
     """Validate binary labels and return ``(y01, invalid)``: the one binary-label rule.
 
     ``y01`` is an integer array of 0/1.  Without ``pos_label`` the labels must
@@ -526,14 +595,24 @@ def binary_labels(y_true, xp, *, pos_label=None, name="y_true", multiclass_hint=
     message for more than two classes (the caller's own scikit-learn wording).
     ``pos_label_hint`` False: a caller without ``pos_label`` (the paired
     bootstrap); the messages do not offer it. NaN or inf labels are named as
-    such (not counted as classes).
+    such (not counted as classes). Labels without a sorted order (an object
+    array holding ``None``) raise ``ValueError`` naming ``name``.
+
+    ``indicator``: the argument is a 0/1 indicator, not a class label (the
+    survival functions' ``event``); the string says what 1 and 0 mean. Then
+    only {0, 1} and booleans are accepted ({-1, 1} is not an indicator
+    coding: -1 would silently read as 0), there is no ``pos_label``, and the
+    message is the family's own: ``"event must be 0/1 or boolean (1 = event
+    observed, 0 = censored); element 0 is -1"``.
     """
+    if indicator is not None:
+        return _indicator(y_true, xp, name, indicator)
     unless = " unless pos_label is given" if pos_label_hint else ""
     if pos_label is not None:
         y = xp.astype(y_true == pos_label, B.acc_int(xp))
         return y, xp.asarray(False, device=B.device(y_true))
     if B.is_numpy(xp) and getattr(y_true, "dtype", np.dtype(float)).kind in "SUO":
-        classes = np.unique(y_true)
+        classes = unique_labels(y_true, name)
         if classes.dtype.kind == "S" or any(isinstance(c, bytes) for c in classes.tolist()):
             raise TypeError(f"Support for labels represented as bytes is not supported ({name}; "
                             "scikit-learn's rule): decode them or pass pos_label")

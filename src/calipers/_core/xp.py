@@ -82,6 +82,11 @@ def as_arrays(*args: Any, names=None, **named: Any):
     ``roc_auc_score([0, 1], [0.1, 0.9])`` works like scikit-learn.  Two
     different non-NumPy namespaces (JAX and array-api-strict, say) are a
     ``ValueError`` naming the arguments.
+
+    NumPy arrays of ``ml_dtypes`` extension dtypes (``bfloat16``, what
+    ``np.asarray`` of a JAX bfloat16 array gives; ``float8_*``; ``int4``)
+    are widened exactly to float32 / int8 (:func:`widen_extension`), so
+    every metric accepts them and gives float32-accurate results.
     """
     if named:
         if args:
@@ -104,15 +109,44 @@ def as_arrays(*args: Any, names=None, **named: Any):
     to_np = is_numpy(xp)
     out = []
     for name, a in zip(names, args):
-        if a is None or (_is_array(a) and (to_np or not array_api_compat.is_numpy_array(a))):
+        if a is None or (_is_array(a) and not array_api_compat.is_numpy_array(a)) \
+                or (to_np and _is_array(a) and not _is_extension(a)):
             out.append(a)
             continue
         try:
-            arr = np.asarray(a)
+            arr = widen_extension(np.asarray(a))
             out.append(arr if to_np else xp.asarray(arr))
         except Exception as exc:  # ragged lists, objects, strings on JAX
             raise ValueError(f"could not convert {name} to an array: {exc}") from exc
     return xp, out
+
+
+def _is_extension(a) -> bool:
+    """A NumPy array of an ``ml_dtypes`` extension dtype (``bfloat16``, ``float8_*``, ``int4``)."""
+    dt = getattr(a, "dtype", None)
+    return isinstance(dt, np.dtype) and dt.kind == "V" and dt.names is None \
+        and dt.type.__module__.split(".")[0] == "ml_dtypes"
+
+
+def widen_extension(arr):
+    """A NumPy array of an ``ml_dtypes`` extension dtype as float32 (floats) or int8/uint8.
+
+    ``np.asarray`` of a JAX ``bfloat16`` array gives such an array, and NumPy's
+    own dtype functions (``numpy.isdtype``, on which the array API namespace
+    rests) refuse these dtypes (ml_dtypes #63).  The widening is exact: every
+    ``bfloat16`` / ``float8`` value is a float32 value, every ``int4`` / ``int2``
+    an int8.  Results are then float32-accurate, as for float16 input.  Other
+    arrays are returned unchanged.
+    """
+    if not _is_extension(arr):
+        return arr
+    import ml_dtypes  # present: an array of its dtype exists
+
+    try:
+        ml_dtypes.finfo(arr.dtype)
+    except (TypeError, ValueError):  # an integer type (int4, uint2, ...)
+        return arr.astype(np.int8 if int(ml_dtypes.iinfo(arr.dtype).min) < 0 else np.uint8)
+    return arr.astype(np.float32)
 
 
 def numpy_namespace():
@@ -371,9 +405,11 @@ def check_int_sum(name: str, x, xp) -> None:
     total = float(np.sum(np.abs(to_numpy(x).astype(np.float64))))
     limit = float(np.iinfo(to_numpy(x[:0]).dtype).max)
     if total >= limit:
-        raise ValueError(f"{name} sums to about {total:.3g}, more than {to_numpy(x[:0]).dtype} "
-                         f"holds ({int(limit)}); integer weights accumulate exactly in integers, "
-                         "so pass smaller weights or floats")
+        dt = to_numpy(x[:0]).dtype
+        raise ValueError(f"{name} sums to about {total:.3g}, more than {dt} accumulates "
+                         f"safely: integer weights are summed exactly in {dt}, so their "
+                         f"magnitudes must sum to less than {int(limit)}; pass smaller weights "
+                         "or floats")
 
 
 # --------------------------------------------------------------------------
