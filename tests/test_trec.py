@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from calipers.retrieval import _trec as T
+from calipers.retrieval import _encode, _evaluate, _io, _join, _values
 from calipers.cli import main
 from calipers.cli.trec import paired_query_stats, parse_measures
 from conftest import TREC_EVAL_DATA
@@ -79,14 +79,14 @@ def test_readers_are_robust(tmp_path):
     run = _write(tmp_path, "r", "1 Q0 b 1 0.5 tagA extra junk\n\n# comment\n"
                                 "1   Q0 d 2 0.5 tagA\n1 Q0 a 3 0.25 tagA\n"
                                 "5 Q0 a 1 9.0 tagA\n2 Q0 y 1 1.0 tagA\n")
-    Q = T.read_qrels(qrels)
-    Rn = T.read_run(run)
+    Q = _io.read_qrels(qrels)
+    Rn = _io.read_run(run)
     assert Q.qid.tolist() == ["1", "1", "1", "2", "9"] and Q.rel.tolist() == [2, -1, 0, 1, 1]
     assert Rn.tag == "tagA" and Rn.score.tolist() == [0.5, 0.5, 0.25, 9.0, 1.0]
-    ta = T.trec_arrays(Q, Rn)
+    ta = _join.trec_arrays(Q, Rn)
     # query 5 (run only) ignored, query 9 (qrels only) left out
     assert ta.queries.tolist() == ["1", "2"]
-    tc = T.trec_arrays(Q, Rn, complete_qrels=True)
+    tc = _join.trec_arrays(Q, Rn, complete_qrels=True)
     assert tc.queries.tolist() == ["1", "2", "9"] and tc.in_run.tolist() == [True, True, False]
     rows = sorted(zip(ta.query_id.tolist(), ta.y_true.tolist(), ta.retrieved.tolist()))
     # query 1: b (-1, retrieved), d (unjudged 0, retrieved), a (2, retrieved), c (0, judged only)
@@ -108,8 +108,8 @@ def test_readers_are_robust(tmp_path):
 ])
 def test_reader_errors_name_the_line(tmp_path, text, kind, msg):
     p = _write(tmp_path, "f", text)
-    reader = T.read_qrels if kind == "qrels" else T.read_run
-    with pytest.raises(T.TrecFormatError, match=re.escape(p) + ", " + msg):
+    reader = _io.read_qrels if kind == "qrels" else _io.read_run
+    with pytest.raises(_io.TrecFormatError, match=re.escape(p) + ", " + msg):
         reader(p)
 
 
@@ -514,11 +514,11 @@ def test_string_codes_equal_numpy_unique():
         for width in (1, 3, 9, 17):
             a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
                           for _ in range(n)])
-            u, inv = T._string_codes(a)
+            u, inv = _encode._string_codes(a)
             u2, inv2 = np.unique(a, return_inverse=True)
             assert u.tolist() == u2.tolist() and u.dtype == a.dtype
             np.testing.assert_array_equal(np.reshape(inv, -1), np.reshape(inv2, -1))
-    u, inv = T._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
+    u, inv = _encode._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
     assert u.tolist() == ["e", "f", "é"] and np.reshape(inv, -1).tolist() == [2, 0, 1]
 
 
@@ -528,12 +528,12 @@ def test_string_hash_ignores_width_and_separates_distinct_ids():
     for width in range(0, 9):
         a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
                       for _ in range(2000)])
-        h = T._str_hash(a)
+        h = _encode._str_hash(a)
         # NUL padding of a wider array gives the same hashes (qrels and run widths differ)
-        np.testing.assert_array_equal(T._str_hash(a.astype(f"U{width + 3}")), h)
+        np.testing.assert_array_equal(_encode._str_hash(a.astype(f"U{width + 3}")), h)
         u, inv = np.unique(a, return_inverse=True)
-        assert np.unique(T._str_hash(u)).shape[0] == u.shape[0]
-        np.testing.assert_array_equal(T._str_hash(u)[np.reshape(inv, -1)], h)
+        assert np.unique(_encode._str_hash(u)).shape[0] == u.shape[0]
+        np.testing.assert_array_equal(_encode._str_hash(u)[np.reshape(inv, -1)], h)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -556,14 +556,15 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
     a = R.evaluate(qrels, run, "all_trec")
     assert a.values["num_rel_ret"].sum() > 0
     calls = []
-    real = T._trec_arrays
+    real = _join._trec_arrays
 
     def spy(*args, **kw):
         calls.append(args[-1])
         return real(*args, **kw)
 
-    monkeypatch.setattr(T, "_trec_arrays", spy)
-    monkeypatch.setattr(T, "_str_hash", lambda s, width=None: np.zeros(s.shape[0], np.uint64))
+    monkeypatch.setattr(_join, "_trec_arrays", spy)
+    monkeypatch.setattr(_encode, "_str_hash",
+                        lambda s, width=None: np.zeros(s.shape[0], np.uint64))
     b = R.evaluate(qrels, run, "all_trec")
     assert calls == [True, False]            # collision found, exact join used
     assert a.query_ids.tolist() == b.query_ids.tolist()
@@ -618,7 +619,7 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
     for kw in ({}, {"complete_qrels": True}, {"relevance_level": 2}):
         a = R.evaluate(qrels, run, want, **kw)
         with monkeypatch.context() as m:
-            m.setattr(T, "_PACK_BITS", 0)
+            m.setattr(_join, "_PACK_BITS", 0)
             b = R.evaluate(qrels, run, want, **kw)
         assert a.query_ids.tolist() == b.query_ids.tolist()
         for name in a.values:
@@ -663,7 +664,7 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
         # (and the join's neighbour scan in slices of 7 keys)
         for attr, value in (("_ROW_SORT", 0), ("_PACK_BITS", 0), ("_SLICE", 7)):
             with monkeypatch.context() as m:
-                m.setattr(T, attr, value)
+                m.setattr(_join, attr, value)
                 b = R.evaluate(qrels, run, "all_trec", **kw)
             assert a.query_ids.tolist() == b.query_ids.tolist()
             for name in a.values:
@@ -677,7 +678,7 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
 @pytest.mark.parametrize("slice_", [1 << 20, 1, 2])
 def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch):
     from calipers import retrieval as R
-    monkeypatch.setattr(T, "_SLICE", slice_)
+    monkeypatch.setattr(_join, "_SLICE", slice_)
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
     with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document 6 "
                                          r"\(first on line 2\)"):
@@ -703,11 +704,11 @@ def test_range_sums_equal_slices():
     x = rng.random(50)
     a = rng.integers(0, 51, 200)
     b = rng.integers(0, 51, 200)
-    got = T._range_sums(x, a, b)
+    got = _values._range_sums(x, a, b)
     want = [x[i:j].sum() if i < j else 0.0 for i, j in zip(a, b)]
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
-    np.testing.assert_array_equal(T._range_sums(T._padded(x), a, b, padded=True), got)
-    assert T._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(_values._range_sums(_values._padded(x), a, b, padded=True), got)
+    assert _values._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_many_queries_match_pytrec_eval_to_rounding():
@@ -743,7 +744,7 @@ def test_float32_key_orders_scores_descending():
     s = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500),
                         [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38]])
     s = s.astype(np.float32)
-    k = T._float32_key(s)
+    k = _encode._float32_key(s)
     assert k.dtype == np.int64 and k.min() >= 0 and k.max() < 2 ** 32
     i, j = rng.integers(0, s.shape[0], (2, 5000))
     np.testing.assert_array_equal(k[i] < k[j], s[i] > s[j])
@@ -763,9 +764,9 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     score = rng.permutation(qid.shape[0]) / 8.0
     rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
     qrels, run = (qid, doc, rel), (qid, doc, score)
-    ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
-    sub = T._Lists(T._ranked_of(ta), 1).relsub
-    assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
+    ta = _join.trec_arrays(_io._as_qrels(qrels), _io._as_run(run, ""))
+    sub = _values._Lists(_join._ranked_of(ta), 1).relsub
+    assert sub.running(_values._padded(np.ones(sub.rows.shape[0]))) is None
     fams = ["map", "map_cut", "bpref", "ndcg_cut"]
     res = R.evaluate(qrels, run, fams)
 
@@ -782,14 +783,14 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
 def _spy_block_join(monkeypatch):
     """Records, per evaluate, whether the block join ran (True) or handed over (False)."""
     calls = []
-    real = T._block_ranking
+    real = _join._block_ranking
 
     def spy(*args, **kw):
         got = real(*args, **kw)
         calls.append(got is not None)
         return got
 
-    monkeypatch.setattr(T, "_block_ranking", spy)
+    monkeypatch.setattr(_evaluate, "_block_ranking", spy)
     return calls
 
 
@@ -825,7 +826,7 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
     # also with slices of one and three queries in its two scans.
     from calipers import retrieval as R
     if dense is not None:     # the dense measures on few queries too
-        monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", dense)
+        monkeypatch.setattr(_values, "_DENSE_MIN_QUERIES", dense)
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=string_q, shuffle=shuffle, top=top)
     specs = ["all_trec", ["ndcg.1=3,2=9,0=1", "ndcg_cut.1,3,500", "map_cut.1,1000", "P.1,3"],
@@ -839,17 +840,17 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
             a = R.evaluate(qrels, run, spec, **kw)
             assert calls == [True]
             with monkeypatch.context() as m:
-                m.setattr(T, "_BLOCK_JOIN", False)
+                m.setattr(_evaluate, "_BLOCK_JOIN", False)
                 b = R.evaluate(qrels, run, spec, **kw)
             _assert_same_evaluation(a, b, (kw, spec))
             with monkeypatch.context() as m:
-                m.setattr(T, "_JOIN_SLICE", 1)
-                m.setattr(T, "_DENSE_SLICE", 3)
+                m.setattr(_join, "_JOIN_SLICE", 1)
+                m.setattr(_values, "_DENSE_SLICE", 3)
                 c = R.evaluate(qrels, run, spec, **kw)
             _assert_same_evaluation(a, c, (kw, spec, "slices"))
     # built by evaluate's converters or directly: both encoded when built
-    built = R.evaluate(T._as_qrels(qrels), T._as_run(run, ""), "all_trec")
-    qd, rd = T.Qrels(*qrels), T.Run(*run)
+    built = R.evaluate(_io._as_qrels(qrels), _io._as_run(run, ""), "all_trec")
+    qd, rd = _io.Qrels(*qrels), _io.Run(*run)
     assert qd.ids.blocks is not None and rd.ids.blocks is not None
     direct = R.evaluate(qd, rd, "all_trec")
     plain = R.evaluate(qrels, run, "all_trec")
@@ -883,7 +884,7 @@ def test_block_join_matches_pytrec_eval(seed, monkeypatch):
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=bool(seed))
-    monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", 0)
+    monkeypatch.setattr(_values, "_DENSE_MIN_QUERIES", 0)
     calls = _spy_block_join(monkeypatch)
     res = R.evaluate(qrels, run, "all_trec")
     assert calls == [True]
@@ -964,7 +965,7 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
             a = R.evaluate(qrels, run, spec, **kw)
             assert calls == [True], (kw, spec)
             with monkeypatch.context() as m:
-                m.setattr(T, "_BLOCK_JOIN", False)
+                m.setattr(_evaluate, "_BLOCK_JOIN", False)
                 b = R.evaluate(qrels, run, spec, **kw)
             _assert_same_evaluation(a, b, (kw, spec))
     # one side with code points past 255 (compared as code points), the other as bytes
@@ -974,7 +975,7 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
     calls.clear()
     a = R.evaluate(qd, rd, "all_trec")
     assert calls == [True] and a.values["num_rel_ret"].sum() > 0
-    monkeypatch.setattr(T, "_BLOCK_JOIN", False)
+    monkeypatch.setattr(_evaluate, "_BLOCK_JOIN", False)
     _assert_same_evaluation(a, R.evaluate(qd, rd, "all_trec"))
 
 
@@ -998,8 +999,8 @@ def test_string_docno_hash_collisions_take_the_general_join(bits, monkeypatch):
     rng = np.random.default_rng(5)
     qrels, run = _string_trec(rng)
     want = R.evaluate(qrels, run, "all_trec")
-    real = T._str_hash
-    monkeypatch.setattr(T, "_str_hash",
+    real = _encode._str_hash
+    monkeypatch.setattr(_encode, "_str_hash",
                         lambda s, width=None: real(s, width) & np.uint64((1 << bits) - 1))
     calls = _spy_block_join(monkeypatch)
     got = R.evaluate(qrels, run, "all_trec")
@@ -1013,19 +1014,19 @@ def test_string_docno_cross_collision_is_caught_by_the_string_check(monkeypatch)
     from calipers import retrieval as R
     qrels = (np.array(["1", "1", "2"]), np.array(["a", "b", "zz"]), np.array([1, 1, 1]))
     run = (np.array(["1", "1", "2"]), np.array(["a", "zz", "zz"]), np.array([0.5, 0.9, 0.1]))
-    real = T._str_hash
+    real = _encode._str_hash
 
     def hashed(s, width=None):
         h = real(s, width)
         return np.where(s == "zz", real(np.array(["b"])), h)
 
     checks = []
-    real_check = T._same_docnos
-    monkeypatch.setattr(T, "_same_docnos", lambda *a: checks.append(real_check(*a)) or
+    real_check = _join._same_docnos
+    monkeypatch.setattr(_join, "_same_docnos", lambda *a: checks.append(real_check(*a)) or
                         checks[-1])
     a = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
     assert checks == [True]
-    monkeypatch.setattr(T, "_str_hash", hashed)
+    monkeypatch.setattr(_encode, "_str_hash", hashed)
     b = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
     assert checks == [True, False]
     _assert_same_evaluation(a, b)
@@ -1035,12 +1036,13 @@ def test_string_docno_cross_collision_is_caught_by_the_string_check(monkeypatch)
 
 def test_compact_strings_and_longest_width():
     a = np.array(["ab", "", "é~", "abc"], dtype="U9")
-    assert T._longest(a) == 3 and T._longest(a[:1]) == 2 and T._longest(a[:0]) == 0
-    c = T._compact(a, 3)
+    assert _encode._longest(a) == 3 and _encode._longest(a[:1]) == 2
+    assert _encode._longest(a[:0]) == 0
+    c = _encode._compact(a, 3)
     assert c.dtype == np.dtype("S3") and c.tolist() == [b"ab", b"", "é~".encode("latin-1"),
                                                         b"abc"]
-    u = T._compact(np.array(["a中", "b"], dtype="U7"), 2)
+    u = _encode._compact(np.array(["a中", "b"], dtype="U7"), 2)
     assert u.dtype == np.dtype("U2") and u.tolist() == ["a中", "b"]
-    np.testing.assert_array_equal(T._str_hash(a), T._str_hash(a, 3))
-    np.testing.assert_array_equal(T._narrow(a, 3), a)
-    assert T._code_points(c).tolist() == a.tolist() and T._code_points(u) is u
+    np.testing.assert_array_equal(_encode._str_hash(a), _encode._str_hash(a, 3))
+    np.testing.assert_array_equal(_encode._narrow(a, 3), a)
+    assert _encode._code_points(c).tolist() == a.tolist() and _encode._code_points(u) is u
