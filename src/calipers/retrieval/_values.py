@@ -121,14 +121,14 @@ def _count_value(fam, k, R, nret, relret):
     return None
 
 
-# Queries per slice of _Dense's scan (its running vectors stay in cache).
+# Queries per slice of _BlockScan's scan (its running vectors stay in cache).
 _DENSE_SLICE = 1 << 14
 # Fewer queries: the flat lists are faster (the scan's calls per rank cost about as much
 # as the lists' passes over 500 queries); tests lower it.
 _DENSE_MIN_QUERIES = 512
 
 
-class _Dense:
+class _BlockScan:
     """The common measures on a dense rank-major block of codes (:class:`_Ranked`): one
     pass over the ranks, each adding to per-query running counts and sums (vectors over a
     slice of queries), read at the cut-offs. Each query's sums run in rank order, as
@@ -608,17 +608,18 @@ def _iprec_round(x):
 
 def _trec_values(rk, measures, *, relevance_level):
     """Per-query values of trec_eval's measures from its ranked lists (:class:`_Ranked`):
-    the common ones from the dense block when there is one (:class:`_Dense`), the others
-    from the flat lists (:class:`_Lists`, built only when one of them is asked for)."""
+    the common ones from the dense block when there is one (:class:`_BlockScan`), the
+    others from the flat lists (:class:`_Lists`, built only when one of them is asked for)."""
     dense = None
     if rk.block is not None and rk.Q >= _DENSE_MIN_QUERIES:
-        dense = _Dense(rk, relevance_level, [p for p in measures if p[0] in _Dense.FAMILIES])
+        dense = _BlockScan(rk, relevance_level,
+                           [p for p in measures if p[0] in _BlockScan.FAMILIES])
     lists = None
     res = {}
     for fam, k in measures:
         if fam in ("runid", "num_q"):
             continue
-        if dense is not None and fam in _Dense.FAMILIES:
+        if dense is not None and fam in _BlockScan.FAMILIES:
             v = dense.value(fam, k)
         else:
             if lists is None:
