@@ -113,6 +113,59 @@ def test_reader_errors_name_the_line(tmp_path, text, kind, msg):
         reader(p)
 
 
+def test_readers_report_progress_to_a_callable_with_the_collector_on(tmp_path):
+    # 250,000 lines (ASCII: characters are bytes): a report after lines 100,000 and
+    # 200,000 with the characters read so far, then (size, size); the cyclic garbage
+    # collector stays on while the file is read (the reader changes no process state).
+    import gc
+    n = 250_000
+    lines = [f"q{i // 1000} 0 d{i} {i % 3}\n" for i in range(n)]
+    p = _write(tmp_path, "q", "".join(lines))
+    size = len("".join(lines))
+    calls = []
+
+    def report(done, total):
+        calls.append((done, total, gc.isenabled()))
+
+    qr = _io.read_qrels(p, progress=report)
+    want = [(sum(map(len, lines[:k])), size, True) for k in (100_000, 200_000)]
+    assert calls == want + [(size, size, True)]
+    assert qr.rel.tolist() == [i % 3 for i in range(n)] and qr.docno[-1] == f"d{n - 1}"
+    runs = [f"q0 Q0 d{i} {i + 1} 0.5 tag\n" for i in range(5)]
+    calls.clear()
+    rn = _io.read_run(_write(tmp_path, "r", "".join(runs)), progress=report)
+    assert calls == [(len("".join(runs)),) * 2 + (True,)] and rn.tag == "tag"
+    for quiet in (False, True, None):
+        assert _io.read_qrels(p, progress=quiet).rel.shape == (n,)
+    with pytest.raises(ValueError, match="progress must be a callable"):
+        _io.read_run(p, progress="bar")
+
+
+def test_retrieval_imports_no_cli_extra_and_leaves_the_collector_alone(tmp_path):
+    # Library code imports no CLI extra (tqdm) and changes no process-wide state (the
+    # garbage collector), even when asked for progress.
+    import ast
+    import pathlib
+    import subprocess
+    import sys
+
+    import calipers.retrieval
+    for f in pathlib.Path(calipers.retrieval.__file__).parent.glob("*.py"):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                assert not any(m.split(".")[0] in ("tqdm", "gc") for m in mods), (f, mods)
+    q = _write(tmp_path, "q", "1 0 a 1\n")
+    r = _write(tmp_path, "r", "1 Q0 a 1 0.5 t\n")
+    code = ("import gc, sys\nimport calipers.retrieval as R\n"
+            f"R.evaluate(R.read_qrels({q!r}, progress=True), R.read_run({r!r}, progress=True))\n"
+            "assert gc.isenabled() and 'tqdm' not in sys.modules\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+
+
 def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
     q = _write(tmp_path, "q", "1 0 a 1\n")
     bad = _write(tmp_path, "r", "1 Q0 a 1 0.5 t\n1 Q0 a 2 0.4 t\n")

@@ -16,7 +16,6 @@ form) or three flat arrays.
 
 from __future__ import annotations
 
-import gc
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,30 +85,26 @@ def _bad_utf8_line(path):
     return "?"
 
 
-def _records(path, progress, min_cols, exact):
-    """Split the non-blank, non-comment lines: ``(columns per line, line numbers)``.
+def _records(path, progress, min_cols, exact, keep):
+    """Split the non-blank, non-comment lines: ``(columns, line numbers, first record)``.
 
-    Only the columns calipers uses are kept (as strings); values are converted
-    in bulk afterwards. A line with the wrong number of columns raises at once.
+    ``columns``: one list of strings per column index of ``keep`` (three: only the columns
+    calipers uses; values are converted in bulk afterwards); ``first record``: every column
+    of the first line read (None for an empty file). A line with the wrong number of
+    columns raises at once. Only strings are kept per line (no list per line), so reading
+    a file allocates no objects the cyclic garbage collector tracks.
     """
-    size = os.path.getsize(path)
-    bar = None
-    if progress and size > 20_000_000:
-        try:
-            from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]  # no stubs
-
-            bar = tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path),
-                       disable=None, leave=False)
-        except ImportError:  # pragma: no cover - tqdm is in the cli extra
-            bar = None
-    rows, lines = [], []
+    report = _progress_callback(progress)
+    size = os.path.getsize(path) if report is not None else 0
+    cols = ([], [], [])
+    add0, add1, add2 = (c.append for c in cols)
+    j0, j1, j2 = keep
+    lines = []
+    first = None
     lineno = 0
     chars = 0
     want = "4 columns 'qid iteration docno relevance'" if exact else \
         "at least 6 columns 'qid Q0 docno rank score tag'"
-    # Millions of small lists would trigger the cyclic garbage collector over and over.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         with open(path, encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
@@ -119,25 +114,33 @@ def _records(path, progress, min_cols, exact):
                 if len(parts) != min_cols if exact else len(parts) < min_cols:
                     raise TrecFormatError(f"{path}, line {lineno}: expected {want}, "
                                           f"got {len(parts)}")
-                rows.append(parts)
+                if first is None:
+                    first = parts
+                add0(parts[j0])
+                add1(parts[j1])
+                add2(parts[j2])
                 lines.append(lineno)
-                if bar is not None:
+                if report is not None:
                     chars += len(line)
                     if lineno % 100_000 == 0:
-                        bar.update(chars - bar.n)
+                        report(chars, size)
     except UnicodeDecodeError as exc:
         raise TrecFormatError(f"{path}, line {_bad_utf8_line(path)}: not UTF-8 text "
                               f"({exc.reason})") from None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        if bar is not None:
-            bar.close()
-    return rows, np.array(lines, dtype=np.int64)
+    if report is not None:
+        report(size, size)
+    return cols, np.array(lines, dtype=np.int64), first
 
 
-def _column(rows, j):
-    return np.array([r[j] for r in rows], dtype=str)
+def _progress_callback(progress):
+    """The callable of a reader's ``progress`` argument, or None (``False``, ``True`` or
+    None: the library displays nothing itself; the command line passes a progress bar)."""
+    if callable(progress):
+        return progress
+    if progress is None or isinstance(progress, (bool, np.bool_)):
+        return None
+    raise ValueError("progress must be a callable progress(characters_read, file_bytes) "
+                     f"or a bool, got {progress!r}")
 
 
 def _check_duplicates(qid, docno, lines, path, what):
@@ -171,29 +174,38 @@ def _numbers(strings, lines, path, col, what, parse):
 
 
 def read_qrels(path, *, progress=False) -> Qrels:
-    """Read a qrels file ``qid iteration docno relevance`` into arrays."""
+    """Read a qrels file ``qid iteration docno relevance`` into arrays.
+
+    ``progress``: a callable ``progress(characters_read, file_bytes)``, called every
+    100,000 lines and once, with ``(file_bytes, file_bytes)``, after the last (None or a
+    bool: no progress reports; the library displays nothing itself).
+    """
     path = os.fspath(path)
-    rows, lines = _records(path, progress, 4, exact=True)
-    rel = _numbers([r[3] for r in rows], lines, path, 4, "relevance must be an integer", int)
-    qid, docno = _column(rows, 0), _column(rows, 2)
+    (qid, docno, rel), lines, _ = _records(path, progress, 4, exact=True, keep=(0, 2, 3))
+    rel = _numbers(rel, lines, path, 4, "relevance must be an integer", int)
+    qid, docno = np.array(qid, dtype=str), np.array(docno, dtype=str)
     _check_duplicates(qid, docno, lines, path, "judgement")
     rel = rel.astype(np.int64)
     return Qrels(qid, docno, rel, path, _id_codes(qid, docno, rel=rel))
 
 
 def read_run(path, *, progress=False) -> Run:
-    """Read a run file ``qid Q0 docno rank score tag`` into arrays."""
+    """Read a run file ``qid Q0 docno rank score tag`` into arrays.
+
+    ``progress``: as for :func:`read_qrels`.
+    """
     path = os.fspath(path)
-    rows, lines = _records(path, progress, 6, exact=False)
-    score = _numbers([r[4] for r in rows], lines, path, 5, "score must be a number", float)
+    (qid, docno, text), lines, first = _records(path, progress, 6, exact=False,
+                                                keep=(0, 2, 4))
+    score = _numbers(text, lines, path, 5, "score must be a number", float)
     if score.shape[0] and not np.all(np.isfinite(score)):
         i = int(np.argmax(~np.isfinite(score)))
         raise TrecFormatError(f"{path}, line {lines[i]}, column 5: score must be finite, "
-                              f"got {rows[i][4]!r}")
-    qid, docno = _column(rows, 0), _column(rows, 2)
+                              f"got {text[i]!r}")
+    qid, docno = np.array(qid, dtype=str), np.array(docno, dtype=str)
     _check_duplicates(qid, docno, lines, path, "document")
     score = score.astype(np.float64)
-    return Run(qid, docno, score, rows[0][5] if rows else "", path,
+    return Run(qid, docno, score, first[5] if first is not None else "", path,
                _id_codes(qid, docno, score=score))
 
 
