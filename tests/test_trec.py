@@ -435,6 +435,41 @@ def test_average_ties_refuses_order_only_measures():
         R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, "bpref", ties="average")
 
 
+@pytest.mark.parametrize("seed,level", [(0, 1), (1, 2), (2, 1)])
+def test_average_ties_is_the_mean_over_every_ordering_of_tied_scores(seed, level):
+    # ties="average" against enumeration: each query's value is the mean, over every
+    # ordering of its tied documents, of the value trec_eval gives that ordering (scores
+    # made distinct in that order), for every measure ties="average" supports.
+    import itertools
+
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    specs = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P.1,2,3,6",
+             "recall.2,6", "ndcg", "ndcg_cut.2,6"]
+    for qid in ("1", "2", "3"):
+        n = int(rng.integers(3, 7))
+        docs = [f"d{i}" for i in range(n)]
+        score = rng.integers(0, 3, n).astype(float)        # tie groups of up to 6
+        rel = rng.integers(-1, 3, n)
+        qrels = {qid: {d: int(r) for d, r in zip(docs, rel) if rng.random() < 0.8}}
+        qrels[qid]["missed"] = 2                           # judged, not retrieved
+        run = {qid: dict(zip(docs, score.tolist()))}
+        got = R.evaluate(qrels, run, specs, ties="average", relevance_level=level)
+        groups = [np.flatnonzero(score == v).tolist() for v in np.unique(score)[::-1]]
+        total, count = {}, 0
+        for perm in itertools.product(*(itertools.permutations(g) for g in groups)):
+            order = [i for g in perm for i in g]          # best first
+            distinct = {docs[i]: float(n - j) for j, i in enumerate(order)}
+            one = R.evaluate(qrels, {qid: distinct}, specs, relevance_level=level)
+            for name, v in one.values.items():
+                total[name] = total.get(name, 0.0) + float(v[0])
+            count += 1
+        assert set(got.values) == set(total)
+        for name, v in got.values.items():
+            assert v[0] == pytest.approx(total[name] / count, rel=1e-12, abs=1e-15), \
+                (qid, name)
+
+
 IR_NAMES = {   # ir_measures name -> (trec_eval spec, printed trec_eval name, relevance level)
     "nDCG@10": ("ndcg_cut.10", "ndcg_cut_10", 1), "nDCG": ("ndcg", "ndcg", 1),
     "P(rel=2)@5": ("P.5", "P_5", 2), "P@5": ("P.5", "P_5", 1),
