@@ -121,6 +121,59 @@ def _count_value(fam, k, R, nret, relret):
     return None
 
 
+# The measures that read per-query terms only (one formula each, :func:`_term_value`):
+# what the block scan computes, and what ties="average" takes from the expectations.
+_TERM_FAMILIES = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret",
+                            "map", "gm_map", "map_cut", "Rprec", "recip_rank", "_rr_cut", "P",
+                            "recall", "relative_P", "success", "_judged", "bpref", "gm_bpref",
+                            "ndcg", "ndcg_cut", "utility", "set_P", "set_recall",
+                            "set_relative_P", "set_map", "set_F"})
+
+
+def _term_value(fam, k, T):
+    """trec_eval's value of a measure of :data:`_TERM_FAMILIES` from one ranking's
+    per-query terms ``T`` (None for another measure): its counts ``R``, ``nret`` and
+    ``relret`` (float64 ``relret``) and the sums it reads, ``hits(k)`` (relevant in the
+    top ``k``), ``ap_sum(k)`` (precision at each relevant row, over the top ``k``; None:
+    all), ``rprec_hits()`` (relevant in the top R), ``rr(k)`` (reciprocal rank of the first
+    relevant row within the top ``k``, else 0), ``bpref_sum()``, ``nonrel_judged()``,
+    ``judged(k)`` (judged rows in the top ``k``), ``dcg(params, k)`` and ``ideal(params,
+    k)`` (DCG and ideal DCG over the top ``k``; ``params``: the gain re-map). The terms come
+    from :class:`_BlockScan`, :class:`_Lists` or, for ties="average", :class:`_AverageTerms`.
+    """
+    R, nret, relret = T.R.astype(np.float64), T.nret.astype(np.float64), T.relret
+    got = _count_value(fam, k, R, nret, relret)
+    if got is not None or fam not in _TERM_FAMILIES:
+        return got
+    if fam == "num_nonrel_judged_ret":
+        return T.nonrel_judged()
+    if fam in ("map", "gm_map"):
+        return _div(T.ap_sum(None), R)
+    if fam == "map_cut":
+        return _div(T.ap_sum(k), R)
+    if fam == "Rprec":
+        return _div(T.rprec_hits(), R)
+    if fam in ("recip_rank", "_rr_cut"):
+        return T.rr(k)
+    if fam in ("bpref", "gm_bpref"):
+        return _div(T.bpref_sum(), R)
+    if fam == "ndcg":
+        return _div(T.dcg(k, None), T.ideal(k, None))
+    if fam == "ndcg_cut":
+        return _div(T.dcg(None, k), T.ideal(None, k))
+    if fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
+        return _div(T.judged(k), np.minimum(T.nret, k))
+    hits = T.hits(k)
+    if fam == "P":
+        return hits / k
+    if fam == "recall":
+        return _div(hits, R)
+    if fam == "relative_P":
+        return _div(hits, np.minimum(R, k))
+    assert fam == "success", fam
+    return (hits > 0).astype(np.float64)
+
+
 # Queries per slice of _BlockScan's scan (its running vectors stay in cache).
 _DENSE_SLICE = 1 << 14
 # Fewer queries: the flat lists are faster (the scan's calls per rank cost about as much
@@ -134,11 +187,7 @@ class _BlockScan:
     slice of queries), read at the cut-offs. Each query's sums run in rank order, as
     trec_eval adds (rows that add nothing add nothing or 0.0, which changes no sum)."""
 
-    FAMILIES = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret",
-                          "map", "gm_map", "map_cut", "Rprec", "recip_rank", "_rr_cut", "P",
-                          "recall", "relative_P", "success", "_judged", "bpref", "gm_bpref",
-                          "ndcg", "ndcg_cut", "utility", "set_P", "set_recall",
-                          "set_relative_P", "set_map", "set_F"})
+    FAMILIES = _TERM_FAMILIES
 
     def __init__(self, rk, level, measures):
         block, lc = rk.block, rk.levels
@@ -172,7 +221,7 @@ class _BlockScan:
         for d in self.at.values():
             for j in d:
                 d[j] = np.zeros(self.Q)
-        self.rprec_hits = np.zeros(self.Q)
+        self._rprec = np.zeros(self.Q)
         for a in range(0, self.Q, _DENSE_SLICE):
             self._scan(block[:, a:a + _DENSE_SLICE], a)
         self.relret = self.at["hits"][last]
@@ -245,7 +294,7 @@ class _BlockScan:
                 run["judged"] += c != _NONPOOL
             if "rprec" in at:
                 i = by_rank[edges[j]:edges[j + 1]]
-                self.rprec_hits[a + i] = hits[i]
+                self._rprec[a + i] = hits[i]
             for q, d in at.items():
                 if j in d:
                     d[j][a:b] = hits if q == "hits" else run[q]
@@ -258,44 +307,34 @@ class _BlockScan:
             self._ideal[params] = _IdealDCG(self.levels, self.gain_table(params))
         return self._ideal[params].at(m)
 
-    def value(self, fam, k):
-        R, nret, relret = self.R.astype(np.float64), self.nret.astype(np.float64), \
-            self.relret
-        got = _count_value(fam, k, R, nret, relret)
-        if got is not None:
-            return got
-        at, last = self.at, self.L - 1
-        if fam == "num_nonrel_judged_ret":
-            return at["nonrel"][last]
-        if fam in ("map", "gm_map"):
-            return _div(at["ap"][last], R)
-        if fam == "map_cut":
-            return _div(at["ap"][self.col(k)], R)
-        if fam == "Rprec":
-            return _div(self.rprec_hits, R)
-        if fam in ("recip_rank", "_rr_cut"):
-            first = at["before"][last]
-            has = relret > 0
-            if k is not None:
-                has &= first < k
-            return np.where(has, 1.0 / (first + 1.0), 0.0)
-        if fam in ("bpref", "gm_bpref"):
-            return _div(at["bpref"][last], R)
-        if fam == "ndcg":
-            return _div(at[("dcg", k)][last], self.ideal(k, None))
-        if fam == "ndcg_cut":
-            return _div(at[("dcg", None)][self.col(k)], self.ideal(None, k))
-        if fam == "_judged":
-            return _div(at["judged"][self.col(k)], np.minimum(self.nret, k))
-        hits = at["hits"][self.col(k)]
-        if fam == "P":
-            return hits / k
-        if fam == "recall":
-            return _div(hits, R)
-        if fam == "relative_P":
-            return _div(hits, np.minimum(R, k))
-        assert fam == "success", fam
-        return (hits > 0).astype(np.float64)
+    # -- the terms of _term_value ---------------------------------------------
+    def hits(self, k):
+        return self.at["hits"][self.col(k)]
+
+    def ap_sum(self, k):
+        return self.at["ap"][self.L - 1 if k is None else self.col(k)]
+
+    def rprec_hits(self):
+        return self._rprec
+
+    def rr(self, k):
+        first = self.at["before"][self.L - 1]
+        has = self.relret > 0
+        if k is not None:
+            has &= first < k
+        return np.where(has, 1.0 / (first + 1.0), 0.0)
+
+    def bpref_sum(self):
+        return self.at["bpref"][self.L - 1]
+
+    def nonrel_judged(self):
+        return self.at["nonrel"][self.L - 1]
+
+    def judged(self, k):
+        return self.at["judged"][self.col(k)]
+
+    def dcg(self, params, k):
+        return self.at[("dcg", params)][self.L - 1 if k is None else self.col(k)]
 
 
 class _Sub:
@@ -455,6 +494,42 @@ class _Lists:
     def first(self, x, m):
         m = np.clip(np.asarray(m, dtype=np.int64), 0, self.nret)
         return _range_sums(np.asarray(x, dtype=np.float64), self.start, self.start + m)
+
+    # -- the terms of _term_value ---------------------------------------------
+    def hits(self, k):
+        return self.first_rel(k)
+
+    def ap_sum(self, k):
+        return self.relsub.sums(self.ap_terms(), k)
+
+    def rprec_hits(self):
+        return self.first_rel(self.R)
+
+    def rr(self, k):
+        return _first_rel_rr(self, k)
+
+    def bpref_sum(self):
+        """Over the relevant retrieved rows: 1 - min(judged non-relevant rows above, R) /
+        min(N, R) (1 with none above)."""
+        sub = self.relsub
+        before = (sub.pos - sub.nth + 1) - self.unjudged_above()
+        Rq = np.repeat(self.R, sub.cnt)
+        den = np.repeat(np.maximum(np.minimum(self.N, self.R), 1), sub.cnt)
+        frac = np.minimum(before, Rq) / den
+        return sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0)))
+
+    def nonrel_judged(self):
+        return self.total((self.code >= 0) & ~self.rel)
+
+    def judged(self, k):
+        return self.first(self.code != _NONPOOL, k)
+
+    def dcg(self, params, k):
+        sub, terms = self.dcg_terms(params)
+        return sub.sums(terms, k)
+
+    def ideal(self, params, k):
+        return self.ideal_dcg(params, k)
 
     # -- interpolated precision ------------------------------------------
     def _suffix_max_prec(self):
@@ -620,7 +695,7 @@ def _trec_values(rk, measures, *, relevance_level):
         if fam in ("runid", "num_q"):
             continue
         if dense is not None and fam in _BlockScan.FAMILIES:
-            v = dense.value(fam, k)
+            v = _term_value(fam, k, dense)
         else:
             if lists is None:
                 lists = _Lists(rk, relevance_level)
@@ -632,42 +707,12 @@ def _trec_values(rk, measures, *, relevance_level):
 
 def _list_value(L, fam, k):
     """One measure's per-query values from :class:`_Lists`."""
-    R, nret, relret = L.R.astype(np.float64), L.nret.astype(np.float64), L.relret
-    v = _count_value(fam, k, R, nret, relret)
+    v = _term_value(fam, k, L)
     if v is not None:
         return v
+    R = L.R.astype(np.float64)
     rel = L.rel
-    if fam == "num_nonrel_judged_ret":
-        v = L.total((L.code >= 0) & ~rel)
-    elif fam in ("map", "gm_map"):
-        v = _div(L.relsub.sums(L.ap_terms()), R)
-    elif fam == "map_cut":
-        v = _div(L.relsub.sums(L.ap_terms(), k), R)
-    elif fam == "Rprec":
-        v = _div(L.first_rel(L.R), R)
-    elif fam == "recip_rank":     # the first relevant row of each query
-        v = _first_rel_rr(L, None)
-    elif fam == "P":
-        v = L.first_rel(k) / k
-    elif fam == "recall":
-        v = _div(L.first_rel(k), R)
-    elif fam == "relative_P":
-        v = _div(L.first_rel(k), np.minimum(R, k))
-    elif fam == "success":
-        v = (L.first_rel(k) > 0).astype(np.float64)
-    elif fam == "_rr_cut":     # ir_measures RR@k: reciprocal rank within the top k
-        v = _first_rel_rr(L, k)
-    elif fam == "_judged":     # ir_measures Judged@k: share of the top k in the qrels
-        v = _div(L.first(L.code != _NONPOOL, k), np.minimum(L.nret, k))
-    elif fam in ("bpref", "gm_bpref"):
-        # judged non-relevant rows ranked above each relevant row
-        sub = L.relsub
-        before = (sub.pos - sub.nth + 1) - L.unjudged_above()
-        Rq = np.repeat(L.R, sub.cnt)
-        den = np.repeat(np.maximum(np.minimum(L.N, L.R), 1), sub.cnt)
-        frac = np.minimum(before, Rq) / den
-        v = _div(sub.sums(_padded(np.where(before > 0, 1.0 - frac, 1.0))), R)
-    elif fam == "infAP":
+    if fam == "infAP":
         nj = L.cum((L.code >= 0) & ~rel)
         pu = L.cum(L.code == _UNJUDGED)
         j = L.pos.astype(np.float64)
@@ -687,7 +732,7 @@ def _list_value(L, fam, k):
     elif fam == "Rprec_mult":
         c = np.floor(k * R + 0.9).astype(np.int64)     # trec_eval: (long)(x R + 0.9)
         v = _div(L.first_rel(c), c)
-    elif fam in ("ndcg", "ndcg_cut", "G", "Rndcg", "ndcg_rel"):
+    elif fam in ("G", "Rndcg", "ndcg_rel"):
         v = _gain_measure(L, fam, k)
     elif fam == "relstring":
         v = _relstring(L, 10 if k is None else int(float(k)))
@@ -697,13 +742,9 @@ def _list_value(L, fam, k):
 
 
 def _gain_measure(L, fam, k):
-    """ndcg, ndcg_cut, G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped)."""
-    params = k if fam != "ndcg_cut" else None
-    if fam in ("ndcg", "ndcg_cut"):
-        sub, terms = L.dcg_terms(params)
-        if fam == "ndcg":
-            return _div(sub.sums(terms), L.ideal_dcg(params, None))
-        return _div(sub.sums(terms, k), L.ideal_dcg(params, k))
+    """G, Rndcg and ndcg_rel (gain = relevance level unless re-mapped; ndcg and ndcg_cut:
+    :func:`_term_value`)."""
+    params = k
     g, ig, ipos, iq, icnt, ist = L.gains(params)
     pos = L.pos
     Q = L.Q
@@ -758,6 +799,42 @@ def _gain_measure(L, fam, k):
     return np.where(L.R > 0, _div(s, n), 0.0)
 
 
+class _AverageTerms:
+    """The per-query terms of :func:`_term_value` with ties averaged (ties="average"): the
+    expectations over orderings of tied scores of
+    :class:`calipers.retrieval._measures._Ranking` (McSherry & Najork 2008). Gains are the
+    relevance levels (no re-map); AP, R-precision and the reciprocal rank over the whole
+    ranking only (``map_cut`` and ``RR@k`` are not among ties="average"'s measures)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.R = np.asarray(ctx.n_rel())
+        self.nret = np.asarray(ctx.n_ret())
+        self.relret = np.asarray(ctx.n_rel_ret())
+
+    def hits(self, k):
+        return np.asarray(self.ctx.hits(k))
+
+    def ap_sum(self, k):
+        assert k is None, k
+        return np.asarray(self.ctx.average_precision_sum())
+
+    def rprec_hits(self):
+        return np.asarray(self.ctx.rprec_hits())
+
+    def rr(self, k):
+        assert k is None, k
+        return np.asarray(self.ctx.reciprocal_rank())
+
+    def dcg(self, params, k):
+        assert params is None, params
+        return np.asarray(self.ctx.dcg(k))
+
+    def ideal(self, params, k):
+        assert params is None, params
+        return np.asarray(self.ctx.idcg(k))
+
+
 def _average_ties_values(ta, measures, *, relevance_level):
     """The measures with an expectation over orderings of tied scores (ties="average")."""
     from ._measures import _Ranking
@@ -765,36 +842,15 @@ def _average_ties_values(ta, measures, *, relevance_level):
     ctx = _Ranking(ta.y_true, ta.y_score, ta.query_id, doc_id=ta.doc_id,
                    retrieved=ta.retrieved, ties="average", gain="linear",
                    relevance_level=relevance_level, num_segments=int(ta.queries.shape[0]))
-    R = np.asarray(ctx.n_rel())
-    den = np.where(R > 0, R, 1.0)
+    terms = _AverageTerms(ctx)
     res = {}
     for fam, k in measures:
         if fam in ("runid", "num_q"):
             continue
-        if fam == "num_ret":
-            v = ctx.n_ret()
-        elif fam == "num_rel":
-            v = R
-        elif fam == "num_rel_ret":
-            v = ctx.n_rel_ret()
-        elif fam == "map":
-            v = np.asarray(ctx.average_precision_sum()) / den
-        elif fam == "Rprec":
-            v = np.asarray(ctx.rprec_hits()) / den
-        elif fam == "recip_rank":
-            v = ctx.reciprocal_rank()
-        elif fam == "P":
-            v = np.asarray(ctx.hits(k)) / k
-        elif fam == "recall":
-            v = np.asarray(ctx.hits(k)) / den
-        else:  # ndcg, ndcg_cut
-            if fam == "ndcg" and k is not None:
-                raise ValueError("ties='average' uses the relevance as gain: no ndcg gain "
-                                 "parameters (use ties='trec_eval')")
-            kk = None if fam == "ndcg" else k
-            ideal = np.asarray(ctx.idcg(kk))
-            v = np.asarray(ctx.dcg(kk)) / np.where(ideal > 0, ideal, 1.0)
-        v = np.asarray(v, dtype=np.float64)
+        if fam == "ndcg" and k is not None:
+            raise ValueError("ties='average' uses the relevance as gain: no ndcg gain "
+                             "parameters (use ties='trec_eval')")
+        v = np.asarray(_term_value(fam, k, terms), dtype=np.float64)
         # trec_eval scores queries without relevant documents 0 and averages them in.
         res[_measure_name(fam, k)] = np.where(np.isfinite(v), v, 0.0)
     return res
