@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from calipers.retrieval import _encode, _evaluate, _io, _join, _values
+from calipers.retrieval._paths import _Paths
 from calipers.cli import main
 from calipers.cli.trec import paired_query_stats, parse_measures
 from conftest import TREC_EVAL_DATA
@@ -695,7 +696,7 @@ def _ragged_trec(rng, n_q=14, string_q=False, shuffle=False, top=3, doc_base=0):
 
 @pytest.mark.parametrize("seed,shuffle,doc_base", [(0, False, 0), (1, True, 0),
                                                    (2, False, 2 ** 62), (3, True, 7)])
-def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monkeypatch):
+def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base):
     # The join and the ranking sort pack (query, doc | score, row offset) into one 64-bit
     # key and np.sort it; with no room for the key they take argsorts: the same values,
     # for grouped and shuffled rows, huge doc ids, ties, queries with no relevant or no
@@ -706,9 +707,7 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
     want = "all_trec"
     for kw in ({}, {"complete_qrels": True}, {"relevance_level": 2}):
         a = R.evaluate(qrels, run, want, **kw)
-        with monkeypatch.context() as m:
-            m.setattr(_join, "_PACK_BITS", 0)
-            b = R.evaluate(qrels, run, want, **kw)
+        b = _evaluate._evaluate_by(_Paths(pack_bits=0), qrels, run, want, **kw)
         assert a.query_ids.tolist() == b.query_ids.tolist()
         for name in a.values:
             if name == "relstring":
@@ -739,7 +738,7 @@ def _equal_blocks_trec(rng, n_q=12, m=30, shuffle=False):
 
 @pytest.mark.parametrize("seed,equal,shuffle", [(0, False, False), (1, False, True),
                                                 (2, True, False), (3, True, True)])
-def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
+def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle):
     # The join and the ranking sort each query's rows as one row of a padded 2-D array
     # (ragged blocks padded; equal blocks copied whole, in query-code order); the same
     # values as the flat packed sort and as the argsorts, ties and missing queries included.
@@ -750,10 +749,8 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
     for kw in ({}, {"complete_qrels": True}):
         a = R.evaluate(qrels, run, "all_trec", **kw)
         # (and the join's neighbour scan in slices of 7 keys)
-        for attr, value in (("_ROW_SORT", 0), ("_PACK_BITS", 0), ("_SLICE", 7)):
-            with monkeypatch.context() as m:
-                m.setattr(_join, attr, value)
-                b = R.evaluate(qrels, run, "all_trec", **kw)
+        for attr, value in (("row_sort", False), ("pack_bits", 0), ("slice", 7)):
+            b = _evaluate._evaluate_by(_Paths(**{attr: value}), qrels, run, "all_trec", **kw)
             assert a.query_ids.tolist() == b.query_ids.tolist()
             for name in a.values:
                 if name == "relstring":
@@ -764,16 +761,17 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
 
 
 @pytest.mark.parametrize("slice_", [1 << 20, 1, 2])
-def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch):
-    from calipers import retrieval as R
-    monkeypatch.setattr(_join, "_SLICE", slice_)
+def test_packed_join_reports_duplicates_as_the_general_join(slice_):
+    paths = _Paths(slice=slice_)
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
     with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document 6 "
                                          r"\(first on line 2\)"):
-        R.evaluate((np.array([1]), np.array([5]), np.array([1])), run, "map")
+        _evaluate._evaluate_by(paths, (np.array([1]), np.array([5]), np.array([1])), run,
+                               "map")
     qrels = (np.array([1, 2, 1]), np.array([5, 5, 5]), np.array([1, 0, 2]))
     with pytest.raises(ValueError, match=r"line 3: duplicate judgement for query 1 document 5"):
-        R.evaluate(qrels, (np.array([1]), np.array([5]), np.array([0.5])), "map")
+        _evaluate._evaluate_by(paths, qrels, (np.array([1]), np.array([5]), np.array([0.5])),
+                               "map")
 
 
 def _pytrec_eval_values(pytrec_eval, qrels, run, fams):
@@ -912,9 +910,12 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
     # join's values bit for bit: ties, ragged and one-row lists, string query ids, queries
     # of one side only, -c, queries=, relevance levels, ir_measures names, gain re-maps;
     # also with slices of one and three queries in its two scans.
-    from calipers import retrieval as R
-    if dense is not None:     # the dense measures on few queries too
-        monkeypatch.setattr(_values, "_DENSE_MIN_QUERIES", dense)
+    # (dense: the dense measures on few queries too)
+    paths = _Paths() if dense is None else _Paths(dense_min_queries=dense)
+
+    def evaluate(*args, p=paths, **kw):
+        return _evaluate._evaluate_by(p, *args, **kw)
+
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=string_q, shuffle=shuffle, top=top)
     specs = ["all_trec", ["ndcg.1=3,2=9,0=1", "ndcg_cut.1,3,500", "map_cut.1,1000", "P.1,3"],
@@ -925,23 +926,18 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
     for kw in opts:
         for spec in specs:
             calls.clear()
-            a = R.evaluate(qrels, run, spec, **kw)
+            a = evaluate(qrels, run, spec, **kw)
             assert calls == [True]
-            with monkeypatch.context() as m:
-                m.setattr(_evaluate, "_BLOCK_JOIN", False)
-                b = R.evaluate(qrels, run, spec, **kw)
+            b = evaluate(qrels, run, spec, p=paths._replace(block_join=False), **kw)
             _assert_same_evaluation(a, b, (kw, spec))
-            with monkeypatch.context() as m:
-                m.setattr(_join, "_JOIN_SLICE", 1)
-                m.setattr(_values, "_DENSE_SLICE", 3)
-                c = R.evaluate(qrels, run, spec, **kw)
+            c = evaluate(qrels, run, spec, p=paths._replace(join_slice=1, dense_slice=3), **kw)
             _assert_same_evaluation(a, c, (kw, spec, "slices"))
     # built by evaluate's converters or directly: both encoded when built
-    built = R.evaluate(_io._as_qrels(qrels), _io._as_run(run, ""), "all_trec")
+    built = evaluate(_io._as_qrels(qrels), _io._as_run(run, ""), "all_trec")
     qd, rd = _io.Qrels(*qrels), _io.Run(*run)
     assert qd.ids.blocks is not None and rd.ids.blocks is not None
-    direct = R.evaluate(qd, rd, "all_trec")
-    plain = R.evaluate(qrels, run, "all_trec")
+    direct = evaluate(qd, rd, "all_trec")
+    plain = evaluate(qrels, run, "all_trec")
     _assert_same_evaluation(plain, built)
     _assert_same_evaluation(plain, direct)
 
@@ -972,9 +968,8 @@ def test_block_join_matches_pytrec_eval(seed, monkeypatch):
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=bool(seed))
-    monkeypatch.setattr(_values, "_DENSE_MIN_QUERIES", 0)
     calls = _spy_block_join(monkeypatch)
-    res = R.evaluate(qrels, run, "all_trec")
+    res = _evaluate._evaluate_by(_Paths(dense_min_queries=0), qrels, run, "all_trec")
     assert calls == [True]
     _assert_matches_pytrec_eval(pytrec_eval, res, qrels, run)
 
@@ -1052,9 +1047,7 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
             calls.clear()
             a = R.evaluate(qrels, run, spec, **kw)
             assert calls == [True], (kw, spec)
-            with monkeypatch.context() as m:
-                m.setattr(_evaluate, "_BLOCK_JOIN", False)
-                b = R.evaluate(qrels, run, spec, **kw)
+            b = _evaluate._evaluate_by(_Paths(block_join=False), qrels, run, spec, **kw)
             _assert_same_evaluation(a, b, (kw, spec))
     # one side with code points past 255 (compared as code points), the other as bytes
     qd = (qrels[0], np.where(np.arange(qrels[1].shape[0]) % 2, np.char.add(qrels[1], "ж"),
@@ -1063,8 +1056,8 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
     calls.clear()
     a = R.evaluate(qd, rd, "all_trec")
     assert calls == [True] and a.values["num_rel_ret"].sum() > 0
-    monkeypatch.setattr(_evaluate, "_BLOCK_JOIN", False)
-    _assert_same_evaluation(a, R.evaluate(qd, rd, "all_trec"))
+    _assert_same_evaluation(a, _evaluate._evaluate_by(_Paths(block_join=False), qd, rd,
+                                                      "all_trec"))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -8,14 +8,10 @@ from .._core.results import result_type
 from ._io import _as_qrels, _as_run
 from ._join import _block_ranking, _blocks_of, _join, _ranked_of
 from ._names import _AVERAGE_TIES, _measure_name, _plan
+from ._paths import _PATHS
 from ._values import _average_ties_values, _gm, _trec_values
 
 __all__ = ["TrecEvaluation", "evaluate"]
-
-
-# evaluate joins encoded qrels and runs by blocks where it can (tests turn it off to
-# compare with the general join)
-_BLOCK_JOIN = True
 
 
 @result_type(meta=("measures", "run_id", "families"))
@@ -156,6 +152,15 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     ``calipers trec``, which prints this result; reproduces trec_eval 9.0.8's
     test outputs.
     """
+    return _evaluate_by(_PATHS, qrels, run, measures, relevance_level=relevance_level,
+                        ties=ties, complete_qrels=complete_qrels,
+                        float32_scores=float32_scores, queries=queries, run_id=run_id)
+
+
+def _evaluate_by(paths, qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
+                 complete_qrels=False, float32_scores=True, queries=None, run_id=""):
+    """:func:`evaluate` through the paths ``paths`` (:class:`_Paths`: every choice gives
+    the same values; the tests compare them)."""
     plan = _plan(measures)
     if ties not in ("average", "trec_eval"):
         raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
@@ -175,15 +180,15 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
     if queries is not None:
         queries = np.unique(np.asarray(queries).astype(str))
     blocked = None
-    if ties == "trec_eval" and float32_scores and _BLOCK_JOIN:
+    if ties == "trec_eval" and float32_scores and paths.block_join:
         qb, rb = _blocks_of(qr), _blocks_of(rn)
         if qb is not None and rb is not None:
-            blocked = _block_ranking(qb, rb, complete_qrels, queries)
+            blocked = _block_ranking(qb, rb, complete_qrels, queries, paths)
     if blocked is None:
         ta = _join(qr, rn, complete_qrels, float32_scores, queries, ties == "trec_eval",
-                   ties == "trec_eval")
+                   ties == "trec_eval", paths)
         in_run, out_queries = np.asarray(ta.in_run), ta.queries
-        rk = _ranked_of(ta) if ties == "trec_eval" else None
+        rk = _ranked_of(ta, paths) if ties == "trec_eval" else None
     else:
         rk, out_queries, in_run = blocked
     if queries is None and rn.qid.shape[0] and not np.any(in_run):
@@ -200,7 +205,7 @@ def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
         if ties == "average":
             got = _average_ties_values(ta, pairs, relevance_level=level)
         else:
-            got = _trec_values(rk, pairs, relevance_level=level)
+            got = _trec_values(rk, pairs, relevance_level=level, paths=paths)
             # trec_eval -c: a query without run rows is not evaluated: 0 for every
             # measure, except its number of relevant documents.
             for f, k in pairs:

@@ -28,12 +28,9 @@ from ._encode import (
     _LOW, _NONPOOL, _UNJUDGED, _as_str, _bits, _code_points, _codes, _float32_key, _hash_widths,
     _heads, _is_int, _mix64, _pair_keys, _run_lengths)
 from ._io import Qrels, Run, TrecFormatError
+from ._paths import _PATHS
 
 __all__ = ["TrecArrays", "trec_arrays"]
-
-
-# Rows of the join's (queries x columns) key array sorted at a time: a slice stays in cache.
-_JOIN_SLICE = 1 << 18
 
 
 def _blocks_of(obj):
@@ -41,10 +38,10 @@ def _blocks_of(obj):
     return None if obj.ids is None else obj.ids.blocks
 
 
-def _ranked_of(ta):
+def _ranked_of(ta, paths=_PATHS):
     """The :class:`_Ranked` lists of evaluate's general join (one ranking sort)."""
     Q = int(ta.queries.shape[0])
-    r, q, nret = _ranked_rows(ta, Q)
+    r, q, nret = _ranked_rows(ta, Q, paths)
     return _Ranked(Q, np.bincount(q, minlength=Q) if nret is None else nret,
                    code=ta.run_code[r], q=q, judgements=ta.judgements)
 
@@ -59,7 +56,7 @@ def _rows_of(names, want):
     return np.where(names[pc] == want, pc, n)
 
 
-def _block_ranking(qb, rb, complete_qrels, queries):
+def _block_ranking(qb, rb, complete_qrels, queries, paths=_PATHS):
     """Evaluate's join on encoded qrels and run (:class:`_Blocks`): ``(_Ranked, query names
     in output order, in_run)``, or None where the general join must run (no query; level
     counts too large; a docno twice in an evaluated query: the general join names the
@@ -107,7 +104,8 @@ def _block_ranking(qb, rb, complete_qrels, queries):
     by_block = np.argsort(jrows, kind="stable")
     jb, rbk = jrows[by_block], rrows[by_block]
     pairs = None if qb.docno is None else []
-    code = _join_blocks(qb.keys, rb.keys, jb, rbk, dtype, qb.code_bits, pairs)
+    code = _join_blocks(qb.keys, rb.keys, jb, rbk, dtype, qb.code_bits, pairs,
+                        paths.join_slice)
     if code is None or (pairs and not _same_docnos(qb, rb, jb, rbk, pairs)):
         return None
     code = np.take(code, np.argsort(by_block), axis=1)
@@ -123,7 +121,8 @@ def _first_if_range(rows):
     return None
 
 
-def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
+def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None,
+                 join_slice=_PATHS.join_slice):
     """trec_eval's relevance code of every ranked run row, ``(longest list, queries)``
     (rank-major; -1 where not judged, and past each list's end): per slice of queries, the
     rows ``jrows`` of the judgement keys and ``rrows`` of the run keys side by side, one
@@ -132,7 +131,8 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
 
     ``code_bits``: the judgements' payload bits that hold the code; ``pairs`` (a list):
     receives, per slice, each matched pair's ``(query, rank, judgement's column in its
-    block)`` (the column: the payload's bits above the code)."""
+    block)`` (the column: the payload's bits above the code). ``join_slice``: rows of the
+    (queries x columns) key array sorted at a time."""
     Q, A, L = jrows.shape[0], jkeys.shape[1], rkeys.shape[1]
     W = A + L
     code = np.full((L, Q), _NONPOOL, dtype=dtype)
@@ -140,7 +140,7 @@ def _join_blocks(jkeys, rkeys, jrows, rrows, dtype, code_bits=_LOW, pairs=None):
         return code
     flat = code.reshape(-1)
     low = (1 << _LOW) - 1
-    step = max(1, _JOIN_SLICE // W)
+    step = max(1, join_slice // W)
     P = np.empty((min(step, Q), W), dtype=np.int64)
     firsts = _first_if_range(jrows), _first_if_range(rrows)
     for a in range(0, Q, step):
@@ -311,19 +311,20 @@ def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=
     return _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, False)
 
 
-def _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, lean):
+def _join(qrels, run, complete_qrels, float32_scores, queries, hash_docs, lean, paths=_PATHS):
     """:func:`trec_arrays`; ``lean``: the retrieved rows only (see :func:`_trec_arrays`)."""
     if hash_docs:
         try:
             return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, True,
-                                lean=lean)
+                                lean=lean, paths=paths)
         except _HashCollision:   # pragma: no cover - about 1e-7 at 10^6 rows
             pass
-    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False, lean=lean)
+    return _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, False, lean=lean,
+                        paths=paths)
 
 
 def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs, *,
-                 lean=False):
+                 lean=False, paths=_PATHS):
     """The join. ``lean`` (evaluate's trec_eval measures, which read the retrieved rows,
     ``run_code`` and ``judgements`` only; see :class:`_Lists`): no rows for the judged
     documents that were not retrieved, and ``y_true`` and ``judged`` are None."""
@@ -385,7 +386,7 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs,
     if jd_s is not None:
         jd_s, rd_s = _keep(jd_s, keep_q), _keep(rd_s, keep_run)
     # Match run rows to judgements by (query, doc) through one sorted integer key array.
-    fast = _grouped_join(jq, jd, rq, rd, sel.shape[0]) if jd_s is None else None
+    fast = _grouped_join(jq, jd, rq, rd, sel.shape[0], paths) if jd_s is None else None
     run_blocks = None
     if fast is not None:
         rrow, jrow, run_blocks = fast
@@ -435,15 +436,6 @@ def _trec_arrays(qrels, run, complete_qrels, float32_scores, queries, hash_docs,
                       run_blocks)
 
 
-# Widest packed sort key (bits) of the join and the ranking sort; tests lower it to take
-# the general (argsort) paths.
-_PACK_BITS = 64
-
-
-# Elements per slice when scanning a large sorted key array for neighbours (tests lower it).
-_SLICE = 1 << 20
-
-
 def _blocks(q, Q):
     """Rows of each query as one block: ``(first row of each query's block (Q,), largest
     block, permutation, rows per query (Q,), grouped query codes)``; the permutation (a
@@ -467,12 +459,6 @@ def _blocks(q, Q):
     return first, int(cnt.max()), perm, cnt, q
 
 
-# Sort each query's rows as one row of a padded (queries x longest block) array when the
-# padding stays small: many short sorts are several times faster than one long sort of keys
-# that carry the query too. Tests turn it off to compare with the flat sort.
-_ROW_SORT = True
-
-
 def _put_rows(P, col, key, blocks):
     """Write one key per row (rows in input order, :func:`_blocks` of their query codes)
     into columns ``col ..`` of ``P`` (queries x columns): query ``q``'s rows, grouped, from
@@ -493,7 +479,7 @@ def _put_rows(P, col, key, blocks):
         P.reshape(-1)[dest] = key
 
 
-def _grouped_join(jq, jd, rq, rd, Q):
+def _grouped_join(jq, jd, rq, rd, Q, paths=_PATHS):
     """The join of :func:`_sorted_join` for integer docnos, as one ``np.sort`` of packed
     ``(query, doc, side, offset in the query's block)`` keys (a sort of keys alone is
     several times faster than an ``argsort``): ``(run rows, their qrels rows)`` of the
@@ -512,8 +498,8 @@ def _grouped_join(jq, jd, rq, rd, Q):
     mask = (1 << bo) - 1
     nb = _bits(max(nj, nr) - 1)
     W = bj[1] + br[1] + 1
-    if _ROW_SORT and Q * W <= 2 * (nj + nr) + 1024 and \
-            _bits((1 << bd) + W) + 1 + nb <= min(_PACK_BITS, 63):
+    if paths.row_sort and Q * W <= 2 * (nj + nr) + 1024 and \
+            _bits((1 << bd) + W) + 1 + nb <= min(paths.pack_bits, 63):
         # One row per query: its judgements, its run rows, then padding (at least one);
         # keys (doc, side, row number), so a matched pair names its two rows. Padding keys
         # are past every doc, a different one per column: never matched, never equal.
@@ -535,8 +521,8 @@ def _grouped_join(jq, jd, rq, rd, Q):
         # (in slices of the array: small temporaries that stay in cache)
         Pf = P.reshape(-1)
         found = []
-        for a in range(0, Pf.shape[0] - 1, _SLICE):
-            b = min(a + _SLICE, Pf.shape[0] - 1)
+        for a in range(0, Pf.shape[0] - 1, paths.slice):
+            b = min(a + paths.slice, Pf.shape[0] - 1)
             x = Pf[a + 1:b + 1] ^ Pf[a:b]
             m = np.flatnonzero(x < 1 << (nb + 1))
             if m.shape[0] and int(x[m].min()) < 1 << nb:
@@ -545,7 +531,7 @@ def _grouped_join(jq, jd, rq, rd, Q):
         m = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         low = (1 << nb) - 1
         return Pf[m + 1] & low, Pf[m] & low, br
-    if _bits(Q - 1) + bd + 1 + bo > min(_PACK_BITS, 63):
+    if _bits(Q - 1) + bd + 1 + bo > min(paths.pack_bits, 63):
         return None
     # key = q << (bd + 1 + bo) | (doc - lo) << (1 + bo) | side << bo | offset, as int64
     # arithmetic: q's part and -first[q] (the offset's base) from one table per side
@@ -612,7 +598,7 @@ def _sorted_join(qrels, run, keep_q, keep_run, jq, jd, jr, rq, rd, jd_s, rd_s):
     return hit, rel_run, judged_hit
 
 
-def _ranked_rows(ta, Q):
+def _ranked_rows(ta, Q, paths=_PATHS):
     """Retrieved rows in trec_eval's order: query, score descending, docno descending;
     ``(rows, their query codes, rows per query or None)``.
 
@@ -633,7 +619,7 @@ def _ranked_rows(ta, Q):
     bo = _bits(big - 1)
     nb = _bits(nr - 1)
     u = np.uint64
-    if _ROW_SORT and Q * big <= 2 * nr + 1024 and 33 + nb <= min(_PACK_BITS, 63):
+    if paths.row_sort and Q * big <= 2 * nr + 1024 and 33 + nb <= min(paths.pack_bits, 63):
         # one row per query of (score, row number) keys; padding keys past every score
         P = np.empty((Q, big), dtype=np.int64)
         full = Q * big == nr
@@ -662,7 +648,7 @@ def _ranked_rows(ta, Q):
             sub = np.lexsort((-_doc_rank(ta, r[o[idx]]), k))
             o[idx] = o[idx][sub]
         return o, qs, cnt
-    elif _bits(Q - 1) + 32 + bo <= min(_PACK_BITS, 63):
+    elif _bits(Q - 1) + 32 + bo <= min(paths.pack_bits, 63):
         if perm is not None:
             q, s = q[perm], s[perm]
         # int64 keys (query, score, offset in the block); offset = row - first[q], the

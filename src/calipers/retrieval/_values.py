@@ -14,6 +14,7 @@ import numpy as np
 from .._kernels.segments import pad_segments
 from ._encode import _NONPOOL, _UNJUDGED
 from ._names import _RECALL_POINTS, _measure_name
+from ._paths import _PATHS
 
 
 _MIN_GEO_MEAN = 1e-5    # trec_eval floors a value at this before the log of gm_map, gm_bpref
@@ -174,13 +175,6 @@ def _term_value(fam, k, T):
     return (hits > 0).astype(np.float64)
 
 
-# Queries per slice of _BlockScan's scan (its running vectors stay in cache).
-_DENSE_SLICE = 1 << 14
-# Fewer queries: the flat lists are faster (the scan's calls per rank cost about as much
-# as the lists' passes over 500 queries); tests lower it.
-_DENSE_MIN_QUERIES = 512
-
-
 class _BlockScan:
     """The common measures on a dense rank-major block of codes (:class:`_Ranked`): one
     pass over the ranks, each adding to per-query running counts and sums (vectors over a
@@ -189,7 +183,7 @@ class _BlockScan:
 
     FAMILIES = _TERM_FAMILIES
 
-    def __init__(self, rk, level, measures):
+    def __init__(self, rk, level, measures, dense_slice=_PATHS.dense_slice):
         block, lc = rk.block, rk.levels
         self.L, self.Q = block.shape
         self.level, self.levels = level, lc
@@ -222,8 +216,8 @@ class _BlockScan:
             for j in d:
                 d[j] = np.zeros(self.Q)
         self._rprec = np.zeros(self.Q)
-        for a in range(0, self.Q, _DENSE_SLICE):
-            self._scan(block[:, a:a + _DENSE_SLICE], a)
+        for a in range(0, self.Q, dense_slice):     # queries per slice (kept in cache)
+            self._scan(block[:, a:a + dense_slice], a)
         self.relret = self.at["hits"][last]
 
     def col(self, k):
@@ -681,14 +675,15 @@ def _iprec_round(x):
     return np.floor(x + 0.9).astype(np.int64)
 
 
-def _trec_values(rk, measures, *, relevance_level):
+def _trec_values(rk, measures, *, relevance_level, paths=_PATHS):
     """Per-query values of trec_eval's measures from its ranked lists (:class:`_Ranked`):
     the common ones from the dense block when there is one (:class:`_BlockScan`), the
     others from the flat lists (:class:`_Lists`, built only when one of them is asked for)."""
     dense = None
-    if rk.block is not None and rk.Q >= _DENSE_MIN_QUERIES:
+    if rk.block is not None and rk.Q >= paths.dense_min_queries:
         dense = _BlockScan(rk, relevance_level,
-                           [p for p in measures if p[0] in _BlockScan.FAMILIES])
+                           [p for p in measures if p[0] in _BlockScan.FAMILIES],
+                           paths.dense_slice)
     lists = None
     res = {}
     for fam, k in measures:
