@@ -27,10 +27,6 @@ from ._encode import _as_str, _id_codes, _pair_keys
 __all__ = ["Qrels", "Run", "TrecFormatError", "read_qrels", "read_run"]
 
 
-__all__ = ["Qrels", "Run", "TrecEvaluation", "TrecFormatError", "evaluate",
-           "parse_trec_measures", "read_qrels", "read_run", "trec_arrays"]
-
-
 class TrecFormatError(ValueError):
     """A malformed qrels or run file; the message names the file and line."""
 

@@ -30,7 +30,7 @@ from ._encode import (
 from ._io import Qrels, Run, TrecFormatError
 from ._paths import _PATHS
 
-__all__ = ["TrecArrays", "trec_arrays"]
+__all__ = ["trec_arrays"]
 
 
 def _blocks_of(obj):

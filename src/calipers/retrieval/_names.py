@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-__all__ = ["TREC_MEASURES", "parse_trec_measures"]
+__all__ = ["parse_trec_measures"]
 
 
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
