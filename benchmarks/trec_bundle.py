@@ -75,7 +75,7 @@ def main():
     ap.add_argument("--string-ids", action="store_true",
                     help="give calipers string ids (default: integer ids, the packed-key join)")
     args = ap.parse_args()
-    from calipers.retrieval import _trec
+    from calipers.retrieval import _io
     from calipers import retrieval
 
     qrels, run = make_data(args.queries, args.docs, string_ids=args.string_ids)
@@ -84,8 +84,8 @@ def main():
     # calipers: flat arrays in; construction = reading them into Qrels/Run, which encodes
     # each once (its per-query join keys, the run's ranking); evaluate keeps nothing between
     # calls, so each repeat does the whole join and every measure
-    t_build, (cq, cr) = timed(lambda: (_trec._as_qrels(qrels),
-                                       _trec._as_run(run, "bench")), args.repeat)
+    t_build, (cq, cr) = timed(lambda: (_io._as_qrels(qrels),
+                                       _io._as_run(run, "bench")), args.repeat)
     t_eval, res = timed(lambda: retrieval.evaluate(cq, cr, FAMILIES), args.repeat)
     rows.append(("calipers", t_build, t_eval))
     means = res.mean

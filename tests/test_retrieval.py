@@ -317,7 +317,7 @@ def test_dense_input_matches_sklearn_ndcg_and_dcg(k):
 
 def test_random_runs_with_ties_match_pytrec_eval():
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from calipers.retrieval._trec import Qrels, Run, trec_arrays
+    from calipers.retrieval import Qrels, Run, trec_arrays
     rng = np.random.default_rng(9)
     qrels, run = {}, {}
     for qi in range(6):

@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from calipers.retrieval import _trec as T
+from calipers.retrieval import _encode, _evaluate, _io, _join, _values
+from calipers.retrieval._paths import _Paths
 from calipers.cli import main
 from calipers.cli.trec import paired_query_stats, parse_measures
 from conftest import TREC_EVAL_DATA
@@ -79,14 +80,14 @@ def test_readers_are_robust(tmp_path):
     run = _write(tmp_path, "r", "1 Q0 b 1 0.5 tagA extra junk\n\n# comment\n"
                                 "1   Q0 d 2 0.5 tagA\n1 Q0 a 3 0.25 tagA\n"
                                 "5 Q0 a 1 9.0 tagA\n2 Q0 y 1 1.0 tagA\n")
-    Q = T.read_qrels(qrels)
-    Rn = T.read_run(run)
+    Q = _io.read_qrels(qrels)
+    Rn = _io.read_run(run)
     assert Q.qid.tolist() == ["1", "1", "1", "2", "9"] and Q.rel.tolist() == [2, -1, 0, 1, 1]
     assert Rn.tag == "tagA" and Rn.score.tolist() == [0.5, 0.5, 0.25, 9.0, 1.0]
-    ta = T.trec_arrays(Q, Rn)
+    ta = _join.trec_arrays(Q, Rn)
     # query 5 (run only) ignored, query 9 (qrels only) left out
     assert ta.queries.tolist() == ["1", "2"]
-    tc = T.trec_arrays(Q, Rn, complete_qrels=True)
+    tc = _join.trec_arrays(Q, Rn, complete_qrels=True)
     assert tc.queries.tolist() == ["1", "2", "9"] and tc.in_run.tolist() == [True, True, False]
     rows = sorted(zip(ta.query_id.tolist(), ta.y_true.tolist(), ta.retrieved.tolist()))
     # query 1: b (-1, retrieved), d (unjudged 0, retrieved), a (2, retrieved), c (0, judged only)
@@ -108,9 +109,62 @@ def test_readers_are_robust(tmp_path):
 ])
 def test_reader_errors_name_the_line(tmp_path, text, kind, msg):
     p = _write(tmp_path, "f", text)
-    reader = T.read_qrels if kind == "qrels" else T.read_run
-    with pytest.raises(T.TrecFormatError, match=re.escape(p) + ", " + msg):
+    reader = _io.read_qrels if kind == "qrels" else _io.read_run
+    with pytest.raises(_io.TrecFormatError, match=re.escape(p) + ", " + msg):
         reader(p)
+
+
+def test_readers_report_progress_to_a_callable_with_the_collector_on(tmp_path):
+    # 250,000 lines (ASCII: characters are bytes): a report after lines 100,000 and
+    # 200,000 with the characters read so far, then (size, size); the cyclic garbage
+    # collector stays on while the file is read (the reader changes no process state).
+    import gc
+    n = 250_000
+    lines = [f"q{i // 1000} 0 d{i} {i % 3}\n" for i in range(n)]
+    p = _write(tmp_path, "q", "".join(lines))
+    size = len("".join(lines))
+    calls = []
+
+    def report(done, total):
+        calls.append((done, total, gc.isenabled()))
+
+    qr = _io.read_qrels(p, progress=report)
+    want = [(sum(map(len, lines[:k])), size, True) for k in (100_000, 200_000)]
+    assert calls == want + [(size, size, True)]
+    assert qr.rel.tolist() == [i % 3 for i in range(n)] and qr.docno[-1] == f"d{n - 1}"
+    runs = [f"q0 Q0 d{i} {i + 1} 0.5 tag\n" for i in range(5)]
+    calls.clear()
+    rn = _io.read_run(_write(tmp_path, "r", "".join(runs)), progress=report)
+    assert calls == [(len("".join(runs)),) * 2 + (True,)] and rn.tag == "tag"
+    for quiet in (False, True, None):
+        assert _io.read_qrels(p, progress=quiet).rel.shape == (n,)
+    with pytest.raises(ValueError, match="progress must be a callable"):
+        _io.read_run(p, progress="bar")
+
+
+def test_retrieval_imports_no_cli_extra_and_leaves_the_collector_alone(tmp_path):
+    # Library code imports no CLI extra (tqdm) and changes no process-wide state (the
+    # garbage collector), even when asked for progress.
+    import ast
+    import pathlib
+    import subprocess
+    import sys
+
+    import calipers.retrieval
+    for f in pathlib.Path(calipers.retrieval.__file__).parent.glob("*.py"):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                assert not any(m.split(".")[0] in ("tqdm", "gc") for m in mods), (f, mods)
+    q = _write(tmp_path, "q", "1 0 a 1\n")
+    r = _write(tmp_path, "r", "1 Q0 a 1 0.5 t\n")
+    code = ("import gc, sys\nimport calipers.retrieval as R\n"
+            f"R.evaluate(R.read_qrels({q!r}, progress=True), R.read_run({r!r}, progress=True))\n"
+            "assert gc.isenabled() and 'tqdm' not in sys.modules\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
 
 
 def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
@@ -382,6 +436,41 @@ def test_average_ties_refuses_order_only_measures():
         R.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, "bpref", ties="average")
 
 
+@pytest.mark.parametrize("seed,level", [(0, 1), (1, 2), (2, 1)])
+def test_average_ties_is_the_mean_over_every_ordering_of_tied_scores(seed, level):
+    # ties="average" against enumeration: each query's value is the mean, over every
+    # ordering of its tied documents, of the value trec_eval gives that ordering (scores
+    # made distinct in that order), for every measure ties="average" supports.
+    import itertools
+
+    from calipers import retrieval as R
+    rng = np.random.default_rng(seed)
+    specs = ["num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "P.1,2,3,6",
+             "recall.2,6", "ndcg", "ndcg_cut.2,6"]
+    for qid in ("1", "2", "3"):
+        n = int(rng.integers(3, 7))
+        docs = [f"d{i}" for i in range(n)]
+        score = rng.integers(0, 3, n).astype(float)        # tie groups of up to 6
+        rel = rng.integers(-1, 3, n)
+        qrels = {qid: {d: int(r) for d, r in zip(docs, rel) if rng.random() < 0.8}}
+        qrels[qid]["missed"] = 2                           # judged, not retrieved
+        run = {qid: dict(zip(docs, score.tolist()))}
+        got = R.evaluate(qrels, run, specs, ties="average", relevance_level=level)
+        groups = [np.flatnonzero(score == v).tolist() for v in np.unique(score)[::-1]]
+        total, count = {}, 0
+        for perm in itertools.product(*(itertools.permutations(g) for g in groups)):
+            order = [i for g in perm for i in g]          # best first
+            distinct = {docs[i]: float(n - j) for j, i in enumerate(order)}
+            one = R.evaluate(qrels, {qid: distinct}, specs, relevance_level=level)
+            for name, v in one.values.items():
+                total[name] = total.get(name, 0.0) + float(v[0])
+            count += 1
+        assert set(got.values) == set(total)
+        for name, v in got.values.items():
+            assert v[0] == pytest.approx(total[name] / count, rel=1e-12, abs=1e-15), \
+                (qid, name)
+
+
 IR_NAMES = {   # ir_measures name -> (trec_eval spec, printed trec_eval name, relevance level)
     "nDCG@10": ("ndcg_cut.10", "ndcg_cut_10", 1), "nDCG": ("ndcg", "ndcg", 1),
     "P(rel=2)@5": ("P.5", "P_5", 2), "P@5": ("P.5", "P_5", 1),
@@ -514,11 +603,11 @@ def test_string_codes_equal_numpy_unique():
         for width in (1, 3, 9, 17):
             a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
                           for _ in range(n)])
-            u, inv = T._string_codes(a)
+            u, inv = _encode._string_codes(a)
             u2, inv2 = np.unique(a, return_inverse=True)
             assert u.tolist() == u2.tolist() and u.dtype == a.dtype
             np.testing.assert_array_equal(np.reshape(inv, -1), np.reshape(inv2, -1))
-    u, inv = T._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
+    u, inv = _encode._string_codes(np.array(["é", "e", "f"]))      # not ASCII: code point order
     assert u.tolist() == ["e", "f", "é"] and np.reshape(inv, -1).tolist() == [2, 0, 1]
 
 
@@ -528,12 +617,12 @@ def test_string_hash_ignores_width_and_separates_distinct_ids():
     for width in range(0, 9):
         a = np.array(["".join(rng.choice(alph, rng.integers(0, width + 1)))
                       for _ in range(2000)])
-        h = T._str_hash(a)
+        h = _encode._str_hash(a)
         # NUL padding of a wider array gives the same hashes (qrels and run widths differ)
-        np.testing.assert_array_equal(T._str_hash(a.astype(f"U{width + 3}")), h)
+        np.testing.assert_array_equal(_encode._str_hash(a.astype(f"U{width + 3}")), h)
         u, inv = np.unique(a, return_inverse=True)
-        assert np.unique(T._str_hash(u)).shape[0] == u.shape[0]
-        np.testing.assert_array_equal(T._str_hash(u)[np.reshape(inv, -1)], h)
+        assert np.unique(_encode._str_hash(u)).shape[0] == u.shape[0]
+        np.testing.assert_array_equal(_encode._str_hash(u)[np.reshape(inv, -1)], h)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -556,14 +645,15 @@ def test_hashed_docno_join_equals_the_exact_join(seed, monkeypatch):
     a = R.evaluate(qrels, run, "all_trec")
     assert a.values["num_rel_ret"].sum() > 0
     calls = []
-    real = T._trec_arrays
+    real = _join._trec_arrays
 
     def spy(*args, **kw):
         calls.append(args[-1])
         return real(*args, **kw)
 
-    monkeypatch.setattr(T, "_trec_arrays", spy)
-    monkeypatch.setattr(T, "_str_hash", lambda s, width=None: np.zeros(s.shape[0], np.uint64))
+    monkeypatch.setattr(_join, "_trec_arrays", spy)
+    monkeypatch.setattr(_encode, "_str_hash",
+                        lambda s, width=None: np.zeros(s.shape[0], np.uint64))
     b = R.evaluate(qrels, run, "all_trec")
     assert calls == [True, False]            # collision found, exact join used
     assert a.query_ids.tolist() == b.query_ids.tolist()
@@ -606,7 +696,7 @@ def _ragged_trec(rng, n_q=14, string_q=False, shuffle=False, top=3, doc_base=0):
 
 @pytest.mark.parametrize("seed,shuffle,doc_base", [(0, False, 0), (1, True, 0),
                                                    (2, False, 2 ** 62), (3, True, 7)])
-def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monkeypatch):
+def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base):
     # The join and the ranking sort pack (query, doc | score, row offset) into one 64-bit
     # key and np.sort it; with no room for the key they take argsorts: the same values,
     # for grouped and shuffled rows, huge doc ids, ties, queries with no relevant or no
@@ -617,9 +707,7 @@ def test_packed_sort_paths_equal_the_argsort_paths(seed, shuffle, doc_base, monk
     want = "all_trec"
     for kw in ({}, {"complete_qrels": True}, {"relevance_level": 2}):
         a = R.evaluate(qrels, run, want, **kw)
-        with monkeypatch.context() as m:
-            m.setattr(T, "_PACK_BITS", 0)
-            b = R.evaluate(qrels, run, want, **kw)
+        b = _evaluate._evaluate_by(_Paths(pack_bits=0), qrels, run, want, **kw)
         assert a.query_ids.tolist() == b.query_ids.tolist()
         for name in a.values:
             if name == "relstring":
@@ -650,7 +738,7 @@ def _equal_blocks_trec(rng, n_q=12, m=30, shuffle=False):
 
 @pytest.mark.parametrize("seed,equal,shuffle", [(0, False, False), (1, False, True),
                                                 (2, True, False), (3, True, True)])
-def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
+def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle):
     # The join and the ranking sort each query's rows as one row of a padded 2-D array
     # (ragged blocks padded; equal blocks copied whole, in query-code order); the same
     # values as the flat packed sort and as the argsorts, ties and missing queries included.
@@ -661,10 +749,8 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
     for kw in ({}, {"complete_qrels": True}):
         a = R.evaluate(qrels, run, "all_trec", **kw)
         # (and the join's neighbour scan in slices of 7 keys)
-        for attr, value in (("_ROW_SORT", 0), ("_PACK_BITS", 0), ("_SLICE", 7)):
-            with monkeypatch.context() as m:
-                m.setattr(T, attr, value)
-                b = R.evaluate(qrels, run, "all_trec", **kw)
+        for attr, value in (("row_sort", False), ("pack_bits", 0), ("slice", 7)):
+            b = _evaluate._evaluate_by(_Paths(**{attr: value}), qrels, run, "all_trec", **kw)
             assert a.query_ids.tolist() == b.query_ids.tolist()
             for name in a.values:
                 if name == "relstring":
@@ -675,16 +761,17 @@ def test_row_sorts_equal_the_flat_sorts(seed, equal, shuffle, monkeypatch):
 
 
 @pytest.mark.parametrize("slice_", [1 << 20, 1, 2])
-def test_packed_join_reports_duplicates_as_the_general_join(slice_, monkeypatch):
-    from calipers import retrieval as R
-    monkeypatch.setattr(T, "_SLICE", slice_)
+def test_packed_join_reports_duplicates_as_the_general_join(slice_):
+    paths = _Paths(slice=slice_)
     run = (np.array([1, 1, 2, 1]), np.array([5, 6, 5, 6]), np.array([0.3, 0.2, 0.1, 0.0]))
     with pytest.raises(ValueError, match=r"line 4: duplicate document for query 1 document 6 "
                                          r"\(first on line 2\)"):
-        R.evaluate((np.array([1]), np.array([5]), np.array([1])), run, "map")
+        _evaluate._evaluate_by(paths, (np.array([1]), np.array([5]), np.array([1])), run,
+                               "map")
     qrels = (np.array([1, 2, 1]), np.array([5, 5, 5]), np.array([1, 0, 2]))
     with pytest.raises(ValueError, match=r"line 3: duplicate judgement for query 1 document 5"):
-        R.evaluate(qrels, (np.array([1]), np.array([5]), np.array([0.5])), "map")
+        _evaluate._evaluate_by(paths, qrels, (np.array([1]), np.array([5]), np.array([0.5])),
+                               "map")
 
 
 def _pytrec_eval_values(pytrec_eval, qrels, run, fams):
@@ -703,11 +790,11 @@ def test_range_sums_equal_slices():
     x = rng.random(50)
     a = rng.integers(0, 51, 200)
     b = rng.integers(0, 51, 200)
-    got = T._range_sums(x, a, b)
+    got = _values._range_sums(x, a, b)
     want = [x[i:j].sum() if i < j else 0.0 for i, j in zip(a, b)]
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
-    np.testing.assert_array_equal(T._range_sums(T._padded(x), a, b, padded=True), got)
-    assert T._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(_values._range_sums(_values._padded(x), a, b, padded=True), got)
+    assert _values._range_sums(np.zeros(0), a[:3], a[:3]).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_many_queries_match_pytrec_eval_to_rounding():
@@ -743,7 +830,7 @@ def test_float32_key_orders_scores_descending():
     s = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500),
                         [0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38]])
     s = s.astype(np.float32)
-    k = T._float32_key(s)
+    k = _encode._float32_key(s)
     assert k.dtype == np.int64 and k.min() >= 0 and k.max() < 2 ** 32
     i, j = rng.integers(0, s.shape[0], (2, 5000))
     np.testing.assert_array_equal(k[i] < k[j], s[i] > s[j])
@@ -763,9 +850,9 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
     score = rng.permutation(qid.shape[0]) / 8.0
     rel = np.concatenate([rng.integers(0, 2, Q * D), rng.integers(0, 4, big)])
     qrels, run = (qid, doc, rel), (qid, doc, score)
-    ta = T.trec_arrays(T._as_qrels(qrels), T._as_run(run, ""))
-    sub = T._Lists(T._ranked_of(ta), 1).relsub
-    assert sub.running(T._padded(np.ones(sub.rows.shape[0]))) is None
+    ta = _join.trec_arrays(_io._as_qrels(qrels), _io._as_run(run, ""))
+    sub = _values._Lists(_join._ranked_of(ta), 1).relsub
+    assert sub.running(_values._padded(np.ones(sub.rows.shape[0]))) is None
     fams = ["map", "map_cut", "bpref", "ndcg_cut"]
     res = R.evaluate(qrels, run, fams)
 
@@ -782,14 +869,14 @@ def test_skewed_queries_take_the_range_sums_and_match_pytrec_eval():
 def _spy_block_join(monkeypatch):
     """Records, per evaluate, whether the block join ran (True) or handed over (False)."""
     calls = []
-    real = T._block_ranking
+    real = _join._block_ranking
 
     def spy(*args, **kw):
         got = real(*args, **kw)
         calls.append(got is not None)
         return got
 
-    monkeypatch.setattr(T, "_block_ranking", spy)
+    monkeypatch.setattr(_evaluate, "_block_ranking", spy)
     return calls
 
 
@@ -823,9 +910,12 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
     # join's values bit for bit: ties, ragged and one-row lists, string query ids, queries
     # of one side only, -c, queries=, relevance levels, ir_measures names, gain re-maps;
     # also with slices of one and three queries in its two scans.
-    from calipers import retrieval as R
-    if dense is not None:     # the dense measures on few queries too
-        monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", dense)
+    # (dense: the dense measures on few queries too)
+    paths = _Paths() if dense is None else _Paths(dense_min_queries=dense)
+
+    def evaluate(*args, p=paths, **kw):
+        return _evaluate._evaluate_by(p, *args, **kw)
+
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=string_q, shuffle=shuffle, top=top)
     specs = ["all_trec", ["ndcg.1=3,2=9,0=1", "ndcg_cut.1,3,500", "map_cut.1,1000", "P.1,3"],
@@ -836,23 +926,18 @@ def test_block_join_equals_the_general_join(seed, string_q, shuffle, top, dense,
     for kw in opts:
         for spec in specs:
             calls.clear()
-            a = R.evaluate(qrels, run, spec, **kw)
+            a = evaluate(qrels, run, spec, **kw)
             assert calls == [True]
-            with monkeypatch.context() as m:
-                m.setattr(T, "_BLOCK_JOIN", False)
-                b = R.evaluate(qrels, run, spec, **kw)
+            b = evaluate(qrels, run, spec, p=paths._replace(block_join=False), **kw)
             _assert_same_evaluation(a, b, (kw, spec))
-            with monkeypatch.context() as m:
-                m.setattr(T, "_JOIN_SLICE", 1)
-                m.setattr(T, "_DENSE_SLICE", 3)
-                c = R.evaluate(qrels, run, spec, **kw)
+            c = evaluate(qrels, run, spec, p=paths._replace(join_slice=1, dense_slice=3), **kw)
             _assert_same_evaluation(a, c, (kw, spec, "slices"))
     # built by evaluate's converters or directly: both encoded when built
-    built = R.evaluate(T._as_qrels(qrels), T._as_run(run, ""), "all_trec")
-    qd, rd = T.Qrels(*qrels), T.Run(*run)
+    built = evaluate(_io._as_qrels(qrels), _io._as_run(run, ""), "all_trec")
+    qd, rd = _io.Qrels(*qrels), _io.Run(*run)
     assert qd.ids.blocks is not None and rd.ids.blocks is not None
-    direct = R.evaluate(qd, rd, "all_trec")
-    plain = R.evaluate(qrels, run, "all_trec")
+    direct = evaluate(qd, rd, "all_trec")
+    plain = evaluate(qrels, run, "all_trec")
     _assert_same_evaluation(plain, built)
     _assert_same_evaluation(plain, direct)
 
@@ -883,9 +968,8 @@ def test_block_join_matches_pytrec_eval(seed, monkeypatch):
     from calipers import retrieval as R
     rng = np.random.default_rng(seed)
     qrels, run = _ragged_trec(rng, string_q=bool(seed))
-    monkeypatch.setattr(T, "_DENSE_MIN_QUERIES", 0)
     calls = _spy_block_join(monkeypatch)
-    res = R.evaluate(qrels, run, "all_trec")
+    res = _evaluate._evaluate_by(_Paths(dense_min_queries=0), qrels, run, "all_trec")
     assert calls == [True]
     _assert_matches_pytrec_eval(pytrec_eval, res, qrels, run)
 
@@ -963,9 +1047,7 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
             calls.clear()
             a = R.evaluate(qrels, run, spec, **kw)
             assert calls == [True], (kw, spec)
-            with monkeypatch.context() as m:
-                m.setattr(T, "_BLOCK_JOIN", False)
-                b = R.evaluate(qrels, run, spec, **kw)
+            b = _evaluate._evaluate_by(_Paths(block_join=False), qrels, run, spec, **kw)
             _assert_same_evaluation(a, b, (kw, spec))
     # one side with code points past 255 (compared as code points), the other as bytes
     qd = (qrels[0], np.where(np.arange(qrels[1].shape[0]) % 2, np.char.add(qrels[1], "ж"),
@@ -974,8 +1056,8 @@ def test_string_docno_block_join_equals_the_general_join(seed, alphabet, shuffle
     calls.clear()
     a = R.evaluate(qd, rd, "all_trec")
     assert calls == [True] and a.values["num_rel_ret"].sum() > 0
-    monkeypatch.setattr(T, "_BLOCK_JOIN", False)
-    _assert_same_evaluation(a, R.evaluate(qd, rd, "all_trec"))
+    _assert_same_evaluation(a, _evaluate._evaluate_by(_Paths(block_join=False), qd, rd,
+                                                      "all_trec"))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -998,8 +1080,8 @@ def test_string_docno_hash_collisions_take_the_general_join(bits, monkeypatch):
     rng = np.random.default_rng(5)
     qrels, run = _string_trec(rng)
     want = R.evaluate(qrels, run, "all_trec")
-    real = T._str_hash
-    monkeypatch.setattr(T, "_str_hash",
+    real = _encode._str_hash
+    monkeypatch.setattr(_encode, "_str_hash",
                         lambda s, width=None: real(s, width) & np.uint64((1 << bits) - 1))
     calls = _spy_block_join(monkeypatch)
     got = R.evaluate(qrels, run, "all_trec")
@@ -1013,19 +1095,19 @@ def test_string_docno_cross_collision_is_caught_by_the_string_check(monkeypatch)
     from calipers import retrieval as R
     qrels = (np.array(["1", "1", "2"]), np.array(["a", "b", "zz"]), np.array([1, 1, 1]))
     run = (np.array(["1", "1", "2"]), np.array(["a", "zz", "zz"]), np.array([0.5, 0.9, 0.1]))
-    real = T._str_hash
+    real = _encode._str_hash
 
     def hashed(s, width=None):
         h = real(s, width)
         return np.where(s == "zz", real(np.array(["b"])), h)
 
     checks = []
-    real_check = T._same_docnos
-    monkeypatch.setattr(T, "_same_docnos", lambda *a: checks.append(real_check(*a)) or
+    real_check = _join._same_docnos
+    monkeypatch.setattr(_join, "_same_docnos", lambda *a: checks.append(real_check(*a)) or
                         checks[-1])
     a = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
     assert checks == [True]
-    monkeypatch.setattr(T, "_str_hash", hashed)
+    monkeypatch.setattr(_encode, "_str_hash", hashed)
     b = R.evaluate(qrels, run, ["num_rel_ret", "map", "P.1"])
     assert checks == [True, False]
     _assert_same_evaluation(a, b)
@@ -1035,12 +1117,13 @@ def test_string_docno_cross_collision_is_caught_by_the_string_check(monkeypatch)
 
 def test_compact_strings_and_longest_width():
     a = np.array(["ab", "", "é~", "abc"], dtype="U9")
-    assert T._longest(a) == 3 and T._longest(a[:1]) == 2 and T._longest(a[:0]) == 0
-    c = T._compact(a, 3)
+    assert _encode._longest(a) == 3 and _encode._longest(a[:1]) == 2
+    assert _encode._longest(a[:0]) == 0
+    c = _encode._compact(a, 3)
     assert c.dtype == np.dtype("S3") and c.tolist() == [b"ab", b"", "é~".encode("latin-1"),
                                                         b"abc"]
-    u = T._compact(np.array(["a中", "b"], dtype="U7"), 2)
+    u = _encode._compact(np.array(["a中", "b"], dtype="U7"), 2)
     assert u.dtype == np.dtype("U2") and u.tolist() == ["a中", "b"]
-    np.testing.assert_array_equal(T._str_hash(a), T._str_hash(a, 3))
-    np.testing.assert_array_equal(T._narrow(a, 3), a)
-    assert T._code_points(c).tolist() == a.tolist() and T._code_points(u) is u
+    np.testing.assert_array_equal(_encode._str_hash(a), _encode._str_hash(a, 3))
+    np.testing.assert_array_equal(_encode._narrow(a, 3), a)
+    assert _encode._code_points(c).tolist() == a.tolist() and _encode._code_points(u) is u

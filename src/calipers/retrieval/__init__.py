@@ -19,18 +19,10 @@ prints its result.
 from ._measures import (
     QueryResult, average_precision, dcg, grouped_roc_auc, ndcg, precision_at_k, r_precision,
     recall_at_k, reciprocal_rank)
-from ._trec import (
-    TREC_MEASURES,
-    Qrels,
-    Run,
-    TrecEvaluation,
-    TrecFormatError,
-    evaluate,
-    parse_trec_measures,
-    read_qrels,
-    read_run,
-    trec_arrays,
-)
+from ._evaluate import TrecEvaluation, evaluate
+from ._io import Qrels, Run, TrecFormatError, read_qrels, read_run
+from ._join import trec_arrays
+from ._names import TREC_MEASURES, parse_trec_measures
 
 __all__ = [
     "QueryResult",
