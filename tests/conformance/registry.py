@@ -514,7 +514,6 @@ ENTRIES = [
           jit="documented eager: returns a NumPy int64 table",
           float16=False),
     Entry("mcnemar", calipers.mcnemar, g_table, weights=None, labels=None, float16=False,
-          jit="documented eager: p-values from scipy.stats",
           rows="input is a 2x2 table, not rows"),
     Entry("proportion_confint", calipers.proportion_confint, g_count, weights=None,
           labels=None, float16=False, rows="inputs are counts, not rows"),
