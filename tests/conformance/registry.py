@@ -655,6 +655,14 @@ EXEMPT = {
     "DeLongResult": "result type",
     "McNemarResult": "result type",
     "SPRTResult": "result type",
+    "GSPRTResult": "result type (checked through sprt with elo0, elo1)",
+    "MatchElo": "result type (of match_elo)",
+    "GameCountsState": "streaming state class (init/update/merge, jit-able), tested with merge "
+                       "and jit in test_gsprt.py",
+    "gsprt_llr": "eager calculator on a 3- or 5-vector of match counts (a host root-find), no "
+                 "rows; tested against an independent constrained maximisation in test_gsprt.py",
+    "match_elo": "eager calculator on a 3- or 5-vector of match counts, Python floats; tested "
+                 "against direct formulas in test_gsprt.py",
     "UndefinedMetricWarning": "warning class",
     "CalibrationState": "streaming state class (init/update/merge/compute), tested in "
                         "test_states.py",
