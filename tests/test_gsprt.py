@@ -304,8 +304,7 @@ def test_state_pentanomial_and_errors():
 
 def test_state_under_jit():
     jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
-
+    jnp = pytest.importorskip("jax.numpy")
     st = GameCountsState.init("trinomial", xp=jnp)
     step = jax.jit(lambda s, x: s.update(x))
     s = step(st, jnp.asarray([0.0, 0.5, 1.0, 1.0, 0.7]))   # 0.7 is not a game score
