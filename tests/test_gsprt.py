@@ -316,3 +316,44 @@ def test_state_under_jit():
         sprt(merged, elo0=0, elo1=5)
     ok = step(st, jnp.asarray([0.0, 0.5, 1.0, 1.0]))
     assert sprt(ok, elo0=0, elo1=5).llr == sprt([1, 1, 2], elo0=0, elo1=5).llr
+
+
+def test_state_mask_and_integer_weights_as_repetition():
+    rng = np.random.default_rng(5)
+    games = rng.choice([0.0, 0.5, 1.0], size=60)
+    w = rng.integers(0, 4, size=60)
+    mask = rng.random(60) < 0.8
+    st = GameCountsState.init().update(games, mask=mask, sample_weight=w)
+    rep = np.repeat(games[mask], w[mask])
+    np.testing.assert_array_equal(np.asarray(st.counts),
+                                  [int(np.sum(rep == v)) for v in (0.0, 0.5, 1.0)])
+    # a masked element is padding: any value, never invalid
+    padded = GameCountsState.init().update([1.0, 7.0], mask=[True, False])
+    np.testing.assert_array_equal(np.asarray(padded.counts), [0, 0, 1])
+    with pytest.raises(ValueError, match="sample_weight must hold"):
+        GameCountsState.init().update([1.0], sample_weight=[0.5])
+
+
+def test_state_count_limit_checked_eagerly_and_flagged_under_jit():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    big = np.iinfo(np.int32).max - 2
+    st = GameCountsState(jnp.asarray([0, 0, big], dtype=jnp.int32), jnp.asarray(0, jnp.int32))
+    with pytest.raises(ValueError, match="counts would pass"):
+        st.update(jnp.asarray([1.0]), sample_weight=jnp.asarray([5]))
+    out = jax.jit(lambda s, x, w: s.update(x, sample_weight=w))(
+        st, jnp.asarray([1.0]), jnp.asarray([5]))
+    np.testing.assert_array_equal(np.asarray(out.counts), [0, 0, big])  # not wrapped
+    assert int(out.invalid) == 1
+
+
+@pytest.mark.parametrize("lib", ["array_api_strict", "torch"])
+def test_state_on_other_namespaces(lib):
+    mod = pytest.importorskip(lib)
+    array_api_compat = pytest.importorskip("array_api_compat")
+    xp = array_api_compat.array_namespace(mod.asarray([1.0]))
+    st = GameCountsState.init("pentanomial", xp=xp).update(
+        mod.asarray([0.0, 0.5, 1.0, 2.0, 2.0]), mask=mod.asarray([True, True, True, True, False]),
+        sample_weight=mod.asarray([1, 2, 1, 3, 1]))
+    np.testing.assert_array_equal(np.asarray(st.counts), [1, 2, 1, 0, 3])
+    assert sprt(st, elo0=0, elo1=5).llr == sprt([1, 2, 1, 0, 3], elo0=0, elo1=5).llr

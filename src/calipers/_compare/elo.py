@@ -289,7 +289,8 @@ class GameCountsState(NamedTuple):
     """Mergeable counts of game scores (trinomial) or game-pair scores (pentanomial).
 
     ``counts``: integer counts, lowest score first (3 for games, 5 for pairs); ``invalid``:
-    scores outside the allowed values added under ``jit`` (eager input raises instead). A
+    scores (or weights) outside the allowed values added under ``jit`` and updates that would
+    have wrapped the counts (eager input raises instead). A
     ``NamedTuple`` pytree: ``update`` and ``merge`` run under ``jit``, ``merge`` adds the fields
     (so ``jax.lax.psum`` merges shards), and :func:`calipers.sprt` or :func:`match_elo` read
     the state directly. Counts are int64, or int32 on JAX without x64; an eager update that
@@ -313,38 +314,61 @@ class GameCountsState(NamedTuple):
     def kind(self) -> str:
         return "trinomial" if self.counts.shape[0] == 3 else "pentanomial"
 
-    def update(self, scores):
+    def update(self, scores, *, mask=None, sample_weight=None):
         """Add games (scores 0, 0.5, 1) or game pairs (pair scores 0, 0.5, 1, 1.5, 2).
 
-        Eager input with another value raises ``ValueError`` (naming the first); under
-        ``jit`` such a score is not counted and ``invalid`` counts it.
+        ``mask`` (bool, like ``scores``) marks padding: a masked score adds nothing and is
+        never invalid. ``sample_weight``: non-negative integer repetition counts. Eager input
+        with another score, a negative or fractional weight, or counts that would pass the
+        dtype's largest value raise ``ValueError``; under ``jit`` such a score (or weight) is
+        not counted and ``invalid`` counts it, and an update whose counts would wrap adds
+        nothing and counts one invalid.
         """
         xp = _state_namespace(self)
-        _, (x,) = B.as_arrays(scores)
-        if not B.is_numpy(xp):
-            x = xp.asarray(x)
-        x = xp.reshape(x, (-1,))
+        _, (x, m_, w) = B.as_arrays(scores, mask, sample_weight,
+                                    names=("scores", "mask", "sample_weight"))
+        x = xp.reshape(xp.asarray(x), (-1,))
         m = self.counts.shape[0]
-        twice = xp.astype(x, B.acc_float(xp)) * 2
+        dt = self.counts.dtype
+        f = B.acc_float(xp)
+        keep = (xp.ones(x.shape, dtype=xp.bool) if m_ is None
+                else xp.astype(xp.reshape(xp.asarray(m_), (-1,)), xp.bool))
+        twice = xp.astype(x, f) * 2
         idx = xp.round(twice)
         ok = (idx == twice) & (idx >= 0) & (idx <= m - 1)
-        if not B.is_traced(x):
-            okn = np.asarray(B.to_numpy(ok), dtype=bool)
-            if not okn.all():
-                i = int(np.argmax(~okn))
+        if w is None:
+            wf = xp.ones(x.shape, dtype=f)
+        else:
+            wf = xp.astype(xp.reshape(xp.asarray(w), (-1,)), f)
+        w_ok = (wf >= 0) & (wf == xp.round(wf))
+        concrete = not B.is_traced(x, m_, w, self.counts)
+        if concrete:
+            bad_x = np.asarray(B.to_numpy(keep & ~ok), dtype=bool)
+            if bad_x.any():
+                i = int(np.argmax(bad_x))
                 allowed = "0, 0.5, 1" if m == 3 else "0, 0.5, 1, 1.5, 2"
                 raise ValueError(f"scores must be {allowed}; element {i} is "
                                  f"{np.asarray(B.to_numpy(x))[i].item()!r}")
-            limit = np.iinfo(np.asarray(B.to_numpy(self.counts)).dtype).max
-            if int(np.asarray(B.to_numpy(self.counts)).sum()) + int(x.shape[0]) > limit:
+            bad_w = np.asarray(B.to_numpy(keep & ~w_ok), dtype=bool)
+            if bad_w.any():
+                i = int(np.argmax(bad_w))
+                raise ValueError("sample_weight must hold non-negative integer repetition "
+                                 f"counts; element {i} is "
+                                 f"{np.asarray(B.to_numpy(w)).reshape(-1)[i].item()!r}")
+            limit = int(np.iinfo(np.asarray(B.to_numpy(self.counts)).dtype).max)
+            adding = float(np.sum(np.asarray(B.to_numpy(xp.where(keep, wf, xp.zeros_like(wf))))))
+            if int(np.asarray(B.to_numpy(self.counts)).sum()) + adding > limit:
                 raise ValueError(f"counts would pass {limit}, the largest value of "
                                  f"{self.counts.dtype}; enable x64 on JAX or merge in int64")
-        dt = self.counts.dtype
-        levels = xp.reshape(xp.astype(xp.arange(m), B.acc_float(xp)), (m, 1))
-        hits = xp.astype((xp.reshape(idx, (1, -1)) == levels) & xp.reshape(ok, (1, -1)), dt)
-        add = xp.sum(hits, axis=1)
-        bad = xp.sum(xp.astype(~ok, dt))
-        return GameCountsState(self.counts + add, self.invalid + bad)
+        good = keep & ok & w_ok
+        wi = xp.astype(xp.where(good, wf, xp.zeros_like(wf)), dt)
+        levels = xp.reshape(xp.astype(xp.arange(m), f), (m, 1))
+        hits = xp.astype(xp.reshape(idx, (1, -1)) == levels, dt) * xp.reshape(wi, (1, -1))
+        new = self.counts + xp.astype(xp.sum(hits, axis=1), dt)  # sums promote to int64
+        bad = xp.astype(xp.sum(xp.astype(keep & ~(ok & w_ok), dt)), dt)
+        wrapped = xp.any(new < self.counts)      # int overflow under jit: flag, keep the old
+        new = xp.where(wrapped, self.counts, new)
+        return GameCountsState(new, self.invalid + bad + xp.astype(wrapped, dt))
 
     def merge(self, other):
         """Add two states of the same kind (what ``psum`` does)."""
