@@ -357,3 +357,10 @@ def test_state_on_other_namespaces(lib):
         sample_weight=mod.asarray([1, 2, 1, 3, 1]))
     np.testing.assert_array_equal(np.asarray(st.counts), [1, 2, 1, 0, 3])
     assert sprt(st, elo0=0, elo1=5).llr == sprt([1, 2, 1, 0, 3], elo0=0, elo1=5).llr
+
+
+def test_pentanomial_stderr_of_a_published_run_is_below_its_trinomial_one():
+    # the numbers quoted in docs/bootstrap.md (one fishtest run counted both ways)
+    pen = match_elo([10789, 19328, 33806, 19402, 10543])
+    tri = match_elo([65804, 56553, 65388])
+    assert round(pen.stderr, 6) == 0.000938 and round(tri.stderr, 6) == 0.000965

@@ -80,7 +80,9 @@ def sprt(outcomes, *, p0: float = 0.5, p1: float | None = None, alpha: float = 0
     (:func:`calipers.gsprt_llr`; ``elo_model`` ``"logistic"`` or
     ``"normalised"``), compared with the same bounds ``lower`` and ``upper``;
     accept H1 at or above ``upper``, H0 at or below ``lower``, else continue
-    (call again with the counts so far). Returns a :class:`GSPRTResult`.
+    (call again with the counts so far; a NaN ratio, from a hypothesis no
+    distribution on the scores meets, also continues). Returns a
+    :class:`GSPRTResult`.
     fishtest's usual settings are ``alpha = beta = 0.05``; pass them, the
     defaults here are Wald's test's.
 
