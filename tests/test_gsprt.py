@@ -183,7 +183,8 @@ def test_bernoulli_sprt_unchanged():
 
 @pytest.mark.parametrize("args, kw, msg", [
     ([1, 2, 3], dict(elo0=0), "elo0 and elo1 must both"),
-    ([1, 2, 3], dict(elo0=0, elo1=5, p1=0.6), "p1 is for Bernoulli"),
+    ([1, 2, 3], dict(elo0=0, elo1=5, p1=0.6), "p0 and p1 are for Bernoulli"),
+    ([1, 2, 3], dict(elo0=0, elo1=5, p0=0.4), "p0 and p1 are for Bernoulli"),
     ([1, 2], dict(elo0=0, elo1=5), "3 entries"),
     ([1, -2, 3], dict(elo0=0, elo1=5), "non-negative integer"),
     ([1, 2.5, 3], dict(elo0=0, elo1=5), "non-negative integer"),

@@ -89,11 +89,11 @@ def sprt(outcomes, *, p0: float = 0.5, p1: float | None = None, alpha: float = 0
     Raises ``ValueError`` for outcomes outside {0, 1}, empty or not 1-D
     outcomes, p0 or p1 outside (0, 1), p0 == p1, alpha or beta outside (0, 1)
     or alpha + beta >= 1; with game counts, for counts that are not 3 or 5
-    non-negative integers, only one of ``elo0``/``elo1``, ``p1`` given as
-    well, or an unknown ``elo_model``. Eager: the decision is a string.
+    non-negative integers, only one of ``elo0``/``elo1``, ``p0`` or ``p1``
+    given as well, or an unknown ``elo_model``. Eager: the decision is a string.
     """
     if elo0 is not None or elo1 is not None:
-        return _gsprt(outcomes, p1=p1, alpha=alpha, beta=beta, elo0=elo0, elo1=elo1,
+        return _gsprt(outcomes, p0=p0, p1=p1, alpha=alpha, beta=beta, elo0=elo0, elo1=elo1,
                       elo_model=elo_model)
     if p1 is None:
         raise ValueError("p1 is required (or elo0 and elo1 for the test on game counts)")
@@ -132,11 +132,12 @@ def _check_error_rates(alpha, beta):
         raise ValueError(f"alpha + beta must be below 1, got {alpha + beta}")
 
 
-def _gsprt(counts, *, p1, alpha, beta, elo0, elo1, elo_model) -> GSPRTResult:
+def _gsprt(counts, *, p0, p1, alpha, beta, elo0, elo1, elo_model) -> GSPRTResult:
     if elo0 is None or elo1 is None:
         raise ValueError("elo0 and elo1 must both be given for the test on game counts")
-    if p1 is not None:
-        raise ValueError("p1 is for Bernoulli outcomes; with elo0 and elo1 pass game counts only")
+    if p1 is not None or p0 != 0.5:
+        raise ValueError("p0 and p1 are for Bernoulli outcomes; with elo0 and elo1 pass game "
+                         "counts only")
     _check_error_rates(alpha, beta)
     c = check_counts(counts, "outcomes" if not isinstance(counts, GameCountsState) else "state")
     llr = gsprt_llr(c, elo0, elo1, elo_model=elo_model)
