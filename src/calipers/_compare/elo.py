@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._core import validation as V
 from .._core import xp as B
 from .._core.results import ConfidenceInterval, result_type
 from .._kernels.quantile import normal_quantile
@@ -263,10 +264,7 @@ def match_elo(counts, *, confidence_level: float = 0.95) -> MatchElo:
     counts or a confidence level outside (0, 1). Eager; Python floats.
     """
     c = check_counts(counts)
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)) \
-            or not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    z = normal_quantile(confidence_level)
+    z = normal_quantile(V.confidence_level(confidence_level))
     n_units = int(c.sum())
     games = n_units * (c.size - 1) // 2
     values = np.arange(c.size, dtype=np.float64) / 2.0   # unit scores: 0, 1/2, ... (c.size-1)/2
