@@ -183,7 +183,7 @@ def _binom_half_cdf(k, n, jnp, lax):
     return jnp.minimum(pmf * total, 1.0)
 
 
-def _mcnemar_traced(table, method: str) -> McNemarResult:
+def _mcnemar_traced(table, method):
     """McNemar's test on a traced JAX table: the same formulas on the device."""
     import jax.numpy as jnp
     from jax import lax
