@@ -87,6 +87,68 @@ def test_mcnemar_chi2_formulas(b, c):
     assert rc.pvalue >= r.pvalue - 1e-15  # the correction is conservative
 
 
+def _jit_mcnemar(method):
+    jax = pytest.importorskip("jax")
+    return jax.jit(lambda t: mcnemar(t, method=method))
+
+
+MCNEMAR_GRID = ([(b, c) for b in range(0, 41) for c in (0, 1, 2, 5, 10, 17, 40)]
+                + [(500, 440), (1000, 1000), (2500, 2610), (4800, 5200), (30, 3000)])
+
+
+@pytest.mark.parametrize("method", ["exact", "midp", "chi2", "chi2_cc"])
+def test_mcnemar_under_jit_matches_eager_float32(method):
+    jnp = pytest.importorskip("jax.numpy")
+    f = _jit_mcnemar(method)
+    worst = 0.0
+    for b, c in MCNEMAR_GRID:
+        t = np.array([[3, b], [c, 4]])
+        want = mcnemar(t, method=method)
+        got = f(jnp.asarray(t))
+        assert got.method == method and int(got.b) == b and int(got.c) == c
+        assert float(got.statistic) == pytest.approx(want.statistic, rel=1e-6, abs=1e-6)
+        worst = max(worst, abs(float(got.pvalue) - want.pvalue))
+    assert worst < 1e-6
+
+
+@pytest.mark.parametrize("method", ["exact", "midp", "chi2", "chi2_cc"])
+def test_mcnemar_under_jit_matches_eager_x64(method):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    with jax.enable_x64(True):
+        f = jax.jit(lambda t: mcnemar(t, method=method))
+        for b, c in MCNEMAR_GRID[::3]:
+            t = np.array([[3, b], [c, 4]])
+            want = mcnemar(t, method=method).pvalue
+            got = float(f(jnp.asarray(t)).pvalue)
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-300), (b, c)
+
+
+def test_mcnemar_under_jit_worked_values_and_nan():
+    jnp = pytest.importorskip("jax.numpy")
+    # the spec's worked value: exact, b = 10, c = 0: p = 2 * 0.5**10; b + c = 0: p = 1
+    r = _jit_mcnemar("exact")(jnp.asarray([[3, 10], [0, 4]]))
+    assert float(r.pvalue) == pytest.approx(2 * 0.5**10, rel=1e-6)
+    for method in ("exact", "midp", "chi2", "chi2_cc"):
+        z = _jit_mcnemar(method)(jnp.asarray([[7, 0], [0, 5]]))
+        assert (float(z.statistic), float(z.pvalue)) == (0.0, 1.0)
+        # under jit a bad table cannot raise: NaN
+        bad = _jit_mcnemar(method)(jnp.asarray([[7.0, -1.0], [2.0, 5.0]]))
+        assert math.isnan(float(bad.pvalue)) and math.isnan(float(bad.statistic))
+        frac = _jit_mcnemar(method)(jnp.asarray([[7.0, 2.5], [2.0, 5.0]]))
+        assert math.isnan(float(frac.pvalue))
+
+
+def test_mcnemar_under_jit_exact_tail_against_fractions():
+    jnp = pytest.importorskip("jax.numpy")
+    f, fm = _jit_mcnemar("exact"), _jit_mcnemar("midp")
+    for b, c in [(3, 25), (14, 30), (33, 39), (60, 45)]:
+        p, pmf = _exact_two_sided(b, c)
+        t = jnp.asarray([[0, b], [c, 0]])
+        assert float(f(t).pvalue) == pytest.approx(float(p), abs=1e-6)
+        assert float(fm(t).pvalue) == pytest.approx(float(p - pmf), abs=1e-6)
+
+
 def test_mcnemar_table_from_predictions():
     y = [1, 1, 0, 0, 1, 0, 1]
     a = [1, 0, 0, 1, 1, 0, 0]   # correct: T F T F T T F

@@ -56,6 +56,7 @@ CALLS = {
     "off_policy_interval": lambda **kw: calipers.off_policy_interval(
         "ips", _P, np.full(30, 0.5), (_Y == 1).astype(float), n_resamples=50, seed=0, **kw),
     "bootstrap_interval": lambda **kw: calipers.bootstrap_interval(_A, 0.1, **kw),
+    "match_elo": lambda **kw: calipers.match_elo([12, 30, 20], **kw),
     "plot.roc_curves": _plot(P.roc_curves),
     "plot.pr_curves": _plot(P.pr_curves),
 }

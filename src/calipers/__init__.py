@@ -9,7 +9,8 @@ from ._bootstrap.paired import (
 from ._compare.delong import DeLongResult, delong_roc_variance, delong_test, roc_auc_confint
 from ._compare.mcnemar import McNemarResult, mcnemar, mcnemar_table
 from ._compare.proportions import proportion_confint
-from ._compare.sprt import SPRTResult, sprt
+from ._compare.sprt import GSPRTResult, SPRTResult, sprt
+from ._compare.elo import GameCountsState, MatchElo, gsprt_llr, match_elo
 from ._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._compare.multiplicity import adjust_pvalues
 from ._compare.power import (
@@ -190,6 +191,11 @@ __all__ = [
     "DeLongResult",
     "McNemarResult",
     "SPRTResult",
+    "GSPRTResult",
+    "GameCountsState",
+    "MatchElo",
+    "gsprt_llr",
+    "match_elo",
     "delong_roc_variance",
     "delong_test",
     "mcnemar",

@@ -576,7 +576,6 @@ ENTRIES = [
           jit="documented eager: returns a NumPy int64 table",
           float16=False),
     Entry("mcnemar", calipers.mcnemar, g_table, weights=None, labels=None, float16=False,
-          jit="documented eager: p-values from scipy.stats",
           rows="input is a 2x2 table, not rows"),
     Entry("proportion_confint", calipers.proportion_confint, g_count, weights=None,
           labels=None, float16=False, rows="inputs are counts, not rows"),
@@ -726,6 +725,14 @@ EXEMPT = {
     "DeLongResult": "result type",
     "McNemarResult": "result type",
     "SPRTResult": "result type",
+    "GSPRTResult": "result type (checked through sprt with elo0, elo1)",
+    "MatchElo": "result type (of match_elo)",
+    "GameCountsState": "streaming state class (init/update/merge, jit-able), tested with merge "
+                       "and jit in test_gsprt.py",
+    "gsprt_llr": "eager calculator on a 3- or 5-vector of match counts (a host root-find), no "
+                 "rows; tested against an independent constrained maximisation in test_gsprt.py",
+    "match_elo": "eager calculator on a 3- or 5-vector of match counts, Python floats; tested "
+                 "against direct formulas in test_gsprt.py",
     "UndefinedMetricWarning": "warning class",
     "CalibrationState": "streaming state class (init/update/merge/compute), tested in "
                         "test_states.py",
