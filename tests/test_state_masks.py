@@ -728,3 +728,26 @@ def test_every_count_has_a_checked_limit(make, update, mode):
         else:
             with pytest.raises(ValueError, match=str(limit)):
                 update(near)
+
+
+def test_masks_on_array_api_strict_without_boolean_indexing():
+    # no boolean indexing: padding rows are replaced by valid stand-ins and weigh 0
+    import array_api_strict as xps
+
+    y = np.array([0, 1, 1, 0, 1, 9, -2])
+    p = np.array([0.25, 0.75, 0.5, 0.5, 1.0, np.nan, 3.0])
+    keep = np.array([True] * 5 + [False] * 2)
+    with xps.ArrayAPIStrictFlags(boolean_indexing=False, data_dependent_shapes=False):
+        a = lambda v: xps.asarray(v)  # noqa: E731
+        got = [ConfusionState.init(2, xp=xps).update(a(y), a(y), mask=a(keep)),
+               CalibrationState.init(4, xp=xps).update(a(y), a(p), mask=a(keep)),
+               ProbabilityLossState.init(xp=xps).update(a(y), a(p), mask=a(keep)),
+               ROCHistogramState.init(16, xp=xps).update(a(y), a(p), mask=a(keep))]
+    want = [ConfusionState.init(2).update(y[keep], y[keep]),
+            CalibrationState.init(4).update(y[keep], p[keep]),
+            ProbabilityLossState.init().update(y[keep], p[keep]),
+            ROCHistogramState.init(16).update(y[keep], p[keep])]
+    for g, w in zip(got, want):
+        for fg, fw in zip(g, w):
+            np.testing.assert_allclose(np.asarray(fg, dtype=float), np.asarray(fw, dtype=float),
+                                       rtol=1e-15)
