@@ -551,7 +551,7 @@ def _as_mask(name, mask, shape, xp):
 
 
 def ranking_batch_metrics(y_true, y_score, mask=None, *, query_mask=None, k=10, gain="linear",
-                          relevance_level=None):
+                          relevance_level=None) -> RankingBatch | dict[int, RankingBatch]:
     """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
