@@ -56,7 +56,8 @@ from .._core import xp as B
 from .._core import validation as V
 from .._core.compile import compiled, program
 from .._core.exceptions import UndefinedMetricWarning
-from .states import _namespace, _state_xp, _to, merge
+from .states import (_bad, _batch_total_flag, _check_host_ints, _drop_masked, _fill_one,
+                     _fill_zero, _integral, _namespace, _row_mask, _state_xp, _to, merge)
 
 __all__ = [
     "ROCHistogramState",
@@ -251,10 +252,18 @@ class ROCHistogramState(NamedTuple):
     :class:`UndefinedMetricWarning` eagerly; every value NaN once an invalid
     batch was added under ``jit``.
 
+    Padding: ``update(..., mask=)`` leaves masked rows out (their scores and
+    labels are not checked) and keeps the counts integers; a batch with
+    nothing unmasked adds nothing.
+
     Counts: integers (int64; int32 on JAX without x64), unless
-    ``init(weighted=True)`` (float weights). Limits: every bin and the totals
-    ``P``, ``N`` must stay below ``2**63`` (``2**31 - 1``, about 2.1e9 rows,
-    without x64, across all devices of a ``psum``). ``compute`` works in the
+    ``init(weighted=True)`` (float weights). Limits: the totals ``P`` and
+    ``N`` (so every bin) at most ``2**63 - 1`` with int64 and ``2**31 - 1`` =
+    2147483647 with int32 (JAX without x64), across all devices of a
+    ``psum``. ``update`` and ``merge`` check them: eagerly a ``ValueError``
+    stating the limit before a count wraps; under ``jit`` the batch is counted
+    in ``invalid`` (``compute`` NaN). ``psum`` cannot check: ``compute`` is NaN
+    when it finds a negative (wrapped) count. ``compute`` works in the
     accumulation float: exact for ``P * N < 2**52`` with x64; float32 results
     without x64. Memory: two arrays of ``2**bits`` counts (1 MiB at 16 bits,
     256 MiB at 24 bits with int64).
@@ -321,19 +330,31 @@ class ROCHistogramState(NamedTuple):
         """The key format: ``"float32"`` or ``"float16"``."""
         return "float32"
 
-    @compiled(rerun=lambda out, _: out.invalid > 0)
-    def update(self, y_true, y_score, *, sample_weight=None):
+    def _count_totals(self):
+        if _integral(self.neg):
+            xp = _state_xp(self)
+            return (xp.sum(self.neg), xp.sum(self.pos))
+        return ()
+
+    def update(self, y_true, y_score, *, mask=None, sample_weight=None):
         """Add a batch: labels ``y_true`` (n,) in {0, 1} (or bool), scores ``y_score`` (n,).
 
+        ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
+        adds nothing (its label and score are not checked).
         ``sample_weight`` (n,): non-negative; integer weights only on an
         unweighted state (they are repetition counts). An empty batch adds
         nothing. Eagerly, labels outside {0, 1}, NaN/inf scores, negative
-        weights, wrong shapes raise ``ValueError``; under ``jit`` the batch
-        is marked invalid (``compute`` gives NaN) and its non-finite rows are
-        not counted.
+        weights, wrong shapes, counts past the limit raise ``ValueError``;
+        under ``jit`` the batch is marked invalid (``compute`` gives NaN) and
+        its non-finite rows are not counted.
         """
+        _check_host_ints("sample_weight", sample_weight, self.neg.dtype, _state_xp(self))
+        return self._update(y_true, y_score, mask=mask, sample_weight=sample_weight)
+
+    @compiled(rerun=lambda out, _: out.invalid > 0)
+    def _update(self, y_true, y_score, *, mask=None, sample_weight=None):
         xp = _state_xp(self)
-        y_true, y_score, sample_weight = _to(xp, y_true, y_score, sample_weight)
+        y_true, y_score, sample_weight, mask = _to(xp, y_true, y_score, sample_weight, mask)
         if B.is_numpy(xp) and _dtype_name(y_score.dtype) == "bfloat16":
             y_score = y_score.astype(np.float32)   # ml_dtypes' bfloat16: exact in float32
         B.check_1d("y_true", y_true)
@@ -349,10 +370,16 @@ class ROCHistogramState(NamedTuple):
             raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
                              f"has dtype {y_score.dtype}: cast it, or use "
                              "init(score_dtype='float32')")
+        keep, bad_m = _row_mask(mask, y_score.shape[0], xp)
         if y_score.shape[0] == 0:
             return self
+        keep, (y_true, y_score, sample_weight) = _drop_masked(
+            keep, [y_true, y_score, sample_weight], [_fill_one, _fill_zero, _fill_zero], xp)
+        if y_score.shape[0] == 0:
+            return self                      # nothing unmasked: adds nothing
         V.check_finite("y_score", y_score, xp)
         y01, invalid = V.binary_labels(y_true, xp)
+        invalid = invalid | bad_m
         M = self.neg.shape[0]
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
@@ -369,12 +396,24 @@ class ROCHistogramState(NamedTuple):
             if B.is_traced(y_score):
                 invalid = invalid | ~xp.all(finite)
                 ids = xp.where(finite, ids, xp.full_like(ids, 2 * M))   # dropped
+        if keep is not None:                 # padding (traced): weight 0 / dropped id
+            if sample_weight is None:
+                ids = xp.where(keep, ids, xp.full_like(ids, 2 * M))
+            else:
+                sample_weight = xp.where(keep, sample_weight, xp.zeros_like(sample_weight))
         if sample_weight is None:
             hist = _count(ids, 2 * M, cdt, xp)
         else:
             hist = B.segment_sum(xp.astype(sample_weight, cdt), ids, 2 * M, xp)
-        return type(self)(self.neg + hist[:M], self.pos + hist[M:],
-                          self.invalid + xp.astype(invalid, self.invalid.dtype))
+            if integral_state and B.is_traced(hist):
+                # integer weights can sum past the count dtype inside one batch
+                for h, is_pos in ((hist[:M], 0), (hist[M:], 1)):
+                    sel = xp.astype(y01, xp.int32) == is_pos
+                    wv = xp.where(sel, sample_weight, xp.zeros_like(sample_weight))
+                    invalid = invalid | _batch_total_flag("sample_weight", xp.sum(h), wv,
+                                                          cdt, xp)
+        add = type(self)(hist[:M], hist[M:], xp.astype(invalid, self.invalid.dtype))
+        return merge(self, add)
 
     def merge(self, other):
         """Add two states of the same class and resolution (what ``psum`` does)."""
@@ -419,7 +458,7 @@ class ROCHistogramState(NamedTuple):
         up = xp.sum(high - here) / Ps
         down = xp.sum(here - low) / Ps
         ap_bound = xp.minimum(xp.maximum(up, down), xp.asarray(1.0, dtype=f))
-        bad = self.invalid > 0
+        bad = _bad(self, xp)
         vals = [_nan_if(bad | no_auc, auc, xp), _nan_if(bad | no_auc, auc_bound, xp),
                 _nan_if(bad | no_ap, ap, xp), _nan_if(bad | no_ap, ap_bound, xp)]
         if not B.is_traced(self.neg) and not bool(bad) and bool(no_auc):
@@ -445,7 +484,7 @@ class ROCHistogramState(NamedTuple):
         fp = xp.concat([zero, fp])
         tp = xp.concat([zero, tp])
         N, P = fp[-1], tp[-1]
-        bad = self.invalid > 0
+        bad = _bad(self, xp)
         fpr = _nan_if(bad | (N == 0), fp / xp.where(N > 0, N, 1.0), xp)
         tpr = _nan_if(bad | (P == 0), tp / xp.where(P > 0, P, 1.0), xp)
         edges = xp.astype(_bin_lower_edges(self.score_dtype, self.bits, xp,
@@ -492,10 +531,27 @@ class RankingBatch(NamedTuple):
     reciprocal_rank: Any  #: (Q,) 1 / rank of the first relevant item; NaN without one
     recall: Any           #: (Q,) recall@k; NaN without a relevant item
     invalid: Any          #: () bool: the batch broke a rule (under ``jit``); values NaN
+    #: (Q,) bool: the query has a real (unmasked) item; False marks a padded
+    #: query (values NaN), which :meth:`QueryMeanState.update` does not count
+    query_mask: Any = None
 
 
-def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
-                          relevance_level=None) -> RankingBatch:
+def _as_mask(name, mask, shape, xp):
+    """A boolean mask from booleans or 0/1 numbers of the given shape (eager checks)."""
+    B.check_numeric(name, mask, xp)
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(mask.shape)} but must have shape "
+                         f"{tuple(shape)}")
+    if xp.isdtype(mask.dtype, "bool"):
+        return mask, xp.asarray(False)
+    bad = V.fail_if(~((mask == 0) | (mask == 1)), name,
+                    "must be boolean or 0/1 (True or 1 is real, False or 0 is padding)",
+                    xp, values=mask)
+    return mask == 1, bad
+
+
+def ranking_batch_metrics(y_true, y_score, mask=None, *, query_mask=None, k=10, gain="linear",
+                          relevance_level=None) -> RankingBatch | dict[int, RankingBatch]:
     """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
@@ -508,16 +564,27 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
     their default rule for tied scores (``ties="average"``: the expected
     value over the orderings of tied items, McSherry & Najork 2008).
 
+    A query with no real item (every item masked, or ``query_mask`` False)
+    is a *padded query*, not an undefined one: ``query_mask`` is False for
+    it in the result, its values are NaN, and :class:`QueryMeanState`
+    neither counts it nor calls it undefined. Undefined queries are real
+    queries without a relevant item.
+
     Parameters
     ----------
     y_true : array (Q, L)
         Graded relevance (negative means judged non-relevant, gain 0).
     y_score : array (Q, L)
         Scores, higher ranks first; finite where ``mask`` is True.
-    mask : bool array (Q, L), optional
-        True for real items. Default: every item is real.
-    k : int
-        Cut-off for NDCG and recall (static).
+    mask : array (Q, L) or (Q,), boolean or 0/1, optional
+        True (1) for real items; a (Q,) mask marks whole queries. Default:
+        every item is real.
+    query_mask : array (Q,), boolean or 0/1, optional
+        True (1) for real queries, combined with ``mask``.
+    k : int or sequence of int
+        Cut-off for NDCG and recall (static). A sequence of distinct
+        cut-offs is computed on one sort and returns a ``dict`` mapping each
+        ``k`` to its :class:`RankingBatch`, in the order given.
     gain : {"linear", "exponential"}
         As :func:`calipers.retrieval.ndcg`.
     relevance_level : number, optional
@@ -526,22 +593,23 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
 
     Returns
     -------
-    RankingBatch
+    RankingBatch, or dict of int to RankingBatch for a sequence ``k``
         ``(Q,)`` arrays in the accumulation float; NaN for undefined queries
-        (no relevant item, or no item of positive gain for NDCG; a row with
-        no real item is undefined). Feed it to :meth:`QueryMeanState.update`.
+        (no relevant item, or no item of positive gain for NDCG) and for
+        padded queries. Feed it to :meth:`QueryMeanState.update`.
 
     Raises
     ------
     ValueError
-        Eagerly: shapes that are not 2-D or differ, a non-boolean ``mask``,
-        NaN/inf in real items, bad ``k``/``gain``. Under ``jit``: values NaN
-        and ``invalid`` True instead; no warning. Eagerly an
-        :class:`UndefinedMetricWarning` names the number of undefined queries.
+        Eagerly: shapes that are not 2-D or differ, a mask that is not
+        boolean or 0/1, NaN/inf in real items, bad ``k``/``gain``. Under
+        ``jit``: values NaN and ``invalid`` True instead; no warning. Eagerly
+        an :class:`UndefinedMetricWarning` names the number of undefined
+        (real) queries.
     """
     from ..retrieval import _measures as R
 
-    xp, (y_true, y_score, mask) = B.as_arrays(y_true, y_score, mask)
+    xp, (y_true, y_score, mask, query_mask) = B.as_arrays(y_true, y_score, mask, query_mask)
     for name, a in (("y_true", y_true), ("y_score", y_score)):
         if a.ndim != 2:
             raise ValueError(f"{name} must be 2-D (queries, list length), got shape "
@@ -549,41 +617,56 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, k=10, gain="linear",
     if tuple(y_true.shape) != tuple(y_score.shape):
         raise ValueError(f"y_true has shape {tuple(y_true.shape)} but y_score has "
                          f"{tuple(y_score.shape)}; they must match")
+    Q = y_true.shape[0]
+    bad_mask = xp.asarray(False)
     if mask is None:
         mask = xp.ones(y_true.shape, dtype=xp.bool, device=B.device(y_true))
-    elif not xp.isdtype(mask.dtype, "bool"):
-        raise ValueError(f"mask must be a boolean array, got dtype {mask.dtype}")
-    elif tuple(mask.shape) != tuple(y_true.shape):
-        raise ValueError(f"mask has shape {tuple(mask.shape)} but y_true has "
-                         f"{tuple(y_true.shape)}; they must match")
-    R._check_k(k, required=True, allow_seq=False)
+    else:
+        if mask.ndim == 1:
+            mask, bad_mask = _as_mask("mask", mask, (Q,), xp)
+            mask = xp.broadcast_to(xp.reshape(mask, (-1, 1)), y_true.shape)
+        else:
+            mask, bad_mask = _as_mask("mask", mask, y_true.shape, xp)
+    if query_mask is not None:
+        qm, bad_q = _as_mask("query_mask", query_mask, (Q,), xp)
+        mask = mask & xp.reshape(qm, (-1, 1))
+        bad_mask = bad_mask | bad_q
+    ks, is_seq = R._check_k(k, required=True)
+    if len(set(ks)) != len(ks):
+        raise ValueError(f"k must not repeat a cut-off, got {k!r}")
     if gain not in ("linear", "exponential"):
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
-    Q = y_true.shape[0]
     if B.is_jax(xp) and not B.is_traced(y_true, y_score, mask):
         # eager JAX: check values here, then one compiled program (not three)
         R._value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
                         xp.where(mask, y_score, xp.zeros_like(y_score)))
-        out = _ranking_batch_jit(k, gain, relevance_level)(y_true, y_score, mask)
+        outs = _ranking_batch_jit(ks, gain, relevance_level)(y_true, y_score, mask)
     else:
-        out = _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp)
-    if not B.is_traced(out.ndcg) and not bool(out.invalid):
-        nu = int(xp.sum(xp.astype(xp.isnan(out.recall) | xp.isnan(out.ndcg), xp.int32)))
+        outs = _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp)
+    outs = [o._replace(invalid=o.invalid | bad_mask) for o in outs]
+    first = outs[0]
+    if not B.is_traced(first.ndcg) and not bool(first.invalid):
+        undefined = (xp.isnan(first.recall) | xp.isnan(first.ndcg)) & first.query_mask
+        nu = int(xp.sum(xp.astype(undefined, xp.int32)))
+        nq = int(xp.sum(xp.astype(first.query_mask, xp.int32)))
         if nu:
-            B.warn_undefined(f"{nu} of {Q} queries have no relevant item: their values are "
+            B.warn_undefined(f"{nu} of {nq} queries have no relevant item: their values are "
                              "NaN (left out of a QueryMeanState's mean)")
-    return out
+    if is_seq:
+        return dict(zip(ks, outs))
+    return first
 
 
-def _ranking_batch_jit(k, gain, relevance_level):
+def _ranking_batch_jit(ks, gain, relevance_level):
     import jax
     import jax.numpy as jnp
 
-    return program(("ranking_batch", k, gain, relevance_level), lambda: jax.jit(
-        lambda y, s, m: _ranking_batch(y, s, m, k, gain, relevance_level, jnp)))
+    return program(("ranking_batch", ks, gain, relevance_level), lambda: jax.jit(
+        lambda y, s, m: _ranking_batch(y, s, m, ks, gain, relevance_level, jnp)))
 
 
-def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
+def _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp):
+    """One :class:`RankingBatch` per cut-off in ``ks`` (a tuple), from one sort per metric."""
     from ..retrieval import _measures as R
 
     # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
@@ -592,17 +675,24 @@ def _ranking_batch(y_true, y_score, mask, k, gain, relevance_level, xp):
     yt = xp.where(mask, y_true, xp.zeros_like(y_true))
     ys = xp.where(mask, y_score, xp.zeros_like(y_score))
     Q = y_true.shape[0]
+    real = xp.any(mask, axis=1)                     # a query with no real item is padding
+    kk = list(ks) if len(ks) > 1 else ks[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        nd = R.ndcg(yt, ys, k=k, gain=gain, retrieved=mask)
+        nd = R.ndcg(yt, ys, k=kk, gain=gain, retrieved=mask)
         rr = R.reciprocal_rank(yt, ys, relevance_level=relevance_level, retrieved=mask)
-        rc = R.recall_at_k(yt, ys, k=k, relevance_level=relevance_level, retrieved=mask)
+        rc = R.recall_at_k(yt, ys, k=kk, relevance_level=relevance_level, retrieved=mask)
     # A batch-level failure makes the mean NaN although some query is defined.
     invalid = xp.asarray(False, device=B.device(y_true))
     for r in (nd, rr, rc):
         nu = xp.asarray(r.n_undefined, device=B.device(y_true))
-        invalid = invalid | (xp.isnan(xp.asarray(r.mean)) & (nu < Q))
-    return RankingBatch(nd.values, rr.values, rc.values, invalid)
+        invalid = invalid | (xp.any(xp.isnan(xp.asarray(r.mean))) & (nu < Q))
+    ndv = nd.values if len(ks) > 1 else xp.reshape(nd.values, (1, -1))
+    rcv = rc.values if len(ks) > 1 else xp.reshape(rc.values, (1, -1))
+    nan = xp.full_like(rr.values, math.nan)
+    rrv = xp.where(real, rr.values, nan)
+    return [RankingBatch(xp.where(real, ndv[i, :], nan), rrv, xp.where(real, rcv[i, :], nan),
+                         invalid, real) for i in range(len(ks))]
 
 
 class QueryMeanSummary(NamedTuple):
@@ -619,9 +709,13 @@ class QueryMeanState(NamedTuple):
     ``total`` (m,) float sums of defined values, ``count`` (m,) and
     ``n_undefined`` (m,) integer counts, ``invalid`` invalid batches. NaN
     values are undefined queries: left out of the mean and counted, as
-    :func:`calipers.retrieval.ndcg` does with ``undefined="skip"``. Merge
-    (``merge`` or ``psum``) adds the fields: counts merge exactly, sums up to
-    the rounding of a different summation order.
+    :func:`calipers.retrieval.ndcg` does with ``undefined="skip"``. Padded
+    queries (``mask`` False, or a :class:`RankingBatch`'s ``query_mask``
+    False) are neither: they add nothing. Merge (``merge`` or ``psum``) adds
+    the fields: counts merge exactly, sums up to the rounding of a different
+    summation order. Limits: ``count`` and ``n_undefined`` each at most
+    ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
+    eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
     total: Any
@@ -641,16 +735,24 @@ class QueryMeanState(NamedTuple):
         return cls(xp.zeros(m, dtype=B.acc_float(xp)), xp.zeros(m, dtype=i),
                    xp.zeros(m, dtype=i), xp.zeros((), dtype=i))
 
-    def update(self, values, *, invalid=None):
+    def _count_totals(self):
+        return (self.count, self.n_undefined)
+
+    def update(self, values, *, mask=None, invalid=None):
         """Add per-query values: a :class:`RankingBatch`, ``m`` arrays (Q,), or (m, Q).
 
-        With one metric a (Q,) array is accepted. ``invalid`` (bool scalar)
-        marks the batch invalid; a :class:`RankingBatch` brings its own.
+        With one metric a (Q,) array is accepted. ``mask`` (Q,), boolean or
+        0/1: False / 0 marks a padded query, which adds nothing (a
+        :class:`RankingBatch` brings its own ``query_mask``; a given ``mask``
+        is combined with it). ``invalid`` (bool scalar) marks the batch
+        invalid; a :class:`RankingBatch` brings its own.
         """
         xp = _state_xp(self)
+        qmask = None
         if isinstance(values, RankingBatch):
             if invalid is None:
                 invalid = values.invalid
+            qmask = values.query_mask
             values = values[:3]
         if isinstance(values, (tuple, list)):
             values = _to(xp, *values)
@@ -663,15 +765,29 @@ class QueryMeanState(NamedTuple):
         if values.ndim != 2 or values.shape[0] != m:
             raise ValueError(f"this state holds {m} metric(s); got values of shape "
                              f"{tuple(values.shape)} (expected ({m}, queries))")
+        Q = values.shape[1]
+        mask, qmask = _to(xp, mask, qmask)
+        keep, bad_m = _row_mask(mask, Q, xp)
+        if qmask is not None:
+            qmask = xp.astype(qmask, xp.bool)
+            keep = qmask if keep is None else keep & qmask
         f = self.total.dtype
         v = xp.astype(values, f)
         undefined = xp.isnan(v)
-        total = xp.sum(xp.where(undefined, xp.zeros_like(v), v), axis=1)
+        if keep is not None:
+            real = xp.reshape(keep, (1, -1))
+            undefined = undefined & real
+            v = xp.where(real, v, xp.full_like(v, math.nan))      # padding: not summed
+            n_real = xp.sum(xp.astype(keep, self.count.dtype))
+        else:
+            n_real = xp.astype(xp.asarray(Q), self.count.dtype)
+        total = xp.sum(xp.where(xp.isnan(v), xp.zeros_like(v), v), axis=1)
         nu = xp.sum(xp.astype(undefined, self.count.dtype), axis=1)
-        cnt = xp.astype(xp.asarray(v.shape[1]), self.count.dtype) - nu
+        cnt = n_real - nu
         bad = xp.asarray(False) if invalid is None else xp.asarray(invalid)
-        return QueryMeanState(self.total + total, self.count + cnt, self.n_undefined + nu,
-                              self.invalid + xp.astype(bad, self.invalid.dtype))
+        bad = bad | bad_m
+        add = QueryMeanState(total, cnt, nu, xp.astype(bad, self.invalid.dtype))
+        return merge(self, add)
 
     def merge(self, other):
         """Add two states with the same number of metrics (what ``psum`` does)."""
@@ -682,6 +798,5 @@ class QueryMeanState(NamedTuple):
         xp = _state_xp(self)
         c = xp.astype(self.count, self.total.dtype)
         mean = self.total / xp.where(c > 0, c, xp.ones_like(c))
-        mean = _nan_if((c == 0) | (self.invalid > 0), mean, xp)
+        mean = _nan_if((c == 0) | _bad(self, xp), mean, xp)
         return QueryMeanSummary(mean, self.count, self.n_undefined)
-

@@ -17,10 +17,30 @@ bit. Float sums (confidences, NLL, losses) are exact whenever the partial
 sums are representable (e.g. dyadic values) and otherwise agree up to the
 rounding of a different summation order.
 
+Padding: every ``update`` takes ``mask=`` (keyword-only), one entry per row,
+boolean or 0/1 (True / 1 keeps the row). A masked row adds nothing at all: its
+values may be anything (NaN, labels out of range) and are never checked, and
+it adds nothing to the integer counts, which stay integers (no
+``weighted=True`` needed). A batch with nothing unmasked, or with zero total
+``sample_weight``, adds nothing and is never invalid, so a shard of pure
+padding leaves a ``psum`` unchanged. A mask that is not boolean or 0/1, or
+whose shape is not ``(rows,)``, raises ``ValueError`` naming ``mask``
+(under ``jit``, values other than 0/1 make the batch invalid).
+
 Invalid input: eager ``update`` raises ``ValueError`` as the one-shot
 functions do. Under ``jit`` it cannot raise; the batch is still added (its
 values may be garbage) and the ``invalid`` field counts such batches;
 ``compute`` returns NaN for every value when ``invalid > 0``.
+
+Count limits: integer counts are int64 (at most ``2**63 - 1`` =
+9223372036854775807) or, on JAX without x64, int32 (at most ``2**31 - 1`` =
+2147483647). Each state's totals (rows, tokens, bytes, the weight of each
+histogram) are checked before they could pass that limit: eagerly ``update``
+and ``merge`` raise ``ValueError`` naming the limit; under ``jit`` the update
+or merge is counted in ``invalid`` (so ``compute`` is NaN) instead of
+wrapping. ``jax.lax.psum`` adds the fields without a check: keep the total
+over all devices below the limit (enable x64 for pod-scale sums);
+``compute`` returns NaN when it finds a negative (wrapped) count.
 
 Static configuration (number of classes, bins) lives in the array shapes, never
 in fields, so ``psum`` over a state adds only data.
@@ -77,19 +97,188 @@ def _invalid_inc(state, invalid, xp):
     return state.invalid + xp.astype(invalid, state.invalid.dtype)
 
 
+# --------------------------------------------------------------------------
+# padding masks
+# --------------------------------------------------------------------------
+
+def _row_mask(mask, n, xp):
+    """``mask`` (n,) -> ``(keep or None, invalid)``: boolean, or 0/1 numbers.
+
+    Raises ``ValueError`` naming ``mask`` for a wrong shape or dtype, and
+    eagerly for values other than 0/1 (the flag under ``jit``).
+    """
+    if mask is None:
+        return None, xp.asarray(False)
+    B.check_numeric("mask", mask, xp)
+    if tuple(mask.shape) != (n,):
+        raise ValueError(f"mask must have one entry per row, shape ({n},), got shape "
+                         f"{tuple(mask.shape)}")
+    if xp.isdtype(mask.dtype, "bool"):
+        return mask, xp.asarray(False)
+    bad = V.fail_if(~((mask == 0) | (mask == 1)), "mask",
+                    "must be boolean or 0/1 (True or 1 keeps a row, False or 0 is padding)",
+                    xp, values=mask)
+    return mask == 1, bad
+
+
+def _fill_one(a, xp):
+    """A valid stand-in for a padding row: 1 (a label or probability), or the one-hot
+    row of class 1 for 2-D inputs (a probability row that sums to 1 exactly)."""
+    if a.ndim == 1:
+        return xp.ones_like(a)
+    cols = xp.arange(a.shape[1], device=B.device(a)) == 1
+    return xp.broadcast_to(xp.reshape(xp.astype(cols, a.dtype), (1, -1)), a.shape)
+
+
+def _fill_zero(a, xp):
+    return xp.zeros_like(a)
+
+
+def _drop_masked(keep, arrays, fills, xp):
+    """Take padding rows out of play: ``(keep or None, arrays)``.
+
+    Concrete arrays on a namespace with boolean indexing: the kept rows only
+    (the one-shot functions' view of the batch, label inference included), and
+    ``keep`` becomes None. Traced (or without boolean indexing): padding rows
+    are replaced by valid stand-ins (``fills``), so garbage in them never
+    makes the batch invalid; the caller gives them weight 0 with ``keep``.
+    """
+    if keep is None:
+        return None, arrays
+    if not B.is_traced(keep, *arrays) and B.supports_data_dependent_shapes(xp):
+        if bool(xp.all(keep)):
+            return None, arrays
+        return None, [None if a is None else a[keep, ...] for a in arrays]
+    out = []
+    for a, fill in zip(arrays, fills):
+        if a is None:
+            out.append(None)
+            continue
+        k = keep if a.ndim == 1 else xp.reshape(keep, (-1,) + (1,) * (a.ndim - 1))
+        out.append(xp.where(k, a, fill(a, xp)))
+    return keep, out
+
+
+# --------------------------------------------------------------------------
+# merging, with the integer count limits
+# --------------------------------------------------------------------------
+
+def _count_totals(state):
+    """The integer totals of a state that must stay within its count dtype (may be empty).
+
+    Every integer field is a sum of non-negative counts bounded by one of these
+    totals, so checking the totals checks every field (and the cumulative
+    sums ``compute`` takes of them).
+    """
+    fn = getattr(type(state), "_count_totals", None)
+    return () if fn is None else tuple(fn(state))
+
+
+def _limit_text(dtype, xp):
+    limit = int(xp.iinfo(dtype).max)
+    bits = limit.bit_length() + 1
+    hint = ("; JAX without x64 counts in int32: enable jax_enable_x64 for int64 counts"
+            if bits == 32 else "")
+    return limit, f"{limit} (2**{bits - 1} - 1, the int{bits} limit{hint})"
+
+
+def _limit_flag(name, before, added, xp):
+    """Check ``before + added <= limit`` for non-negative integer totals.
+
+    Eagerly (concrete values) a ``ValueError`` that states the limit; under
+    ``jit`` the 0-d flag (recorded so that a compiled eager call raises too).
+    ``before`` must be within the limit (every update and merge keeps it so);
+    ``added`` may have wrapped already only where the caller flags it.
+    """
+    flag = xp.asarray(False)
+    for a, b in zip(before, added):
+        limit, text = _limit_text(a.dtype, xp)
+        if not B.is_traced(a, b):
+            ta = [int(v) for v in np.asarray(B.to_numpy(a)).reshape(-1).tolist()]
+            tb = [int(v) for v in np.asarray(B.to_numpy(b)).reshape(-1).tolist()]
+            for x, y in zip(ta, tb):
+                if x + y > limit:
+                    raise ValueError(f"{name}: a count would reach {x + y}, past the limit "
+                                     f"{text}; counts never wrap")
+            continue
+        bad = (b < 0) | (a < 0) | (b > limit - a)
+        flag = flag | V.fail_if(bad, name, f"counts must stay at most {text}", xp)
+    return flag
+
+
+def _batch_total_flag(name, int_total, values, dtype, xp):
+    """Flag a batch whose integer sum wrapped in ``dtype`` (under ``jit``).
+
+    ``int_total`` is the sum in ``dtype``, ``values`` the summed values. A sum
+    past the limit ``L`` but below ``2**bits`` wraps once, to a negative
+    number; a larger one is seen in the float sum (within rounding of the
+    truth, far above ``1.5 L``). No false alarm below the limit.
+    """
+    limit, text = _limit_text(dtype, xp)
+    fsum = xp.sum(xp.astype(values, B.acc_float(xp)))
+    bad = (int_total < 0) | (fsum > 1.5 * limit)
+    return V.fail_if(bad, name, f"must sum to at most {text}", xp)
+
+
+def _check_host_ints(name, a, dtype, xp):
+    """Eagerly: NumPy / Python integers that would not fit the state's count dtype.
+
+    A NumPy int64 array converted to JAX without x64 becomes int32 with its
+    large values wrapped; refuse it before the conversion, stating the limit.
+    """
+    if a is None or not xp.isdtype(dtype, "integral"):
+        return
+    if not isinstance(a, (list, tuple, int, np.ndarray, np.generic)) or isinstance(a, bool):
+        return
+    h = np.asarray(a)
+    if h.dtype.kind not in "iu" or h.size == 0:
+        return
+    limit, text = _limit_text(dtype, xp)
+    total = float(np.sum(np.abs(h.astype(np.float64))))
+    if total > limit / 2:      # near or past the limit: the exact sum in Python integers
+        exact = sum(abs(int(v)) for v in h.reshape(-1).tolist())
+        if exact > limit:
+            raise ValueError(f"{name} sums to {exact}, past the limit {text} of this "
+                             "state's counts; counts never wrap")
+
+
 def merge(a, b):
-    """Merge two states of the same class: field-wise sums (what ``psum`` does)."""
+    """Merge two states of the same class: field-wise sums (what ``psum`` does).
+
+    Integer totals are checked against their dtype's limit first: eagerly a
+    ``ValueError`` stating the limit, under ``jit`` the merge counted in
+    ``invalid`` (``compute`` NaN). ``psum`` itself cannot check.
+    """
     if type(a) is not type(b):
         raise ValueError(f"cannot merge a {type(a).__name__} with a {type(b).__name__}")
     for name, x, y in zip(a._fields, a, b):
         if tuple(x.shape) != tuple(y.shape):
             raise ValueError(f"cannot merge states whose {name} shapes differ: "
                              f"{tuple(x.shape)} and {tuple(y.shape)}")
-    return type(a)(*(x + y for x, y in zip(a, b)))
+    out = [x + y for x, y in zip(a, b)]
+    ta, tb = _count_totals(a), _count_totals(b)
+    if ta:
+        xp = _state_xp(a)
+        flag = _limit_flag(type(a).__name__, ta, tb, xp)
+        i = a._fields.index("invalid")
+        out[i] = out[i] + xp.astype(flag, out[i].dtype)
+    return type(a)(*out)
+
+
+def _bad(state, xp):
+    """Invalid batches, or a negative count (a ``psum`` that wrapped): compute gives NaN."""
+    bad = state.invalid > 0
+    for t in _count_totals(state):
+        bad = bad | xp.any(t < 0)
+    return bad
+
+
+def _integral(a):
+    return array_api_compat.array_namespace(a).isdtype(a.dtype, "integral")
 
 
 def _nan_if_invalid(state, value, xp):
-    return B.nan_if(state.invalid > 0, value, xp)
+    return B.nan_if(_bad(state, xp), value, xp)
 
 
 # --------------------------------------------------------------------------
@@ -106,6 +295,10 @@ class ConfusionState(NamedTuple):
 
     ``counts[i, j]``: rows with true class i predicted as j (scikit-learn's
     ``confusion_matrix`` layout). Integer counts unless ``weighted=True``.
+    ``update(..., mask=)`` leaves padding rows out and keeps the counts
+    integers. Limit: the total count of rows at most ``2**63 - 1``
+    (``2**31 - 1`` = 2147483647 on JAX without x64), checked eagerly
+    (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
     counts: object
@@ -122,20 +315,35 @@ class ConfusionState(NamedTuple):
         K = int(num_classes)
         return cls(xp.zeros((K, K), dtype=dt), xp.zeros((), dtype=B.acc_int(xp)))
 
+    def _count_totals(self):
+        if _integral(self.counts):
+            return (_state_xp(self).sum(self.counts),)
+        return ()
+
     @compiled
-    def update(self, y_true, y_pred, *, sample_weight=None):
-        """Add a batch of integer labels ``y_true`` and predictions ``y_pred`` (n,)."""
+    def update(self, y_true, y_pred, *, mask=None, sample_weight=None):
+        """Add a batch of integer labels ``y_true`` and predictions ``y_pred`` (n,).
+
+        ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
+        adds nothing (its values are not checked). ``sample_weight`` needs a
+        state made with ``weighted=True``.
+        """
         xp = _state_xp(self)
-        y_true, y_pred, sample_weight = _to(xp, y_true, y_pred, sample_weight)
+        y_true, y_pred, sample_weight, mask = _to(xp, y_true, y_pred, sample_weight, mask)
         K = self.counts.shape[0]
         B.check_1d("y_true", y_true)
         B.check_1d("y_pred", y_pred)
         if sample_weight is not None:
             B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, y_pred=y_pred, sample_weight=sample_weight)
+        if sample_weight is not None and xp.isdtype(self.counts.dtype, "integral"):
+            raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
+        keep, bad_m = _row_mask(mask, y_true.shape[0], xp)
+        keep, (y_true, y_pred, sample_weight) = _drop_masked(
+            keep, [y_true, y_pred, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
         t, bad_t = _cal._check_class_index("y_true", y_true, K, xp)
         p, bad_p = _cal._check_class_index("y_pred", y_pred, K, xp)
-        invalid = bad_t | bad_p
+        invalid = bad_t | bad_p | bad_m
         ids = t * K + p
         if B.is_traced(y_true, y_pred):
             # rows with out-of-range labels are not counted (id K*K is dropped)
@@ -144,15 +352,14 @@ class ConfusionState(NamedTuple):
                 rowbad = rowbad | (y_true != xp.round(y_true)) | (y_pred != xp.round(y_pred))
             ids = xp.where(rowbad, K * K, ids)
         if sample_weight is None:
-            vals = xp.ones(ids.shape, dtype=self.counts.dtype)
+            vals = xp.ones(ids.shape, dtype=self.counts.dtype) if keep is None else \
+                xp.astype(keep, self.counts.dtype)
         else:
-            if xp.isdtype(self.counts.dtype, "integral"):
-                raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
             invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
             vals = xp.astype(sample_weight, self.counts.dtype)
         add = B.segment_sum(vals, ids, K * K, xp)
-        return ConfusionState(self.counts + xp.reshape(add, (K, K)),
-                              _invalid_inc(self, invalid, xp))
+        return merge(self, ConfusionState(xp.reshape(add, (K, K)),
+                                          xp.astype(invalid, self.invalid.dtype)))
 
     def merge(self, other):
         return merge(self, other)
@@ -181,6 +388,13 @@ class CalibrationState(NamedTuple):
     ``"top_label"``) or ``C = num_classes`` (``"classwise"``). Binning and
     modes are those of :func:`calipers.expected_calibration_error`. Equal-mass
     bins need a global sort and are not mergeable; they are not offered here.
+
+    ``update(..., mask=)`` leaves padding rows out (the bin counts stay
+    integers); a batch with nothing unmasked or zero total ``sample_weight``
+    adds nothing and is not invalid (unlike the one-shot function, a batch
+    needs no positive weight). Limit: each channel's total count at most
+    ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
+    eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
     weight: object
@@ -200,24 +414,68 @@ class CalibrationState(NamedTuple):
         return cls(xp.zeros(shape, dtype=wdt), xp.zeros(shape, dtype=f),
                    xp.zeros(shape, dtype=f), xp.zeros((), dtype=B.acc_int(xp)))
 
+    def _count_totals(self):
+        if _integral(self.weight):
+            return (_state_xp(self).sum(self.weight, axis=-1),)
+        return ()
+
     @compiled
-    def update(self, y_true, y_prob, *, sample_weight=None, mode=None):
-        """Add a batch; arguments as :func:`calipers.expected_calibration_error`."""
+    def update(self, y_true, y_prob, *, mask=None, sample_weight=None, mode=None):
+        """Add a batch; arguments as :func:`calipers.expected_calibration_error`.
+
+        ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
+        adds nothing (its values are not checked). ``sample_weight`` needs a
+        state made with ``weighted=True``; all-zero weights are accepted.
+        """
         xp = _state_xp(self)
-        y_true, y_prob, sample_weight = _to(xp, y_true, y_prob, sample_weight)
+        y_true, y_prob, sample_weight, mask = _to(xp, y_true, y_prob, sample_weight, mask)
         if sample_weight is not None and xp.isdtype(self.weight.dtype, "integral"):
             raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
+        B.check_1d("y_true", y_true)
+        if sample_weight is not None:
+            B.check_1d("sample_weight", sample_weight)
+        if y_prob.ndim >= 1:
+            B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+        keep, bad_m = _row_mask(mask, y_true.shape[0], xp)
         if y_prob.ndim >= 1 and y_prob.shape[0] == 0 and y_true.shape[0] == 0:
             return self                      # an empty batch adds nothing
-        d = _cal._channels(y_true, y_prob, sample_weight, mode)
+        keep, (y_true, y_prob, sample_weight) = _drop_masked(
+            keep, [y_true, y_prob, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
+        if y_true.shape[0] == 0:
+            return self                      # nothing unmasked: adds nothing
+        # weights are checked here, not by _channels: a zero total is fine for a batch
+        d = _cal._channels(y_true, y_prob, None, mode)
+        invalid = d.invalid | bad_m
+        f = B.acc_float(xp)
+        rw = d.w
+        if sample_weight is not None:
+            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
+            rw = xp.astype(sample_weight, f)
+        if keep is not None:
+            rw = rw * xp.astype(keep, f)
         C, nb = self.weight.shape
         if d.conf.shape[0] != C:
             raise ValueError(f"this state has {C} channel(s) but the update has "
                              f"{d.conf.shape[0]} (classwise mode needs init(num_classes=K))")
-        Wb, Sb, Ob, _, _ = _cal._bin_stats(d, nb, "uniform")
-        return CalibrationState(self.weight + xp.astype(Wb, self.weight.dtype),
-                                self.conf_sum + Sb, self.outcome_sum + Ob,
-                                _invalid_inc(self, d.invalid, xp))
+        n = d.conf.shape[1]
+        # the uniform bins of expected_calibration_error (_cal._bin_stats), with
+        # integer bin counts for an unweighted state
+        bins = _cal._uniform_bins(d.conf, nb, xp)
+        ids = xp.reshape(bins + xp.reshape(xp.arange(C, dtype=bins.dtype) * nb, (-1, 1)), (-1,))
+        wt = xp.reshape(xp.broadcast_to(xp.reshape(rw, (1, -1)), (C, n)), (-1,))
+        Sb = B.segment_sum(wt * xp.reshape(d.conf, (-1,)), ids, C * nb, xp)
+        Ob = B.segment_sum(wt * xp.reshape(d.outcome, (-1,)), ids, C * nb, xp)
+        if _integral(self.weight):
+            cnt = xp.ones(ids.shape, dtype=self.weight.dtype) if keep is None else \
+                xp.reshape(xp.broadcast_to(xp.reshape(xp.astype(keep, self.weight.dtype),
+                                                      (1, -1)), (C, n)), (-1,))
+            Wb = B.segment_sum(cnt, ids, C * nb, xp)
+        else:
+            Wb = B.segment_sum(wt, ids, C * nb, xp)
+        shape = (C, nb)
+        add = CalibrationState(xp.reshape(Wb, shape), xp.reshape(Sb, shape),
+                               xp.reshape(Ob, shape), xp.astype(invalid, self.invalid.dtype))
+        return merge(self, add)
 
     def merge(self, other):
         return merge(self, other)
@@ -237,7 +495,7 @@ class CalibrationState(NamedTuple):
         xp = _state_xp(self)
         f = B.acc_float(xp)
         W = xp.astype(self.weight, f)
-        empty = (W == 0) | (self.invalid > 0)
+        empty = (W == 0) | _bad(self, xp)
         safe = xp.where(W == 0, 1.0, W)
         conf = B.nan_if(empty, self.conf_sum / safe, xp)
         accv = B.nan_if(empty, self.outcome_sum / safe, xp)
@@ -264,7 +522,14 @@ class NLLSummary(NamedTuple):
 
 
 class NLLState(NamedTuple):
-    """Sums for perplexity and bits per byte: total NLL (nats), tokens, bytes."""
+    """Sums for perplexity and bits per byte: total NLL (nats), tokens, bytes.
+
+    ``update(..., mask=)`` (the shape of ``token_logprobs``) leaves padding
+    tokens out; a batch with no unmasked token adds nothing. Limits: tokens
+    and bytes each at most ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX
+    without x64), checked eagerly (``ValueError``) and flagged under ``jit``
+    (``compute`` NaN).
+    """
 
     nll: object
     tokens: object
@@ -278,20 +543,36 @@ class NLLState(NamedTuple):
         return cls(xp.zeros((), dtype=B.acc_float(xp)), xp.zeros((), dtype=i),
                    xp.zeros((), dtype=i), xp.zeros((), dtype=i))
 
-    @compiled
+    def _count_totals(self):
+        return (self.tokens, self.bytes)
+
     def update(self, token_logprobs, *, mask=None, num_bytes=0):
-        """Add token log-likelihoods (as :func:`calipers.perplexity`) and their text's bytes."""
+        """Add token log-likelihoods (as :func:`calipers.perplexity`) and their text's bytes.
+
+        ``mask`` (the shape of ``token_logprobs``), boolean or 0/1: False / 0
+        marks a padding token (its value is not checked). ``num_bytes``: the
+        batch's bytes (a number or an array summed).
+        """
+        _check_host_ints("num_bytes", num_bytes, self.bytes.dtype, _state_xp(self))
+        return self._update(token_logprobs, mask=mask, num_bytes=num_bytes)
+
+    @compiled
+    def _update(self, token_logprobs, *, mask=None, num_bytes=0):
         xp = _state_xp(self)
         token_logprobs, mask, num_bytes = _to(xp, token_logprobs, mask, num_bytes)
         if token_logprobs.ndim >= 1 and token_logprobs.shape[0] == 0:
             return self                      # an empty batch adds nothing
         _, nll, m, invalid, acc = _lang._prepare_logprobs(token_logprobs, mask)
-        tokens = nll.size if m is None else xp.sum(xp.astype(m, self.tokens.dtype))
+        tokens = xp.asarray(nll.size, dtype=self.tokens.dtype) if m is None else \
+            xp.sum(xp.astype(m == 1, self.tokens.dtype))
         _lang._check_integral("num_bytes", num_bytes, xp)
         nbytes = xp.sum(xp.astype(num_bytes, self.bytes.dtype))
         invalid = invalid | V.fail_if(nbytes < 0, "num_bytes", "must be >= 0 (in total)", xp)
-        return NLLState(self.nll + xp.sum(nll), self.tokens + tokens, self.bytes + nbytes,
-                        _invalid_inc(self, invalid, xp))
+        if B.is_traced(nbytes):
+            invalid = invalid | _batch_total_flag("num_bytes", nbytes, num_bytes,
+                                                  self.bytes.dtype, xp)
+        add = NLLState(xp.sum(nll), tokens, nbytes, xp.astype(invalid, self.invalid.dtype))
+        return merge(self, add)
 
     def merge(self, other):
         return merge(self, other)
@@ -323,6 +604,12 @@ class ProbabilityLossState(NamedTuple):
     Per-row values are those of :func:`calipers.log_loss` and
     :func:`calipers.brier_score_loss` (default ``scale_by_half="auto"``),
     binary (1-D ``y_prob``, labels 0/1) or multiclass (2-D, labels 0..K-1).
+
+    ``update(..., mask=)`` leaves padding rows out (an unweighted state's
+    count stays an integer); a batch with nothing unmasked or zero total
+    ``sample_weight`` adds nothing. Limit (unweighted): the row count at most
+    ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
+    eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
     log_loss_sum: object
@@ -338,15 +625,33 @@ class ProbabilityLossState(NamedTuple):
                    xp.zeros((), dtype=f if weighted else B.acc_int(xp)),
                    xp.zeros((), dtype=B.acc_int(xp)))
 
+    def _count_totals(self):
+        return (self.weight,) if _integral(self.weight) else ()
+
     @compiled
-    def update(self, y_true, y_prob, *, sample_weight=None):
+    def update(self, y_true, y_prob, *, mask=None, sample_weight=None):
+        """Add a batch; arguments as :func:`calipers.log_loss`.
+
+        ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
+        adds nothing (its values are not checked). ``sample_weight`` needs a
+        state made with ``weighted=True``.
+        """
         xp = _state_xp(self)
-        y_true, y_prob, sample_weight = _to(xp, y_true, y_prob, sample_weight)
+        y_true, y_prob, sample_weight, mask = _to(xp, y_true, y_prob, sample_weight, mask)
         if sample_weight is not None and xp.isdtype(self.weight.dtype, "integral"):
             raise ValueError("sample_weight needs a state made with init(..., weighted=True)")
         f = B.acc_float(xp)
+        n = y_prob.shape[0] if y_prob.ndim >= 1 else y_true.shape[0]
+        keep, bad_m = _row_mask(mask, n, xp)
         if y_prob.ndim >= 1 and y_prob.shape[0] == 0 and y_true.shape[0] == 0:
             return self                      # an empty batch adds nothing
+        if sample_weight is not None:
+            B.check_1d("sample_weight", sample_weight)
+        B.check_same_length(y_true=y_true, y_prob=y_prob, sample_weight=sample_weight)
+        keep, (y_true, y_prob, sample_weight) = _drop_masked(
+            keep, [y_true, y_prob, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
+        if y_prob.shape[0] == 0:
+            return self                      # nothing unmasked: adds nothing
         if y_prob.ndim == 2:
             _, onehot, p, w, invalid, _ = _prob._prepare_multiclass(y_true, y_prob,
                                                                    sample_weight, None)
@@ -361,16 +666,21 @@ class ProbabilityLossState(NamedTuple):
             _, y, p, w, invalid, _ = _prob._prepare_prob(y_true, y_prob, sample_weight)
             ll = xp.astype(_prob.binary_log_loss_rows(y, p, xp), f)
             br = xp.astype(_prob.binary_brier_rows(y, p, xp), f)
-        if w is None:
+        invalid = invalid | bad_m
+        if w is None and keep is None:
             ws = xp.asarray(ll.shape[0], dtype=self.weight.dtype)
             lsum, bsum = xp.sum(ll), xp.sum(br)
-        else:
+        elif w is None:
+            ws = xp.sum(xp.astype(keep, self.weight.dtype))
+            zero = xp.zeros_like(ll)
+            lsum, bsum = xp.sum(xp.where(keep, ll, zero)), xp.sum(xp.where(keep, br, zero))
+        else:                                # padding rows already weigh 0
             wf = xp.astype(w, f)
             ws = xp.sum(wf)
             lsum, bsum = xp.sum(wf * ll), xp.sum(wf * br)
-        return ProbabilityLossState(self.log_loss_sum + lsum, self.brier_sum + bsum,
-                                    self.weight + xp.astype(ws, self.weight.dtype),
-                                    _invalid_inc(self, invalid, xp))
+        add = ProbabilityLossState(lsum, bsum, xp.astype(ws, self.weight.dtype),
+                                   xp.astype(invalid, self.invalid.dtype))
+        return merge(self, add)
 
     def merge(self, other):
         return merge(self, other)
