@@ -174,7 +174,10 @@ def _check_workers(workers, xp, devices=None):
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
-    V.positive_int(n_resamples, "n_resamples")
+    if V.positive_int(n_resamples, "n_resamples") > 2**32:
+        # replicate r is keyed by r as one uint32 word (calipers._resample._replicate_keys)
+        raise ValueError(f"n_resamples must be at most 2**32 = {2**32} (replicates are keyed "
+                         f"by a 32-bit index), got {n_resamples}")
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer))
                               or batch < 1):
         raise ValueError(f"batch must be a positive integer, got {batch!r}")

@@ -266,8 +266,11 @@ def _split_parts(models, counts, xp):
             np.take(C, at_lo, out=g1, mode="clip")
             if k.ties:
                 np.add(g1, np.take(C, at_hi, out=g2, mode="clip"), out=g1)
-            np.multiply(g1, c_read, out=t)
-            s = int(np.add.reduce(t, dtype=np.int64))
+            if 2 * p_star * n_star <= R._INT64_MAX:
+                np.multiply(g1, c_read, out=t)
+                s = int(np.add.reduce(t, dtype=np.int64))
+            else:       # the sum could pass int64 (U2 <= 2 P* N*): Python integers
+                s = int(np.dot(R._as_exact(g1), R._as_exact(c_read)))
             # (side 1: each of the N* read counts took N* too, twice; exact in Python ints)
             s = (s if k.ties else 2 * s) - 2 * base * n_star
         else:
