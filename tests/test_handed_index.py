@@ -26,7 +26,6 @@ PENDING = {
     "H37": "paired bound arguments checked alike (one-house issue)",
     "H38": "BCa with a constant jackknife (one-house issue)",
     "H39": "NumPy bfloat16 inputs (one-house issue)",
-    "H40": "exact Mann-Whitney sums past int64 (past-one-machine issue)",
     "H41": "an all-padding batch adds nothing (training-loop issue)",
     "H42": "padded queries are not counted (training-loop issue)",
 }

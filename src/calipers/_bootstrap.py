@@ -9,7 +9,8 @@ Design: **sort once, resample by counts.**
   (counts are accumulated in integers).
 * Counts come from a counter-based generator (:mod:`calipers._resample`): a
   32-bit integer hash of (seed, replicate ``i``, draw ``k``) in uint32
-  arithmetic, mapped to a row by an exact multiply-high. A replicate's counts
+  arithmetic (``k`` 64-bit, as two uint32 words), mapped to a row by an
+  exact multiply-high. A replicate's counts
   are a function of the seed, ``i`` and the row in the caller's order only:
   never of either model's scores or of which model is A, so swapping the
   models mirrors every replicate exactly, and NumPy, array-api-strict, torch

@@ -173,7 +173,8 @@ def pair_limit_flag(P, N, xp, *, name="sample_weight", placements=False):
                 f"must keep the doubled placements ({'2*max(P, N)' if placements else '2*N'}; "
                 f"P, N: the total positive and negative weight) at most 2**31 - 1 = "
                 f"{_INT32_MAX}, the int32 limit (JAX without x64)")
-        return V.fail_if(bad, name, rule, xp)
+        V.fail_if(bad, name, rule, xp)     # recorded (raised after a compiled eager call)
+        return bad                          # per element: only the counts past it are NaN
     if bool(xp.any(bad)):
         Pn, Nn = (np.asarray(B.to_numpy(v)).astype(object).reshape(-1) for v in (P, N))
         i = int(np.flatnonzero(np.asarray(B.to_numpy(bad)).reshape(-1))[0]) if getattr(
