@@ -345,3 +345,17 @@ def test_n_resamples_past_the_replicate_counter_raises():
     s = np.array([0.1, 0.4, 0.35, 0.8])
     with pytest.raises(ValueError, match=r"n_resamples must be at most 2\*\*32 = 4294967296"):
         calipers.paired_bootstrap("roc_auc", y, s, s[::-1].copy(), n_resamples=2**32 + 1)
+
+
+def test_repeat_design_int32_unit_counts_are_checked():
+    # JAX without x64: cumulative sums of the integer weights and of the units' Poisson counts
+    w = np.array([2**28, 2**28], dtype=np.int64)
+    with jax.enable_x64(False):
+        RS._repeat_design(jnp, 2, None, y_codes=None, w=w, poisson=False)
+        with pytest.raises(ValueError, match=r"sample_weight: 12 \(the largest Poisson count\) "
+                                             r"times the total integer weight 536870912 is "
+                                             r"6442450944, more than 2\*\*31 - 1 = 2147483647"):
+            RS._repeat_design(jnp, 2, None, y_codes=None, w=w, poisson=True)
+        with pytest.raises(ValueError, match=r"the total integer weight is 4294967296"):
+            RS._repeat_design(jnp, 2, None, y_codes=None, w=w * 8, poisson=False)
+    RS._repeat_design(jnp, 2, None, y_codes=None, w=w, poisson=True)    # int64 with x64

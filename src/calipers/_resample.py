@@ -636,6 +636,16 @@ def _repeat_design(xp, n, layout, *, y_codes, w, poisson) -> tuple[_Design, Any]
     else:
         layout = None if layout is None else np.asarray(B.to_numpy(layout))
     idt = np.int64 if (not B.is_jax(xp) or B.acc_int(xp) == xp.int64) else np.int32
+    if idt == np.int32:
+        # JAX without x64: the weights' cumulative sums and (Poisson) the units' counts'
+        # cumulative sums are int32; a unit's Poisson count is at most len(_POISSON_T)
+        top = M * (len(_POISSON_T) if poisson else 1)
+        if top > 2**31 - 1:
+            what = (f"{len(_POISSON_T)} (the largest Poisson count) times the total integer "
+                    f"weight {M}" if poisson else "the total integer weight")
+            raise ValueError(f"sample_weight: {what} is {top}, more than 2**31 - 1 = "
+                             f"{2**31 - 1}, the int32 limit of the bootstrap's unit counts "
+                             "(JAX without x64); enable jax_enable_x64")
     if y_codes is None:
         if not poisson:
             _check_units(M, "sample_weight", "the total integer weight (rows repeated)")

@@ -295,7 +295,8 @@ def _pair_limit_flag(a, b, xp):
             f"sample_weight: the weighted pair counts can reach sum(w * event) * sum(w) = "
             f"{Ai} * {Bi} = {Ai * Bi}, more than 2**{bits - 1} - 1 = {top}, the int{bits} "
             "limit of the integer pair counts; NumPy inputs count past it exactly (in Python "
-            "integers): pass NumPy arrays, float weights or smaller integer weights")
+            "integers): pass NumPy arrays, float weights or smaller integer weights"
+            + ("" if bits == 64 else ", or enable jax_enable_x64"))
     return V.fail_if(bad, "sample_weight",
                      f"must keep sum(w * event) * sum(w), the largest weighted pair count, at "
                      f"most 2**{bits - 1} - 1 = {top}, the int{bits} limit", xp)
@@ -529,7 +530,8 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
     cdt = R.count_dtype(xp, w)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
-    invalid = invalid | _pair_limit_flag(a, b, xp)
+    if w is not None:       # (without weights the row-count check of _pair_counts holds)
+        invalid = invalid | _pair_limit_flag(a, b, xp)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)
     c, undefined = _cindex(p, xp)
     c = B.nan_if(invalid | undefined, c, xp)
