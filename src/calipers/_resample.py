@@ -310,6 +310,8 @@ def poisson_counts(seed, replicate, row_ids, xp=None):
     on JAX without x64). ``xp``: NumPy (default) or ``jax.numpy``.
     """
     xp = np if xp is None else xp
+    if isinstance(replicate, (int, np.integer)) and not 0 <= int(replicate) < 2**32:
+        raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
     words = seed_words(seed)
     keys = _keys(words, replicate, xp)
     if isinstance(row_ids, tuple):
