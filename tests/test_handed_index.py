@@ -20,7 +20,6 @@ ALL_IDS = sorted(HANDED_CASES)
 
 # id -> the work that will add its test (delete the line when the test lands).
 PENDING = {
-    "H40": "exact Mann-Whitney sums past int64 (past-one-machine issue)",
 }
 
 

@@ -185,6 +185,13 @@ def _pair_counts(t, e, r, a_list, b, xp):
     """
     n = t.shape[0]
     if B.is_numpy(xp):
+        if _past_int64(a_list, b):
+            # the integer pair sums could pass int64: count in Python integers (exact)
+            a_list = [R._as_exact(a) if a.dtype.kind in "iu" else a for a in a_list]
+            b = R._as_exact(b)
+            return [_Pairs(*(np.asarray(v, dtype=object) if a.dtype == object else v
+                             for v in p))
+                    for a, p in zip(a_list, _pair_counts_numpy(t, e, r, a_list, b))]
         return _pair_counts_numpy(t, e, r, a_list, b)
     idt = B.acc_int(xp)
     # the merge keys block * n + rank stay below n * n, and the pair counts below n * n / 2
@@ -258,6 +265,45 @@ def _pair_counts(t, e, r, a_list, b, xp):
                           xp.sum(a * xp.astype(later, a.dtype)),
                           xp.sum(a * xp.astype(cens_tied, a.dtype))))
     return out
+
+
+def _past_int64(a_list, b) -> bool:
+    """NumPy: could an integer pair sum ``sum a_i b_j`` (at most ``sum(a) * sum(b)``) pass int64?"""
+    if b.dtype.kind not in "iu":
+        return False
+    tb = int(np.sum(b, dtype=np.int64))
+    return any(a.dtype.kind in "iu" and int(np.sum(a, dtype=np.int64)) * tb > R._INT64_MAX
+               for a in a_list)
+
+
+def _pair_limit_flag(a, b, xp):
+    """Integer pair sums on JAX and other backends: ``sum(a) * sum(b)`` must fit the count dtype.
+
+    Every pair count (concordant, tied, comparable; their partial sums wrap
+    modulo the integer width, so only the final values matter) is at most
+    ``sum(a) * sum(b)``: int64 up to ``2**63 - 1``, int32 (JAX without x64)
+    up to ``2**31 - 1``. NumPy counts past int64 in Python integers (no
+    limit); float weights have none. ``ValueError`` naming ``sample_weight``
+    on concrete values, the flag (NaN C-index) under ``jit``.
+    """
+    if B.is_numpy(xp) or not xp.isdtype(a.dtype, "integral"):
+        return xp.asarray(False)
+    top = int(xp.iinfo(a.dtype).max)
+    A, Bt = xp.sum(a), xp.sum(b)
+    bad = ((Bt > 0) & (A > top // xp.maximum(Bt, xp.ones_like(Bt)))) | (A < 0) | (Bt < 0)
+    bits = 64 if top > 2**31 else 32
+    if not B.is_traced(bad) and bool(bad):
+        Ai = int(np.sum(np.asarray(B.to_numpy(a)).astype(object)))
+        Bi = int(np.sum(np.asarray(B.to_numpy(b)).astype(object)))
+        raise ValueError(
+            f"sample_weight: the weighted pair counts can reach sum(w * event) * sum(w) = "
+            f"{Ai} * {Bi} = {Ai * Bi}, more than 2**{bits - 1} - 1 = {top}, the int{bits} "
+            "limit of the integer pair counts; NumPy inputs count past it exactly (in Python "
+            "integers): pass NumPy arrays, float weights or smaller integer weights"
+            + ("" if bits == 64 else ", or enable jax_enable_x64"))
+    return V.fail_if(bad, "sample_weight",
+                     f"must keep sum(w * event) * sum(w), the largest weighted pair count, at "
+                     f"most 2**{bits - 1} - 1 = {top}, the int{bits} limit", xp)
 
 
 def _group_bounds_np(new):
@@ -389,22 +435,6 @@ def _pair_counts_numpy(t, e, r, a_list, b):
     return out
 
 
-def _check_pair_total(w, cdt, xp):
-    """Integer weights: pair (i, j) counts ``w_i w_j`` exactly in ``cdt``; the total must fit.
-
-    Every pair count (and every partial sum of the kernel) is at most
-    ``sum(w)**2 / 2``, so ``sum(w) <= isqrt(2 * max)`` is the limit: 65535 in
-    int32 (JAX without x64), 2**32 - 1 in int64. Raises eagerly naming
-    ``sample_weight``; the invalid flag under ``jit``.
-    """
-    limit = math.isqrt(2 * int(xp.iinfo(cdt).max))
-    total = xp.sum(xp.astype(w, B.acc_float(xp)))
-    return V.fail_if(total > limit, "sample_weight",
-                     f"must sum to at most {limit} as integers: pair (i, j) counts w_i * w_j "
-                     f"exactly in {xp.iinfo(cdt).bits}-bit integers, and the pair counts reach "
-                     "sum(w)**2 / 2 (pass float weights for larger totals)", xp)
-
-
 def _warn(msg):
     B.warn(msg, UndefinedMetricWarning)  # at the caller's line, whatever the wrapping
 
@@ -425,6 +455,11 @@ def _unit_interval(x, xp):
 
 
 def _cindex(p: _Pairs, xp):
+    if R._is_exact(p.concordant):     # Python integers (NumPy past int64): one exact division
+        num, den = 2 * p.concordant + p.tied_risk, p.comparable
+        value = R._exact_ratio(num, den, np.asarray(1, dtype=object))[0] if den else \
+            np.asarray(np.nan)
+        return np.asarray(value, dtype=np.float64), np.asarray(den == 0)
     f = B.acc_float(xp)
     num = xp.astype(p.concordant, f) + 0.5 * xp.astype(p.tied_risk, f)
     den = xp.astype(p.comparable, f)
@@ -460,7 +495,10 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         Risk score, finite; higher = earlier event.
     sample_weight : array of shape (n,), optional
         Non-negative row weights; pair (i, j) counts ``w_i w_j``. Integer
-        weights are repetition (counts stay integers).
+        weights are repetition (counts stay integers: exact on NumPy at any
+        size, in Python integers past int64; on other backends
+        ``sum(w * event) * sum(w)`` must stay within the count integer,
+        ``2**63 - 1``, or ``2**31 - 1`` on JAX without x64).
 
     Returns
     -------
@@ -482,10 +520,9 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
     ValueError
         Arrays not 1-D or of different lengths, empty input, event outside
         {0, 1}, non-finite time or risk, negative weights; more than 46340
-        rows on JAX without x64 (32-bit keys); integer weights summing to
-        more than 65535 on JAX without x64, 2**32 - 1 otherwise (the pair
-        counts ``w_i w_j`` must fit the integers; float weights have no
-        limit). Under ``jit`` invalid values give NaN.
+        rows on JAX without x64 (32-bit keys); integer weights past the pair
+        counts' limit (not on NumPy). Under ``jit`` invalid values (and
+        weights past that limit) give NaN.
 
     Notes
     -----
@@ -513,10 +550,10 @@ def concordance_index_censored(event, time, risk, *, sample_weight=None):
         B.check_same_length(time=d.t, sample_weight=w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
     cdt = R.count_dtype(xp, w)
-    if w is not None and xp.isdtype(cdt, "integral"):
-        invalid = invalid | _check_pair_total(w, cdt, xp)
     b = xp.ones(d.t.shape[0], dtype=cdt, device=B.device(d.t)) if w is None else xp.astype(w, cdt)
     a = b * xp.astype(d.e, cdt)
+    if w is not None:       # (without weights the row-count check of _pair_counts holds)
+        invalid = invalid | _pair_limit_flag(a, b, xp)
     (p,) = _pair_counts(d.t, d.e, d.r, [a], b, xp)
     c, undefined = _cindex(p, xp)
     c = B.nan_if(invalid | undefined, c, xp)

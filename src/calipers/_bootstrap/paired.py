@@ -9,7 +9,8 @@ Design: **sort once, resample by counts.**
   (counts are accumulated in integers).
 * Counts come from a counter-based generator (:mod:`calipers._bootstrap.resample`): a
   32-bit integer hash of (seed, replicate ``i``, draw ``k``) in uint32
-  arithmetic, mapped to a row by an exact multiply-high. A replicate's counts
+  arithmetic (``k`` 64-bit, as two uint32 words), mapped to a row by an
+  exact multiply-high. A replicate's counts
   are a function of the seed, ``i`` and the row in the caller's order only:
   never of either model's scores or of which model is A, so swapping the
   models mirrors every replicate exactly, and NumPy, array-api-strict, torch
@@ -169,7 +170,10 @@ def _check_workers(workers, xp, devices=None):
 
 
 def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
-    V.positive_int(n_resamples, "n_resamples")
+    if V.positive_int(n_resamples, "n_resamples") > 2**32:
+        # replicate r is keyed by r as one uint32 word (calipers._resample._replicate_keys)
+        raise ValueError(f"n_resamples must be at most 2**32 = {2**32} (replicates are keyed "
+                         f"by a 32-bit index), got {n_resamples}")
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer))
                               or batch < 1):
         raise ValueError(f"batch must be a positive integer, got {batch!r}")

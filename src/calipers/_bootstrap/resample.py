@@ -5,7 +5,14 @@ counts. A replicate's counts are a function of (seed, replicate index, row in
 the caller's order) only: every random number is a 32-bit integer hash of
 (seed, replicate r, draw k), written once in uint32 arithmetic, so NumPy,
 array-api-strict (which draws with NumPy), JAX eager and JAX ``jit`` (with
-and without x64) draw bit-identical counts. The counts never depend on a
+and without x64) draw bit-identical counts. The draw counter ``k`` is 64-bit,
+as two uint32 words ``(lo, hi)`` (:func:`_hash_rows`): counters below 2**32
+hash as they always did, and each block of 2**32 counters above has keys of
+its own, so rows ``j`` and ``j + 2**32`` draw independent counts
+(:func:`poisson_counts`: a row's Poisson count as a function of the seed,
+the replicate and its 64-bit row id). Designs that draw a uniform index
+(multinomial, stratified, blocks) take at most ``2**32 - 1`` units
+(:func:`_check_units`). The counts never depend on a
 model's score order, on which model is A, on batching, threads or devices.
 Each kernel then gathers the counts into its own sorted layout.
 
@@ -61,6 +68,46 @@ def _replicate_keys(words, r, xp):
 def _hash(k_golden, k1, k2, xp):
     """uint32 random word of each draw ``k`` (given as ``k * _GOLDEN``) of one replicate."""
     return _fmix(_fmix(k_golden ^ k1, xp) + k2, xp)
+
+
+def _block_keys(hi, k1, k2, xp):
+    """Keys of the counter block ``hi`` (counters ``hi * 2**32 + lo``) of one replicate.
+
+    Block 0 keeps the replicate's keys ``(k1, k2)``, so counters below 2**32
+    hash as before; a block ``hi > 0`` takes keys derived from ``(k1, k2,
+    hi)`` by the mixing that derives a replicate's keys from the seed words
+    (:func:`_replicate_keys`): a stream of its own, as unrelated to block 0
+    as two replicates are. uint32 only (JAX without x64).
+    """
+    b1 = _fmix(_fmix(hi ^ k1, xp) + k2, xp)
+    b2 = _fmix(b1 + _GOLDEN, xp)
+    zero = hi == _U(0)
+    return xp.where(zero, k1, b1), xp.where(zero, k2, b2)
+
+
+def _hash_rows(lo, hi, keys, xp):
+    """uint32 word of each 64-bit draw counter ``hi * 2**32 + lo`` (uint32 words).
+
+    ``hi`` None: every counter is below 2**32 (:func:`_hash` itself).
+    """
+    if hi is None:
+        return _hash(lo * _GOLDEN, keys[0], keys[1], xp)
+    k1, k2 = _block_keys(hi, keys[0], keys[1], xp)
+    return _hash(lo * _GOLDEN, k1, k2, xp)
+
+
+def _split64(k, xp):
+    """uint32 words ``(lo, hi)`` of non-negative 64-bit integers ``k`` (uint64 / int64)."""
+    k = xp.astype(k, xp.uint64)
+    return (xp.astype(k & np.uint64(0xFFFFFFFF), xp.uint32),
+            xp.astype(k >> np.uint64(32), xp.uint32))
+
+
+def _hash_ids(rows, keys, xp, n):
+    """Words of row ids ``rows`` (any integer dtype, all below ``n``, a static bound)."""
+    if n <= 2**32:
+        return _hash_rows(xp.astype(rows, xp.uint32), None, keys, xp)
+    return _hash_rows(*_split64(rows, xp), keys, xp)
 
 
 def _mulhi(u, m, xp, wide):
@@ -239,9 +286,48 @@ def _wide(xp) -> bool:
 
 
 def _draws(k0, m, keys, xp):
-    """uint32 words of the draws ``k0 .. k0 + m - 1`` of one replicate (keys ``(k1, k2)``)."""
-    kg = (xp.arange(m, dtype=xp.uint32) + _U(k0)) * _GOLDEN
-    return _hash(kg, keys[0], keys[1], xp)
+    """uint32 words of the draws ``k0 .. k0 + m - 1`` of one replicate (keys ``(k1, k2)``).
+
+    Counters past 2**32 (64-bit arithmetic: NumPy, JAX with x64) take their
+    block's keys (:func:`_hash_rows`).
+    """
+    if k0 + m <= 2**32:
+        kg = (xp.arange(m, dtype=xp.uint32) + _U(k0)) * _GOLDEN
+        return _hash(kg, keys[0], keys[1], xp)
+    return _hash_rows(*_split64(xp.arange(m, dtype=xp.uint64) + np.uint64(k0), xp), keys, xp)
+
+
+def poisson_counts(seed, replicate, row_ids, xp=None):
+    """Poisson(1) bootstrap counts of rows by global row id: a function of (seed, replicate, id).
+
+    ``row_ids``: non-negative integers below 2**64 (an integer array: int64 or
+    uint64 on NumPy and on JAX with x64; 32-bit without), or a pair ``(lo,
+    hi)`` of uint32 arrays, the low and high words. ``replicate``: below
+    2**32. Row ``j``'s count is that of row ``j`` in replicate ``replicate``
+    of ``resampling="poisson"`` plain rows under the same seed (rows below
+    2**32; above, each block of 2**32 ids has keys of its own), so any
+    partition of the rows can draw its own part. Returns int64 counts (int32
+    on JAX without x64). ``xp``: NumPy (default) or ``jax.numpy``.
+    """
+    xp = np if xp is None else xp
+    if isinstance(replicate, (int, np.integer)) and not 0 <= int(replicate) < 2**32:
+        raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
+    words = seed_words(seed)
+    keys = _keys(words, replicate, xp)
+    if isinstance(row_ids, tuple):
+        lo, hi = (xp.asarray(v, dtype=xp.uint32) for v in row_ids)
+    else:
+        ids = xp.asarray(row_ids)
+        if not xp.isdtype(ids.dtype, "integral"):
+            raise ValueError(f"row_ids must be integers, got dtype {ids.dtype}")
+        if not B.is_traced(ids) and ids.shape[0] and xp.isdtype(ids.dtype, "signed integer") \
+                and bool(xp.any(ids < 0)):
+            raise ValueError("row_ids must be non-negative")
+        if ids.dtype.itemsize <= 4:
+            lo, hi = xp.astype(ids, xp.uint32), None
+        else:
+            lo, hi = _split64(ids, xp)
+    return _poisson(_hash_rows(lo, hi, keys, xp), xp, B.acc_int(xp))
 
 
 def _units(design: _Design) -> int:
@@ -342,7 +428,7 @@ def _design_multinomial(design: _Design, arrays, layout, keys, xp, idtype, direc
         def place(u):
             return u if inv is None else xp.take(inv, xp.astype(u, inv.dtype))
 
-        def part(thresholds):
+        def part(thresholds):      # (multinomial rows: n < 2**32, _check_units)
             rows = xp.arange(n, dtype=u32) if layout is None else xp.astype(layout, u32)
             c = _poisson(_hash(rows * _GOLDEN, keys[0], keys[1], xp), xp, idtype, thresholds)
             return c, xp.sum(xp.astype(c, u32), dtype=u32)
@@ -491,8 +577,7 @@ def draw_counts(design: _Design, data, words, r, xp, idtype):
         return jax.lax.cond(ok, lambda: c, direct)
     if _rowwise(design) and layout is not None:
         keys = _keys(words, r, xp)
-        return _poisson(_hash(xp.astype(layout, xp.uint32) * _GOLDEN, keys[0], keys[1], xp),
-                        xp, idtype)
+        return _poisson(_hash_ids(layout, keys, xp, design.n), xp, idtype)
     c = row_counts(design, arrays, words, r, xp, idtype)
     return c if layout is None else xp.take(c, layout)
 
@@ -517,6 +602,21 @@ def draw_batch(design: _Design, data, words, idx, idtype):
                         lambda: jnp.where(ok[:, None], c, jax.vmap(exact)(idx)))
 
 
+_UNITS_MAX = 2**32 - 1
+
+
+def _check_units(units, name, what):
+    """A design that draws a uniform index below ``units`` (a uint32 multiply-high,
+    :func:`_mulhi`) takes at most ``2**32 - 1`` of them: ``ValueError`` naming
+    ``name`` past it (Poisson counts, keyed by 64-bit row ids, have no such limit)."""
+    if units > _UNITS_MAX:
+        raise ValueError(
+            f"{name}: {what} is {units}, more than 2**32 - 1 = {_UNITS_MAX}, the most a "
+            "bootstrap that draws uniform indices (multinomial, stratified or block "
+            "resampling) can draw from (32-bit indices); resampling='poisson' counts each "
+            "row by its own 64-bit row id and has no such limit")
+
+
 def _inverse(layout, xp):
     """The position of each caller row in ``layout`` (a permutation)."""
     n = layout.shape[0]
@@ -538,13 +638,28 @@ def _repeat_design(xp, n, layout, *, y_codes, w, poisson) -> tuple[_Design, Any]
     else:
         layout = None if layout is None else np.asarray(B.to_numpy(layout))
     idt = np.int64 if (not B.is_jax(xp) or B.acc_int(xp) == xp.int64) else np.int32
+    if idt == np.int32:
+        # JAX without x64: the weights' cumulative sums and (Poisson) the units' counts'
+        # cumulative sums are int32; a unit's Poisson count is at most len(_POISSON_T)
+        top = M * (len(_POISSON_T) if poisson else 1)
+        if top > 2**31 - 1:
+            what = (f"{len(_POISSON_T)} (the largest Poisson count) times the total integer "
+                    f"weight {M}" if poisson else "the total integer weight")
+            raise ValueError(f"sample_weight: {what} is {top}, more than 2**31 - 1 = "
+                             f"{2**31 - 1}, the int32 limit of the bootstrap's unit counts "
+                             "(JAX without x64); enable jax_enable_x64")
     if y_codes is None:
+        if not poisson:
+            _check_units(M, "sample_weight", "the total integer weight (rows repeated)")
         cw0 = np.concatenate([[0], np.cumsum(w)]).astype(idt)
         return (_Design("plain", poisson, n, n_units=M, repeat=True),
                 ((mod.asarray(cw0),), layout))
     codes = np.asarray(B.to_numpy(y_codes))
     rows = np.argsort(codes, kind="stable")
-    per_class = np.bincount(codes, weights=w, minlength=int(codes.max()) + 1).astype(np.int64)
+    per_class = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    np.add.at(per_class, codes, w)          # integer sums (float weights round past 2**53)
+    _check_units(int(per_class.max()), "sample_weight",
+                 "the largest class's total integer weight (stratified rows repeated)")
     bounds = np.concatenate([[0], np.cumsum(per_class)]).astype(idt)
     cwc0 = np.concatenate([[0], np.cumsum(w[rows])]).astype(idt)
     return (_Design("stratified", False, n, n_units=M, repeat=True),
@@ -580,6 +695,11 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
         layout = None if layout is None else np.asarray(B.to_numpy(layout))
     if y_codes is not None:
         d = _Design("stratified", False, n)
+        if n > _UNITS_MAX:     # each class draws a uniform index among its rows
+            big = n if traced else int(np.bincount(
+                np.asarray(B.to_numpy(y_codes)).reshape(-1)).max())
+            _check_units(big, "y_true", "the largest class's row count" if not traced
+                         else "the row count (a class's size, under jit)")
         codes = y_codes if traced else mod.asarray(np.asarray(B.to_numpy(y_codes)))
         rows = mod.argsort(codes, stable=True)          # rows by class, caller order within
         cs = mod.take(codes, rows)
@@ -590,10 +710,15 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
         return d, ((lo, size, rows.astype(idt)), layout)
     if groups_codes is not None:
         d = _Design("cluster", poisson, n, n_units=int(n_groups))
+        if not poisson:
+            _check_units(int(n_groups), "groups", "the number of clusters")
         return d, ((groups_codes if (traced or not jaxy) else mod.asarray(groups_codes),), layout)
     if block_length is not None:
+        _check_units(n - int(block_length) + 1, "y_true", "the number of block starts")
         return _Design("block", False, n, block_length=int(block_length)), ((), layout)
     d = _Design("plain", poisson, n)
+    if not poisson:
+        _check_units(n, "y_true", "the row count")
     if layout is not None and _unit_multinomial(d):
         return d, ((_inverse(layout, mod),), layout)
     return d, ((), layout)
@@ -694,6 +819,8 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
     """
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
+    if _rowwise(design) and design.n > 2**32:     # 64-bit row ids: no in-place passes
+        return lambda r: draw_counts(design, data, words, r, np, np.int64)
     if _rowwise(design):
         return _numpy_poisson_drawer(design.n, layout, words, small)
     if not small_counts(design):    # (plain multinomial rows: the in-place passes below)

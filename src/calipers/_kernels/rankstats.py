@@ -36,10 +36,23 @@ shapes (``jax.jit``).
 The count-dtype rule (:func:`count_dtype`): without weights, or with integer
 weights (bootstrap counts), counts are integers (``B.acc_int``: exact); with
 float weights, the widest float (``B.acc_float``). Pair totals (``U2``) stay
-integers where the integer type is 64-bit (exact while ``2 P N < 2**63``);
-with 32-bit integers (JAX without x64) the per-row counts and placements are
-still exact below ``2**31`` but the pair total is summed in ``acc_float``.
-The division by ``2 P N`` happens once, at the end.
+integers where the integer type is 64-bit; with 32-bit integers (JAX without
+x64) the per-row counts and placements are integers but the pair total is
+summed in ``acc_float``. The division by ``2 P N`` happens once, at the end.
+
+Limits of the integer pair counts (:func:`pair_limit_flag`). ``U2`` is at
+most ``2 P N`` and every term of it is non-negative; integer arithmetic wraps
+modulo ``2**64`` (``2**32``), so every partial sum and prefix-sum difference
+is right as long as the final count fits. Hence, with int64 counts, the limit
+is ``2 P N <= 2**63 - 1`` (per segment, per class pair); with int32 counts
+the doubled placements must fit, ``2 N <= 2**31 - 1`` (and ``2 P`` for the
+negatives' placements). NumPy never stops there: past int64 the sums run in
+Python integers (object arrays; exact, and only then, so the common case
+keeps its speed), and the AUC is one correctly rounded division of Python
+integers. Other backends raise ``ValueError`` naming ``sample_weight`` and
+the limit on concrete values, and give NaN under ``jit``. (Weighted
+click logs reach this: 1,000 rows of integer weight 10**7 already have
+``2 P N`` near ``5 * 10**19``.)
 
 NumPy, unweighted: :func:`roc_auc` and :func:`average_precision` sort the two
 classes apart (keys only, no argsort) and count by binary search, which is
@@ -84,9 +97,105 @@ def count_dtype(xp, w):
 
 def _sum_dtype(xp, cdt):
     """Dtype of a sum of products of counts: 64-bit integers stay exact, else the widest float."""
+    if cdt is object:
+        return object
     if xp.isdtype(cdt, "integral") and cdt == xp.int64:
         return cdt
     return B.acc_float(xp)
+
+
+_INT64_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1
+
+
+def _past_int64(xp, sdt, P, N) -> bool:
+    """NumPy, int64 sums: could a pair count of class totals ``P``, ``N`` pass int64?
+
+    ``P``, ``N``: concrete totals (or arrays of them: the largest is taken), or
+    callables giving them (evaluated only on NumPy int64 sums). True means:
+    count in Python integers (:func:`_as_exact`). The bound ``2 P N`` is cheap
+    (a reduction or two) and false in the common case.
+    """
+    if not B.is_numpy(xp) or sdt is object or sdt != np.int64:
+        return False
+    P, N = (v() if callable(v) else v for v in (P, N))
+    return 2 * int(np.max(P)) * int(np.max(N)) > _INT64_MAX
+
+
+def _as_exact(x):
+    """A NumPy integer array as Python integers (an object array): sums that cannot wrap."""
+    return np.asarray(x).astype(object)
+
+
+def _is_exact(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == object
+
+
+def _exact_ratio(num, P, N):
+    """NumPy: ``num / (2 P N)`` of Python integers, one correctly rounded division per element.
+
+    Returns ``(float64 value, undefined)``, NaN where a class has no weight.
+    """
+    def ratio(u, p, n):
+        return math.nan if p == 0 or n == 0 else int(u) / (2 * int(p) * int(n))
+
+    value = np.asarray(np.frompyfunc(ratio, 3, 1)(num, P, N), dtype=np.float64)
+    undefined = np.asarray((np.asarray(P) == 0) | (np.asarray(N) == 0), dtype=bool)
+    return value, undefined
+
+
+def pair_limit_flag(P, N, xp, *, name="sample_weight", placements=False):
+    """Check the limit of the integer pair counts of class totals ``P``, ``N``.
+
+    ``P``, ``N``: total positive and negative weight in the count dtype
+    (scalars, or per segment / per class). int64 counts: ``2 P N <= 2**63 - 1``
+    (``U2`` and its partial sums, modulo ``2**64``). int32 counts (JAX without
+    x64): ``2 N <= 2**31 - 1``, the positives' doubled placements, and with
+    ``placements`` also ``2 P <= 2**31 - 1``, the negatives'. Float counts and
+    NumPy (which counts exactly past int64): no limit. Concrete values past
+    the limit raise ``ValueError`` naming ``name`` and the limit; traced ones
+    return the flag (NaN for the caller). Returns a 0-d (or per-element) bool.
+    """
+    if B.is_numpy(xp) or not xp.isdtype(N.dtype, "integral"):
+        return xp.zeros((), dtype=xp.bool)
+    wide = N.dtype == xp.int64
+    if wide:
+        # exact in int64: 2 P N <= 2**63 - 1  <=>  P N <= 2**62 - 1  (2 P N is even)
+        bad = (N > 0) & (P > (2**62 - 1) // xp.maximum(N, xp.ones_like(N)))
+    else:
+        top = N if not placements else xp.maximum(P, N)
+        bad = top > _INT32_MAX // 2
+    bad = bad | (P < 0) | (N < 0)      # a total that already wrapped
+    if B.is_traced(bad):
+        rule = (f"must keep the Mann-Whitney pair count 2*P*N (P, N: the total positive and "
+                f"negative weight) at most 2**63 - 1 = {_INT64_MAX}, the int64 limit; NumPy "
+                "inputs count past it exactly" if wide else
+                f"must keep the doubled placements ({'2*max(P, N)' if placements else '2*N'}; "
+                f"P, N: the total positive and negative weight) at most 2**31 - 1 = "
+                f"{_INT32_MAX}, the int32 limit (JAX without x64)")
+        V.fail_if(bad, name, rule, xp)     # recorded (raised after a compiled eager call)
+        return bad                          # per element: only the counts past it are NaN
+    if bool(xp.any(bad)):
+        Pn, Nn = (np.asarray(B.to_numpy(v)).astype(object).reshape(-1) for v in (P, N))
+        i = int(np.flatnonzero(np.asarray(B.to_numpy(bad)).reshape(-1))[0]) if getattr(
+            bad, "ndim", 0) else 0
+        Pi, Ni = Pn[min(i, Pn.shape[0] - 1)], Nn[min(i, Nn.shape[0] - 1)]
+        if wide:
+            raise ValueError(
+                f"{name}: the Mann-Whitney pair count can reach 2*P*N = {2 * Pi * Ni} "
+                f"(P = {Pi}, N = {Ni}: the total positive and negative weight, or the row "
+                f"counts without weights), more than 2**63 - 1 = {_INT64_MAX}, the int64 "
+                "limit of the integer pair counts; NumPy inputs count past it exactly (in "
+                "Python integers): pass NumPy arrays, float weights or smaller integer weights")
+        which = "2*max(P, N)" if placements else "2*N"
+        v = 2 * max(Pi, Ni) if placements else 2 * Ni
+        raise ValueError(
+            f"{name}: the doubled placements reach {which} = {v} (P = {Pi}, N = {Ni}: the "
+            f"total positive and negative weight, or the row counts without weights), more "
+            f"than 2**31 - 1 = {_INT32_MAX}, the int32 limit of the counts (JAX without "
+            "x64); enable jax_enable_x64, or pass NumPy arrays, float weights or smaller "
+            "integer weights")
+    return bad
 
 
 def out_float(xp, *arrays):
@@ -346,9 +455,14 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
     class (0 for other rows); ``Cneg``: prefix sums (n + 1,) of the "lower"
     class's weight, or (n + 1, k) for k lower classes at once (one-vs-one).
     Returns a scalar, (k,), or per segment (Q,) when ``tg`` is segmented.
-    Integer in 64-bit integer count dtypes, else the widest float.
+    Integer in 64-bit integer count dtypes, else the widest float. NumPy, when
+    ``2 P N`` could pass int64 (``P`` the whole ``wpos`` total, ``N`` the
+    largest lower-class total): Python integers (an object array), exact.
     """
     sdt = _sum_dtype(xp, Cneg.dtype)
+    last = Cneg[Cneg.shape[0] - 1, ...]
+    if _past_int64(xp, sdt, lambda: np.sum(wpos, dtype=np.int64), last):
+        sdt, Cneg, wpos = object, _as_exact(Cneg), _as_exact(wpos)
     t = xp.astype(twice_below(Cneg, tg, xp), sdt)
     wp = xp.astype(wpos, sdt)
     if Cneg.ndim == 2:
@@ -359,19 +473,30 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
 
 
 def _weighted_sum(wpos, twice, xp, sdt):
-    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`) from per-row doubled counts."""
+    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`) from per-row doubled counts.
+
+    ``sdt`` ``object`` (NumPy past int64): a 0-d object array holding a Python integer.
+    """
+    if sdt is object:
+        return np.asarray(int(np.dot(_as_exact(wpos), _as_exact(twice))), dtype=object)
     return xp.sum(xp.astype(wpos, sdt) * xp.astype(twice, sdt))
 
 
 def auc_from_u2(u2_value, P, N, xp):
     """``U2 / (2 P N)`` in the widest float, one division; NaN where a class has no weight.
 
-    Returns ``(auc, undefined)``; works elementwise on per-segment arrays.
+    Returns ``(auc, undefined)``; works elementwise on per-segment arrays. Python
+    integers (NumPy past int64) divide exactly, rounding once. Integer counts
+    past their limit (:func:`pair_limit_flag`) raise on concrete values and are
+    NaN under ``jit``.
     """
+    if _is_exact(u2_value):
+        return _exact_ratio(u2_value, P, N)
+    over = pair_limit_flag(P, N, xp)
     undefined = (P == 0) | (N == 0)
     den = 2 * _f(P, xp) * _f(N, xp)
     value = _f(u2_value, xp) / xp.where(undefined, xp.ones_like(den), den)
-    return B.nan_if(undefined, value, xp), undefined
+    return B.nan_if(undefined | over, value, xp), undefined
 
 
 def binary_auc(tg: TieGroups, cw: ClassWeights, xp):
@@ -383,16 +508,23 @@ def loo_auc(tg: TieGroups, cw: ClassWeights, xp):
     """AUC with each row left out, per sorted row (unsegmented): NaN where a class empties.
 
     Removing row r takes its weighted doubled placement off ``U2`` and its
-    weight off its class total; counts stay in the count dtype, one division.
+    weight off its class total; counts stay in the count dtype, one division
+    (Python integers on NumPy past int64, as :func:`u2`).
     """
     sdt = _sum_dtype(xp, cw.Cn.dtype)
+    if _past_int64(xp, sdt, cw.P, cw.N):
+        sdt = object
+        cw = ClassWeights(*(_as_exact(v) for v in cw))
     total = u2(tg, cw.wp, cw.Cn, xp)
     w = cw.wp + cw.wn
     rm = xp.astype(w, sdt) * xp.astype(placements(tg, cw, xp), sdt)
     pos = tg.y == 1
     P1 = xp.where(pos, cw.P - w, cw.P)
     N1 = xp.where(pos, cw.N, cw.N - w)
-    bad = (P1 <= 0) | (N1 <= 0)
+    if sdt is object:
+        return _exact_ratio(total - rm, np.maximum(P1, 0), np.maximum(N1, 0))[0]
+    over = pair_limit_flag(cw.P, cw.N, xp, placements=True)
+    bad = (P1 <= 0) | (N1 <= 0) | over
     den = 2 * _f(P1, xp) * _f(N1, xp)
     value = _f(total - rm, xp) / xp.where(bad, xp.ones_like(den), den)
     return B.nan_if(bad, value, xp)
@@ -496,11 +628,17 @@ def _twice_below_sum_numpy(neg, pos):
     """
     left = np.searchsorted(neg, pos, side="left")
     hit = np.flatnonzero(neg.take(left, mode="clip") == pos)
-    twice = 2 * int(left.sum(dtype=np.int64))
+    acc = _exact_sum_dtype(pos.shape[0], neg.shape[0])
+    twice = 2 * int(left.sum(dtype=acc))
     if hit.size:
         twice += int((np.searchsorted(neg, pos[hit], side="right") - left[hit]).sum(
-            dtype=np.int64))
+            dtype=acc))
     return twice
+
+
+def _exact_sum_dtype(P, N):
+    """NumPy, unit weights: int64 sums while ``2 P N`` fits, else Python integers."""
+    return np.int64 if 2 * P * N <= _INT64_MAX else object
 
 
 def _twice_u_numpy(neg, pos):
@@ -521,7 +659,8 @@ def _twice_u_numpy(neg, pos):
     u = pos[starts]
     lo = np.searchsorted(neg, u, side="left")
     hi = np.searchsorted(neg, u, side="right")
-    return int(((lo + hi) * counts).sum(dtype=np.int64))
+    acc = _exact_sum_dtype(P, neg.shape[0])
+    return int(((lo + hi).astype(acc) * counts).sum(dtype=acc))
 
 
 def _split_keys_jax(y01, s, xp):
@@ -657,6 +796,8 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
     k_lo``) skips one gather.
     """
     sdt = _sum_dtype(xp, Cneg.dtype)
+    if _past_int64(xp, sdt, lambda: np.sum(wpos, dtype=np.int64), Cneg[Cneg.shape[0] - 1]):
+        sdt, Cneg = object, _as_exact(Cneg)
     lo = xp.take(Cneg, k_lo)
     if not ties:
         return 2 * _weighted_sum(wpos, lo, xp, sdt)

@@ -114,7 +114,11 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
         Real scores, higher means more likely positive. Finite.
     sample_weight : array of shape (n,), optional
         Non-negative weights. Integer weights (bootstrap counts) are
-        accumulated exactly in integers.
+        accumulated exactly in integers: on NumPy at any size (past int64
+        in Python integers, one correctly rounded division); elsewhere the
+        pair count ``2 P N`` (``P``, ``N`` the total positive and negative
+        weight) must stay at most ``2**63 - 1``, and on JAX without x64
+        ``2 N`` at most ``2**31 - 1``.
     max_fpr : float in (0, 1], optional
         Return the McClish-standardised partial AUC over FPR in [0, max_fpr]:
         ``0.5 * (1 + (A - max_fpr**2/2) / (max_fpr - max_fpr**2/2))``, the ROC
@@ -145,8 +149,10 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_labe
     ValueError
         Shapes not 1-D or of different length, empty input, NaN/inf scores,
         labels outside {0, 1} without ``pos_label``, negative or non-finite
-        weights, ``max_fpr`` outside (0, 1]. Under ``jit`` the value checks
-        cannot raise: such input gives NaN.
+        weights, ``max_fpr`` outside (0, 1]; integer weights past the pair
+        count's limit (not on NumPy, see ``sample_weight``). Under ``jit`` the
+        value checks cannot raise: such input (and weights past that limit)
+        gives NaN.
 
     Notes
     -----
