@@ -10,6 +10,8 @@ from ._compare.delong import DeLongResult, delong_roc_variance, delong_test, roc
 from ._compare.mcnemar import McNemarResult, mcnemar, mcnemar_table
 from ._compare.proportions import proportion_confint
 from ._compare.sprt import SPRTResult, sprt
+from ._compare.arena import (
+    BradleyTerryBootstrap, BradleyTerryResult, bradley_terry, bradley_terry_bootstrap)
 from ._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._compare.multiplicity import adjust_pvalues
 from ._compare.power import (
@@ -247,4 +249,11 @@ __all__ += [
     "concordance_index_censored",
     "concordance_index_ipcw",
     "cumulative_dynamic_auc",
+]
+
+__all__ += [
+    "BradleyTerryBootstrap",
+    "BradleyTerryResult",
+    "bradley_terry",
+    "bradley_terry_bootstrap",
 ]
