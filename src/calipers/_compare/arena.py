@@ -578,6 +578,22 @@ def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: s
     and swapping ``model_a`` with ``model_b`` while flipping the outcome,
     change nothing. The MLE is finite exactly when the graph "i beat or tied
     j" is strongly connected (Zermelo 1929; Hunter 2004).
+
+    Examples
+    --------
+    >>> import calipers
+    >>> a = ["gpt", "gpt", "gpt", "llama", "llama", "mistral", "gpt", "mistral", "llama",
+    ...      "mistral"]
+    >>> b = ["llama", "mistral", "llama", "mistral", "gpt", "gpt", "mistral", "llama",
+    ...      "mistral", "gpt"]
+    >>> outcome = [1, 1, 0.5, 1, 0, 0, 1, 0.5, 0, 1]
+    >>> r = calipers.bradley_terry(a, b, outcome)
+    >>> r.models
+    ('gpt', 'llama', 'mistral')
+    >>> [round(float(x), 1) for x in r.ratings]
+    [1151.8, 912.1, 936.1]
+    >>> round(calipers.bradley_terry(a, b, outcome, anchor="llama").rating("gpt"), 1)
+    1239.6
     """
     anchor_rating = _options(ties, scale, anchor_rating, prior, max_iter, tol)
     bt = _battles(model_a, model_b, outcome, sample_weight)
