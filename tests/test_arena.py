@@ -397,3 +397,74 @@ def test_bootstrap_invalid_options():
         bradley_terry_bootstrap(a, b, o, groups=[1, 2, 3])
     with pytest.raises(ValueError, match="seed"):
         bradley_terry_bootstrap(a, b, o, seed=-1)
+
+
+# --------------------------------------------------------------------------
+# integer codes and jax.jit
+# --------------------------------------------------------------------------
+
+def test_num_models_codes_eagerly():
+    a, b, o = tournament(16, K=4, n=200)
+    res = bradley_terry(a, b, o, num_models=4)
+    assert res.models == (0, 1, 2, 3)
+    np.testing.assert_allclose(res.ratings, bradley_terry(a, b, o).ratings)
+    with pytest.raises(ValueError, match=r"num_models=3\), got 3"):
+        bradley_terry(a, b, o, num_models=3)
+    with pytest.raises(ValueError, match="integer model codes"):
+        bradley_terry(a.astype(float), b, o, num_models=4)
+    # a code without battles is a model outside the comparison graph
+    with pytest.raises(ValueError, match="not connected"):
+        bradley_terry(a, b, o, num_models=5)
+
+
+@pytest.mark.parametrize("ties", ["half", "davidson"])
+@pytest.mark.parametrize("anchor", [None, 2])
+def test_jit_equals_eager(ties, anchor):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    a, b, o = tournament(17, K=5, n=300, tie_share=0.2)
+    w = np.random.default_rng(17).integers(0, 3, len(a)).astype(float)
+    eager = bradley_terry(a, b, o, sample_weight=w, ties=ties, anchor=anchor, num_models=5)
+    with jax.enable_x64(True):
+        f = jax.jit(lambda a, b, o, w: bradley_terry(a, b, o, sample_weight=w, ties=ties,
+                                                     anchor=anchor, num_models=5))
+        got = f(jnp.asarray(a), jnp.asarray(b), jnp.asarray(o), jnp.asarray(w))
+        np.testing.assert_allclose(np.asarray(got.ratings), eager.ratings, atol=1e-9)
+        np.testing.assert_allclose(float(got.log_likelihood), eager.log_likelihood, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(got.tie_parameter), eager.tie_parameter,
+                                   rtol=1e-9)
+        assert bool(got.converged)
+
+
+def test_jit_undefined_and_invalid_are_nan():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    with jax.enable_x64(True):
+        def f(a, b, o=None, **kw):
+            g = jax.jit(lambda a, b, o: bradley_terry(a, b, o, num_models=3, **kw))
+            return np.asarray(g(jnp.asarray(a), jnp.asarray(b),
+                                None if o is None else jnp.asarray(o)).ratings)
+
+        assert np.isnan(f([0, 1, 2], [1, 1, 0])).all()                 # a self-battle
+        assert np.isnan(f([0, 1, 2], [1, 2, 0], [1, 2, 0])).all()      # outcome 2
+        assert np.isnan(f([0, 1, 2], [1, 2, 5])).all()                 # code out of range
+        assert np.isnan(f([0, 1], [1, 0])).all()                       # model 2 never plays
+        assert np.isnan(f([0, 1, 2], [1, 2, 0], [1, 1, 1], ties="davidson")).all()  # no tie
+        assert np.isnan(f([0, 0, 1], [1, 2, 2], prior=0.0)).all()     # no finite MLE
+        # prior=None: the stated prior, as eagerly (without the warning)
+        g = jax.jit(lambda a, b: bradley_terry(a, b, num_models=3))
+        got = g(jnp.asarray([0, 0, 1]), jnp.asarray([1, 2, 2]))
+        with pytest.warns(calipers.UndefinedMetricWarning):
+            eager = bradley_terry([0, 0, 1], [1, 2, 2], num_models=3)
+        assert float(got.prior) == eager.prior == 1.0
+        np.testing.assert_allclose(np.asarray(got.ratings), eager.ratings, atol=1e-9)
+
+
+def test_jit_needs_num_models():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    with pytest.raises(ValueError, match="pass num_models"):
+        jax.jit(lambda a, b: bradley_terry(a, b))(jnp.asarray([0, 1]), jnp.asarray([1, 0]))

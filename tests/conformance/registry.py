@@ -527,9 +527,8 @@ ENTRIES = [
           rows="input is a 2x2 table, not rows"),
     Entry("proportion_confint", calipers.proportion_confint, g_count, weights=None,
           labels=None, float16=False, rows="inputs are counts, not rows"),
-    Entry("bradley_terry", calipers.bradley_terry, g_battles, weights="repeat", float16=False,
-          labels=None, jit="eager NumPy by design: labels encoded and the comparison graph "
-                           "checked on concrete values (tested in test_arena.py)"),
+    Entry("bradley_terry", calipers.bradley_terry, g_battles, {"num_models": 3},
+          weights="repeat", float16=False, labels=None),
     Entry("sprt", calipers.sprt, g_sprt, {"p1": 0.7}, weights=None, float16=False,
           rows="sequential test: the order of the outcomes is the data",
           jit="the decision is a Python string"),

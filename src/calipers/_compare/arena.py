@@ -44,20 +44,19 @@ DEFAULT_PRIOR = 1.0                     # the prior used when the MLE is not fin
 _MAX_SHOWN = 8
 
 
-@result_type(meta=("models", "scale", "ties", "anchor", "anchor_rating", "converged",
-                   "n_iterations"))
+@result_type(meta=("models", "scale", "ties", "anchor", "anchor_rating"))
 class BradleyTerryResult:
     """Bradley-Terry ratings of ``models``.
 
     Attributes
     ----------
-    models : tuple
-        The distinct model labels, sorted (scikit-learn's encoding); every
-        array below follows this order.
     ratings : ndarray (K,)
         ``scale="elo"``: ``400 log10(pi_i)`` shifted so that the anchor
         (a model, or the mean) sits at ``anchor_rating``; ``scale="log"``:
         ``log(pi_i)``, shifted the same way.
+    models : tuple
+        The distinct model labels, sorted (scikit-learn's encoding); every
+        array follows this order.
     log_likelihood : float
         The (unpenalised) log-likelihood of the battles at the fitted strengths.
     tie_parameter : float
@@ -72,12 +71,11 @@ class BradleyTerryResult:
         Weighted ties, symmetric.
     scale, ties, anchor, anchor_rating : the conventions used.
     converged : bool
-    n_iterations : int
-        Newton steps taken.
+        Newton's steps fell below ``tol`` within ``max_iter``.
     """
 
-    models: tuple
     ratings: np.ndarray
+    models: tuple
     log_likelihood: float
     tie_parameter: float
     prior: float
@@ -88,7 +86,6 @@ class BradleyTerryResult:
     anchor: object
     anchor_rating: float
     converged: bool
-    n_iterations: int
 
     def rating(self, model) -> float:
         """The rating of one model, by label."""
@@ -180,7 +177,7 @@ class _Battles:
     K: int
 
 
-def _battles(model_a, model_b, outcome, sample_weight) -> _Battles:
+def _battles(model_a, model_b, outcome, sample_weight, num_models=None) -> _Battles:
     a = _vector(model_a, "model_a")
     b = _vector(model_b, "model_b")
     if a.shape[0] == 0:
@@ -192,7 +189,20 @@ def _battles(model_a, model_b, outcome, sample_weight) -> _Battles:
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
             i = int(np.argmax(~np.isfinite(arr)))
             raise ValueError(f"{name} must hold model labels, got {arr[i]!r} at element {i}")
-    classes, (ia, ib) = V.encode_labels(a, b, names=("model_a", "model_b"), infer_from=2)
+    if num_models is None:
+        classes, (ia, ib) = V.encode_labels(a, b, names=("model_a", "model_b"), infer_from=2)
+    else:
+        for name, arr in (("model_a", a), ("model_b", b)):
+            bad = ~np.isin(arr, np.arange(num_models)) if arr.dtype.kind in "iu" else None
+            if bad is None:
+                raise ValueError(f"with num_models, {name} must hold integer model codes "
+                                 f"0..num_models-1, got dtype {arr.dtype}")
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                raise ValueError(f"{name} must hold integer model codes in [0, num_models="
+                                 f"{num_models}), got {B.show(arr[i])} at element {i}")
+        classes = np.arange(num_models)
+        ia, ib = a.astype(np.int64), b.astype(np.int64)
     same = ia == ib
     if np.any(same):
         i = int(np.argmax(same))
@@ -338,45 +348,53 @@ def _no_mle_message(W, T, models):
 # Newton's method on the win / tie counts
 # --------------------------------------------------------------------------
 
-def _loglik(theta, eta, W, T, davidson):
+def _loglik(theta, eta, W, T, davidson, m=None):
+    """The log-likelihood of the counts: a float, or with ``m`` (an array module) an array."""
+    mm = np if m is None else m
     S = theta[:, None] - theta[None, :]
     if not davidson:
         Wh = W + T / 2
-        return float(-(Wh * np.logaddexp(0.0, -S)).sum())
-    logD = np.logaddexp(np.logaddexp(S / 2, -S / 2), eta)
-    return float((W * (S / 2 - logD)).sum() + 0.5 * (T * (eta - logD)).sum())
+        ll = -(Wh * mm.logaddexp(0.0, -S)).sum()
+    else:
+        logD = mm.logaddexp(mm.logaddexp(S / 2, -S / 2), eta)
+        ll = (W * (S / 2 - logD)).sum() + 0.5 * (T * (eta - logD)).sum()
+    return float(ll) if m is None else ll
 
 
-def _grad_hess(theta, eta, W, T, davidson, prior):
-    """Gradient and Hessian of the penalised log-likelihood in (theta[, eta])."""
+def _grad_hess(theta, eta, W, T, davidson, prior, m=np):
+    """Gradient and Hessian of the penalised log-likelihood in (theta[, eta]).
+
+    ``m``: ``numpy`` or ``jax.numpy`` (the same formulas eagerly and under ``jit``).
+    """
     K = theta.shape[0]
     S = theta[:, None] - theta[None, :]
-    center = np.eye(K) - 1.0 / K
+    center = m.eye(K, dtype=theta.dtype) - 1.0 / K
     if not davidson:
         Wh = W + T / 2
         N = Wh + Wh.T
-        p = 0.5 * (1 + np.tanh(S / 2))            # sigmoid(S), stable
+        p = 0.5 * (1 + m.tanh(S / 2))            # sigmoid(S), stable
         g = (Wh - N * p).sum(axis=1)
         C = N * p * p.T
-        H = C - np.diag(C.sum(axis=1))
-    else:
-        N = W + W.T + T
-        logD = np.logaddexp(np.logaddexp(S / 2, -S / 2), eta)
-        pa, pb, pt = np.exp(S / 2 - logD), np.exp(-S / 2 - logD), np.exp(eta - logD)
-        g_t = ((W - W.T) / 2 - N * (pa - pb) / 2).sum(axis=1)
-        g_e = 0.5 * (T - N * pt).sum()
-        C = N * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
-        H_tt = C - np.diag(C.sum(axis=1))
-        h_te = (N * (pa - pb) / 2 * pt).sum(axis=1)
-        h_ee = -0.5 * (N * (pt - pt * pt)).sum()
-        g = np.concatenate([g_t, [g_e]])
-        H = np.zeros((K + 1, K + 1))
-        H[:K, :K] = H_tt
-        H[:K, K] = H[K, :K] = h_te
-        H[K, K] = h_ee
-    if prior:
-        g[:K] -= prior * (center @ theta)
-        H[:K, :K] -= prior * center
+        H = C - m.diag(C.sum(axis=1))
+        if prior is not None:
+            g = g - prior * (center @ theta)
+            H = H - prior * center
+        return g, H
+    N = W + W.T + T
+    logD = m.logaddexp(m.logaddexp(S / 2, -S / 2), eta)
+    pa, pb, pt = m.exp(S / 2 - logD), m.exp(-S / 2 - logD), m.exp(eta - logD)
+    g_t = ((W - W.T) / 2 - N * (pa - pb) / 2).sum(axis=1)
+    g_e = 0.5 * (T - N * pt).sum()
+    C = N * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
+    H_tt = C - m.diag(C.sum(axis=1))
+    h_te = (N * (pa - pb) / 2 * pt).sum(axis=1)
+    h_ee = -0.5 * (N * (pt - pt * pt)).sum()
+    if prior is not None:
+        g_t = g_t - prior * (center @ theta)
+        H_tt = H_tt - prior * center
+    g = m.concatenate([g_t, m.reshape(g_e, (1,))])
+    H = m.concatenate([m.concatenate([H_tt, h_te[:, None]], axis=1),
+                       m.concatenate([h_te, m.reshape(h_ee, (1,))])[None, :]], axis=0)
     return g, H
 
 
@@ -400,7 +418,7 @@ def _newton(W, T, davidson, prior, theta0, eta0, max_iter, tol):
     J = np.zeros((K + davidson, K + davidson))
     J[:K, :K] = 1.0 / K
     for it in range(1, max_iter + 1):
-        g, H = _grad_hess(theta, eta, W, T, davidson, prior)
+        g, H = _grad_hess(theta, eta, W, T, davidson, prior or None)
         try:
             d = np.linalg.solve(J - H, g)
         except np.linalg.LinAlgError:
@@ -431,6 +449,119 @@ def _defined(W, T, davidson, prior):
     if davidson and (T.sum() == 0 or W.sum() == 0):
         return False
     return True
+
+
+# --------------------------------------------------------------------------
+# under jax.jit: integer codes, a static number of models
+# --------------------------------------------------------------------------
+
+def _strong_m(A, m):
+    """Is the directed graph ``A`` (bool K x K) strongly connected? (static-shape closure)"""
+    K = A.shape[0]
+    R = m.astype(A | m.eye(K, dtype=bool), m.float32)
+    for _ in range(max(1, math.ceil(math.log2(K))) + 1):
+        R = m.astype((R @ R) > 0, m.float32)
+    return m.all(R > 0)
+
+
+def _newton_jax(W, T, davidson, prior, eta0, max_iter, tol):
+    """:func:`_newton` as a ``lax.while_loop`` (step halving in an inner loop)."""
+    import jax
+    import jax.numpy as jnp
+
+    K, dt = W.shape[0], W.dtype
+    P = K + davidson
+    J = jnp.zeros((P, P), dt).at[:K, :K].set(1.0 / K)
+    slack = max(1e-12, 10 * float(jnp.finfo(dt).eps))
+
+    def obj(theta, eta):
+        c = theta - jnp.mean(theta)
+        return _loglik(theta, eta, W, T, davidson, jnp) - 0.5 * prior * (c @ c)
+
+    def cond(st):
+        return (st[0] < max_iter) & ~st[4]
+
+    def body(st):
+        it, theta, eta, f, _ = st
+        g, H = _grad_hess(theta, eta, W, T, davidson, prior, jnp)
+        d = jnp.linalg.solve(J - H, g)
+        d_t = d[:K]
+        d_e = d[K] if davidson else jnp.zeros((), dt)
+        floor = f - slack * jnp.maximum(1.0, jnp.abs(f))
+
+        def icond(x):
+            return ~(x[1] >= floor) & (x[0] >= 1e-10)
+
+        def ibody(x):
+            step = x[0] / 2
+            return step, obj(theta + step * d_t, eta + step * d_e)
+
+        one = jnp.ones((), dt)
+        step, f_new = jax.lax.while_loop(icond, ibody, (one, obj(theta + d_t, eta + d_e)))
+        t_new = theta + step * d_t
+        done = jnp.max(jnp.abs(step * d)) < tol
+        return it + 1, t_new - jnp.mean(t_new), eta + step * d_e, f_new, done
+
+    theta0 = jnp.zeros(K, dt)
+    eta0 = jnp.asarray(eta0, dt)
+    st = (jnp.asarray(0), theta0, eta0, obj(theta0, eta0), jnp.asarray(False))
+    _, theta, eta, _, done = jax.lax.while_loop(cond, body, st)
+    return theta, eta, done
+
+
+def _fit_traced(model_a, model_b, outcome, sample_weight, K, ties, anchor, anchor_rating,
+                scale, prior, max_iter, tol):
+    import jax.numpy as jnp
+
+    davidson = ties == "davidson"
+    a, b = jnp.asarray(model_a), jnp.asarray(model_b)
+    for name, x in (("model_a", a), ("model_b", b)):
+        if x.ndim != 1 or not jnp.issubdtype(x.dtype, jnp.integer):
+            raise ValueError(f"under jit, {name} must be a 1-D array of integer model codes "
+                             f"0..num_models-1, got shape {x.shape} and dtype {x.dtype}")
+    if b.shape != a.shape:
+        raise ValueError(f"model_b has {b.shape[0]} elements but model_a has {a.shape[0]}; "
+                         "they must match")
+    if anchor is not None and (isinstance(anchor, bool) or not isinstance(
+            anchor, (int, np.integer)) or not 0 <= anchor < K):
+        raise ValueError(f"under jit, anchor must be a model code in [0, num_models={K}), "
+                         f"got {anchor!r}")
+    dt = jnp.result_type(float)
+    n = a.shape[0]
+    o = jnp.ones(n, dt) if outcome is None else jnp.asarray(outcome).astype(dt)
+    w = jnp.ones(n, dt) if sample_weight is None else jnp.asarray(sample_weight).astype(dt)
+    bad = ((a < 0) | (a >= K) | (b < 0) | (b >= K) | (a == b)
+           | ~((o == 0) | (o == 0.5) | (o == 1)) | ~jnp.isfinite(w) | (w < 0))
+    invalid = jnp.any(bad) | (n == 0)
+    ia, ib = jnp.clip(a, 0, K - 1).astype(jnp.int32), jnp.clip(b, 0, K - 1).astype(jnp.int32)
+    cell = jnp.where(o == 1, ia * K + ib, ib * K + ia)
+    cell = jnp.where(o == 0.5, K * K + jnp.minimum(ia, ib) * K + jnp.maximum(ia, ib), cell)
+    c = jnp.zeros(2 * K * K, dt).at[cell].add(jnp.where(bad, 0.0, w))
+    W = c[:K * K].reshape(K, K)
+    Tu = c[K * K:].reshape(K, K)
+    T = Tu + Tu.T
+    connected = _strong_m((W + W.T + T) > 0, jnp)
+    finite = _strong_m((W > 0) | (T > 0), jnp)
+    pr = jnp.where(finite, 0.0, DEFAULT_PRIOR).astype(dt) if prior is None else \
+        jnp.asarray(prior, dt)
+    undefined = ~connected | ((pr == 0) & ~finite)
+    eta0 = jnp.zeros((), dt)
+    if davidson:
+        no_nu = (T.sum() == 0) | (W.sum() == 0)
+        undefined = undefined | no_nu
+        eta0 = jnp.where(no_nu, 0.0, jnp.log(jnp.where(no_nu, 1.0, T.sum() / W.sum())))
+    tol = max(tol, 1e3 * float(jnp.finfo(dt).eps))
+    theta, eta, converged = _newton_jax(W, T, davidson, pr, eta0, max_iter, tol)
+    factor = ELO_PER_LOG if scale == "elo" else 1.0
+    ref = jnp.mean(theta) if anchor is None else theta[int(anchor)]
+    nan = invalid | undefined
+    ratings = jnp.where(nan, jnp.nan, factor * (theta - ref) + anchor_rating)
+    ll = jnp.where(nan, jnp.nan, _loglik(theta, eta, W, T, davidson, jnp))
+    nu = jnp.where(nan, jnp.nan, jnp.exp(eta)) if davidson else jnp.asarray(jnp.nan, dt)
+    return BradleyTerryResult(
+        models=tuple(range(K)), ratings=ratings, log_likelihood=ll, tie_parameter=nu,
+        prior=pr, win_counts=W, tie_counts=T, scale=scale, ties=ties, anchor=anchor,
+        anchor_rating=anchor_rating, converged=converged & ~nan)
 
 
 # --------------------------------------------------------------------------
@@ -500,14 +631,14 @@ def _fit(bt, W, T, ties, anchor, anchor_rating, scale, prior, max_iter, tol, war
         log_likelihood=_loglik(theta, eta, W, T, davidson),
         tie_parameter=math.exp(eta) if davidson else math.nan, prior=prior,
         win_counts=W, tie_counts=T, scale=scale, ties=ties, anchor=anchor,
-        anchor_rating=anchor_rating, converged=bool(converged), n_iterations=int(it)), \
+        anchor_rating=anchor_rating, converged=bool(converged)), \
         (theta, eta)
 
 
 def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: str = "half",
                   anchor=None, anchor_rating: float | None = None, scale: str = "elo",
-                  prior: float | None = None, max_iter: int = 100,
-                  tol: float = 1e-10) -> BradleyTerryResult:
+                  prior: float | None = None, num_models: int | None = None,
+                  max_iter: int = 100, tol: float = 1e-10) -> BradleyTerryResult:
     """Bradley-Terry ratings from pairwise outcomes, by maximum likelihood (Newton).
 
     ``P(a beats b) = 1 / (1 + 10 ** ((R_b - R_a) / 400))`` on the Elo scale:
@@ -551,7 +682,13 @@ def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: s
         ``UndefinedMetricWarning`` names the models and ``prior = 1`` is used
         (``result.prior``), never a silently huge rating. ``prior=0`` then
         raises instead.
-    max_iter, tol : Newton's limits (``tol`` on the natural-log scale).
+    num_models : int >= 2, optional (static)
+        The number of models K, with ``model_a`` and ``model_b`` integer codes
+        ``0 .. K - 1`` (``models`` is then ``(0, ..., K - 1)``, and a code
+        without battles is a model outside the comparison graph). Required
+        under ``jax.jit``.
+    max_iter, tol : Newton's limits (``tol`` on the natural-log scale; under
+        ``jit`` at least ``1000 eps`` of the float dtype).
 
     Returns
     -------
@@ -572,8 +709,15 @@ def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: s
 
     Notes
     -----
-    Eager NumPy only (labels and the graph checks need concrete values);
-    JAX or torch inputs are read on the host. The counts are float64,
+    Eagerly the fit runs in NumPy on the host (JAX, torch or array-api-strict
+    inputs are read there). Under ``jax.jit`` (with ``num_models``) the same
+    Newton iteration runs as a ``lax.while_loop`` on device and nothing
+    raises: invalid input (codes out of range, a self-battle, an outcome
+    outside {0, 0.5, 1}, a negative or non-finite weight), a disconnected
+    graph, no finite MLE at ``prior=0``, or Davidson without a tie or a
+    decisive battle give NaN ratings; ``prior=None`` becomes 0 or 1 as
+    eagerly (without the warning; ``result.prior`` says which), and
+    ``converged`` is an array. The counts are float64,
     exact for integer weights summing below 2**53 (checked). Battle order,
     and swapping ``model_a`` with ``model_b`` while flipping the outcome,
     change nothing. The MLE is finite exactly when the graph "i beat or tied
@@ -596,7 +740,15 @@ def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: s
     1239.6
     """
     anchor_rating = _options(ties, scale, anchor_rating, prior, max_iter, tol)
-    bt = _battles(model_a, model_b, outcome, sample_weight)
+    if num_models is not None:
+        num_models = V.positive_int(num_models, "num_models", minimum=2)
+        if B.is_traced(model_a, model_b, outcome, sample_weight):
+            return _fit_traced(model_a, model_b, outcome, sample_weight, num_models, ties,
+                               anchor, anchor_rating, scale, prior, max_iter, tol)
+    elif B.is_traced(model_a, model_b, outcome, sample_weight):
+        raise ValueError("under jit, pass num_models (static) and integer model codes "
+                         "0..num_models-1 as model_a and model_b")
+    bt = _battles(model_a, model_b, outcome, sample_weight, num_models)
     W, T = _counts(bt, bt.weight)
     return _fit(bt, W, T, ties, anchor, anchor_rating, scale, prior, max_iter, tol)[0]
 
