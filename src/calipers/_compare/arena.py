@@ -18,8 +18,9 @@ O(K^3) per Newton step.
 
 The MLE exists (is finite) exactly when the directed graph "i beat or tied j"
 is strongly connected (Zermelo 1929; Ford 1957; Hunter 2004, Assumption 1).
-Eager NumPy throughout (label encoding and the graph checks need concrete
-values).
+Eagerly everything runs in NumPy (label encoding and the graph checks need
+concrete values); :func:`bradley_terry` with ``num_models`` (integer codes)
+also runs under ``jax.jit``, the same Newton iteration as a ``lax.while_loop``.
 """
 
 from __future__ import annotations
