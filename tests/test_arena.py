@@ -79,6 +79,37 @@ def test_matches_logistic_regression_with_weights():
     np.testing.assert_allclose(res.ratings, fastchat_mle(a, b, o, 4, w), atol=1e-6)
 
 
+def winner_loser(seed, K=5, n=400):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, K, n)
+    b = (a + rng.integers(1, K, n)) % K
+    strength = np.linspace(-1, 1, K)
+    won = rng.random(n) < 1 / (1 + np.exp(-(strength[a] - strength[b])))
+    return np.where(won, a, b), np.where(won, b, a)
+
+
+def test_matches_choix_ilsr():
+    choix = pytest.importorskip("choix")
+    w, l_ = winner_loser(20)
+    p = choix.ilsr_pairwise(5, list(zip(w.tolist(), l_.tolist())), alpha=0.0, tol=1e-12,
+                            max_iter=10000)
+    res = bradley_terry(w, l_, scale="log", anchor_rating=0.0)
+    np.testing.assert_allclose(res.ratings, p - p.mean(), atol=1e-8)
+
+
+def test_prior_matches_choix_penalised_fit():
+    # choix's opt_pairwise minimises -loglik + alpha * sum(theta**2): prior = 2 alpha, also
+    # where the MLE is not finite (model 0 never loses)
+    choix = pytest.importorskip("choix")
+    w, l_ = winner_loser(21, K=4, n=60)
+    keep = l_ != 0
+    w, l_ = w[keep], l_[keep]
+    p = choix.opt_pairwise(4, list(zip(w.tolist(), l_.tolist())), alpha=0.35, tol=1e-12,
+                           method="Newton-CG")
+    res = bradley_terry(w, l_, scale="log", anchor_rating=0.0, prior=0.7)
+    np.testing.assert_allclose(res.ratings, p - p.mean(), atol=1e-6)
+
+
 def test_two_models_closed_form_half_ties():
     # a beats b 7 times, loses 2 times, 3 ties: theta_a - theta_b = ln(8.5 / 3.5)
     a = ["x"] * 12

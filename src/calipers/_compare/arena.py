@@ -755,8 +755,12 @@ def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: s
 
 
 def _ranks(r):
-    """Competition ranks, 1 = best, per row of (B, K) ratings."""
-    return 1 + (r[:, None, :] > r[:, :, None]).sum(axis=2)
+    """Competition ranks, 1 = best, per row of (B, K) ratings: one plus the number of
+    models rated strictly higher (in row chunks of about 10^7 comparisons)."""
+    Bn, K = r.shape
+    step = max(1, 10**7 // (K * K))
+    return np.concatenate([1 + (c[:, None, :] > c[:, :, None]).sum(axis=2)
+                           for c in (r[i:i + step] for i in range(0, max(Bn, 1), step))])
 
 
 def _group_codes(groups, n):
