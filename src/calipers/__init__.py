@@ -11,6 +11,8 @@ from ._compare.mcnemar import McNemarResult, mcnemar, mcnemar_table
 from ._compare.proportions import proportion_confint
 from ._compare.sprt import GSPRTResult, SPRTResult, sprt
 from ._compare.elo import GameCountsState, MatchElo, gsprt_llr, match_elo
+from ._compare.arena import (
+    BradleyTerryBootstrap, BradleyTerryResult, bradley_terry, bradley_terry_bootstrap)
 from ._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from ._compare.multiplicity import adjust_pvalues
 from ._compare.power import (
@@ -253,4 +255,11 @@ __all__ += [
     "concordance_index_censored",
     "concordance_index_ipcw",
     "cumulative_dynamic_auc",
+]
+
+__all__ += [
+    "BradleyTerryBootstrap",
+    "BradleyTerryResult",
+    "bradley_terry",
+    "bradley_terry_bootstrap",
 ]

@@ -153,6 +153,15 @@ def g_sprt(rng, n):
     return (_binary_labels(rng, n),), {}
 
 
+def g_battles(rng, n, k=3):
+    """Battles among ``k`` models: a cycle, a tie and a reversed result first (a finite MLE)."""
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    o = rng.integers(0, 3, n) / 2
+    a[:4], b[:4], o[:4] = [0, 1, 2, 0], [1, 2, 0, 1], [1.0, 1.0, 1.0, 0.0]
+    return (a, b, o), {}
+
+
 def g_mcnemar_table(rng, n):
     y = _binary_labels(rng, n)
     return (y, _binary_labels(rng, n), _binary_labels(rng, n)), {}
@@ -579,6 +588,8 @@ ENTRIES = [
           rows="input is a 2x2 table, not rows"),
     Entry("proportion_confint", calipers.proportion_confint, g_count, weights=None,
           labels=None, float16=False, rows="inputs are counts, not rows"),
+    Entry("bradley_terry", calipers.bradley_terry, g_battles, {"num_models": 3},
+          weights="repeat", float16=False, labels=None),
     Entry("sprt", calipers.sprt, g_sprt, {"p1": 0.7}, weights=None, float16=False,
           rows="sequential test: the order of the outcomes is the data",
           jit="the decision is a Python string"),
@@ -777,6 +788,11 @@ EXEMPT = {
     "auc_minimum_detectable_difference": "planning tool: a Python float from Python numbers",
     "mcnemar_power": "planning tool: power from Python numbers",
     "mcnemar_sample_size": "planning tool: a Python int sample size from Python numbers",
+    "BradleyTerryResult": "result type (checked through bradley_terry)",
+    "BradleyTerryBootstrap": "result type (of bradley_terry_bootstrap)",
+    "bradley_terry_bootstrap": "eager NumPy resampling loop over bradley_terry's fits; checked "
+                               "against a loop of full fits over the resampler's counts in "
+                               "test_arena.py",
     "conformal_rank": "exact integer rank from a Python int and level (Fractions), no arrays; "
                       "checked through conformal_quantile (tested in test_conformal.py)",
 }
