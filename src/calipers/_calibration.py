@@ -67,7 +67,7 @@ class _Cal(NamedTuple):
     out: Any      # output dtype
 
 
-def _check_class_index(name, y, K, xp):
+def check_class_index(name, y, K, xp):
     """Labels as class indices ``0 .. K-1`` (the columns of ``y_prob``): ``(index, invalid)``."""
     if xp.isdtype(y.dtype, "bool"):
         y = xp.astype(y, B.acc_int(xp))
@@ -111,7 +111,7 @@ def _prepare_probs(y_true, y_prob, sample_weight):
     else:
         if p.shape[1] < 2:
             raise ValueError(f"2-D y_prob needs at least 2 columns, got {p.shape[1]}")
-        y, invalid = _check_class_index("y_true", y_true, p.shape[1], xp)
+        y, invalid = check_class_index("y_true", y_true, p.shape[1], xp)
         P = p
     invalid = invalid | V.check_probabilities("y_prob", p, xp)
     w, bad_w = _weights(sample_weight, p.shape[0], xp)
@@ -119,7 +119,7 @@ def _prepare_probs(y_true, y_prob, sample_weight):
     return xp, P, y, w, invalid, out, one_d
 
 
-def _channels(y_true, y_prob, sample_weight, mode) -> _Cal:
+def channels(y_true, y_prob, sample_weight, mode) -> _Cal:
     xp, P, y, w, invalid, out, one_d = _prepare_probs(y_true, y_prob, sample_weight)
     if mode is None:
         mode = "positive" if one_d else "top_label"
@@ -152,7 +152,7 @@ def _channels(y_true, y_prob, sample_weight, mode) -> _Cal:
 # binning
 # --------------------------------------------------------------------------
 
-def _uniform_bins(conf, n_bins, xp):
+def uniform_bins(conf, n_bins, xp):
     b = xp.floor(conf * n_bins)
     b = xp.clip(b, 0, n_bins - 1)
     return xp.astype(b, B.acc_int(xp))
@@ -167,7 +167,7 @@ def _bin_stats(d: _Cal, n_bins, strategy):
     C, n = d.conf.shape
     acc = B.acc_float(xp)
     if strategy == "uniform":
-        bins = _uniform_bins(d.conf, n_bins, xp)                       # (C, n)
+        bins = uniform_bins(d.conf, n_bins, xp)                       # (C, n)
         offs = xp.reshape(xp.arange(C, dtype=bins.dtype) * n_bins, (-1, 1))
         ids = xp.reshape(bins + offs, (-1,))
         wt = xp.reshape(xp.broadcast_to(xp.reshape(d.w, (1, -1)), (C, n)), (-1,))
@@ -209,7 +209,7 @@ def _quantile_channel(conf, outcome, w, n_bins, xp):
     return Wb, Sb, Ob, lower, upper
 
 
-def _check_options(n_bins, strategy, norm=None):
+def check_options(n_bins, strategy, norm=None):
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
         raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
     if strategy not in _STRATEGIES:
@@ -278,8 +278,8 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     >>> float(calipers.expected_calibration_error([1, 0], [0.95, 1.0], n_bins=10))
     0.475...
     """
-    _check_options(n_bins, strategy, norm)
-    d = _channels(y_true, y_prob, sample_weight, mode)
+    check_options(n_bins, strategy, norm)
+    d = channels(y_true, y_prob, sample_weight, mode)
     Wb, Sb, Ob, _, _ = _bin_stats(d, int(n_bins), strategy)
     xp = d.xp
     value = xp.mean(ece_from_bins(Wb, Sb, Ob, norm, xp))
@@ -316,8 +316,8 @@ def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=N
     :func:`expected_calibration_error`; under ``jit`` invalid input gives NaN
     confidence and accuracy.
     """
-    _check_options(n_bins, strategy)
-    d = _channels(y_true, y_prob, sample_weight, mode)
+    check_options(n_bins, strategy)
+    d = channels(y_true, y_prob, sample_weight, mode)
     xp = d.xp
     Wb, Sb, Ob, lower, upper = _bin_stats(d, int(n_bins), strategy)
     empty = Wb == 0
@@ -366,7 +366,7 @@ def brier_decomposition(y_true, y_prob, *, sample_weight=None, n_bins=None):
     behaviour as :func:`expected_calibration_error`.
     """
     if n_bins is not None:
-        _check_options(n_bins, "uniform")
+        check_options(n_bins, "uniform")
     xp, P, y, w, invalid, out, one_d = _prepare_probs(y_true, y_prob, sample_weight)
     acc = B.acc_float(xp)
     K = P.shape[1]
@@ -400,7 +400,7 @@ def _murphy(f, o, w, W, n_bins, xp):
         rel = xp.sum(ws * (fs - og) ** 2) / W
         res = xp.sum(ws * (og - obar) ** 2) / W
     else:
-        bins = _uniform_bins(f, n_bins, xp)
+        bins = uniform_bins(f, n_bins, xp)
         Wb = B.segment_sum(w, bins, n_bins, xp)
         Fb = B.segment_sum(w * f, bins, n_bins, xp)
         Ob = B.segment_sum(w * o, bins, n_bins, xp)
@@ -484,7 +484,7 @@ def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0),
     acc = B.acc_float(xp)
     z = xp.astype(z, acc)
     K = z.shape[1]
-    yi, invalid = _check_class_index("y_true", y, K, xp)
+    yi, invalid = check_class_index("y_true", y, K, xp)
     invalid = invalid | V.check_finite("logits", z, xp)
     z = xp.where(xp.isfinite(z), z, 0.0)
     w, bad_w = _weights(sw, z.shape[0], xp)

@@ -59,11 +59,11 @@ _AVERAGES = (None, "binary", "micro", "macro", "weighted", "samples")
 # options
 # --------------------------------------------------------------------------
 
-def _static_labels(labels, name="labels"):
+def static_labels(labels, name="labels"):
     """``labels`` as a NumPy array on the host (it is static, also under jit)."""
     if B.is_traced(labels):
         raise ValueError(f"{name} must be concrete (a list or a NumPy array), not a traced array")
-    arr = np.asarray(B.to_numpy(labels) if B._is_array(labels) else labels)
+    arr = np.asarray(B.to_numpy(labels) if B.is_array(labels) else labels)
     if arr.ndim != 1 or arr.shape[0] == 0:
         # scikit-learn's words first ("'labels' should contain at least one label.")
         raise ValueError(f"'{name}' should contain at least one label: it must be a non-empty "
@@ -79,16 +79,6 @@ def _static_labels(labels, name="labels"):
 # --------------------------------------------------------------------------
 # input handling
 # --------------------------------------------------------------------------
-
-def _check_finite(name, x, xp):
-    """``V.check_finite`` for 1-D or 2-D arrays: raises eagerly (naming the
-    element or the entry), returns the invalid flag under ``jit``."""
-    if x.ndim <= 1 or not xp.isdtype(x.dtype, "real floating"):
-        return V.check_finite(name, x, xp)
-    return V.fail_if(~xp.isfinite(x), name, "", xp, values=x,
-                     message=lambda i, v: f"{name} must be finite (no NaN or inf); entry "
-                                          f"{i} is {v}")
-
 
 class _Pair(NamedTuple):
     xp: Any
@@ -148,7 +138,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
     B.check_nonempty(true_name, yt)
     B.check_numeric(true_name, yt, xp)
     B.check_numeric(pred_name, yp, xp)
-    invalid = _check_finite(true_name, yt, xp)
+    invalid = V.check_finite(true_name, yt, xp)
     if threshold is not None:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer,
                                                                      np.floating)) \
@@ -156,11 +146,11 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
             raise ValueError(f"threshold must be a finite real number, got {threshold!r}")
         if xp.isdtype(yp.dtype, "bool"):
             raise ValueError(f"{pred_name} must hold scores when threshold is given, not booleans")
-        invalid = invalid | _check_finite(pred_name, yp, xp)
+        invalid = invalid | V.check_finite(pred_name, yp, xp)
         # predicted positive iff score >= threshold
         yp = xp.astype(yp >= threshold, B.acc_int(xp))
     else:
-        invalid = invalid | _check_finite(pred_name, yp, xp)
+        invalid = invalid | V.check_finite(pred_name, yp, xp)
     yt, yp = _common_dtype(yt, yp, xp)
     if w is not None:
         V.check_1d("sample_weight", w)
@@ -218,32 +208,28 @@ def _sample_weights(d: _Pair):
     return ww
 
 
-def _check_01(name, a, xp, traced):
-    return V.check_indicator(name, a, xp)
-
-
-class _Labels(NamedTuple):
+class Labels(NamedTuple):
     full: np.ndarray   # the full label list; index len(full) is the "other" bucket
     sel: np.ndarray    # indices into ``full`` of the labels reported (in order)
     other_ok: bool     # labels outside ``full`` are allowed (they go to "other")
 
 
-def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labels:
+def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> Labels:
     """The static label set of a 1-D (binary/multiclass) problem."""
     labels = _codes_of(d, labels)
     if num_classes is not None:
         C = V.positive_int(num_classes, "num_classes")
         full = np.arange(C)
         if labels is None:
-            return _Labels(full, np.arange(C), False)
-        lab = _static_labels(labels)
+            return Labels(full, np.arange(C), False)
+        lab = static_labels(labels)
         if not np.all((lab >= 0) & (lab < C) & (lab == np.round(lab))):
             raise ValueError(f"labels must be class indices in 0..{C - 1} when num_classes={C} "
                              f"is given, got {lab.tolist()}")
-        return _Labels(full, lab.astype(np.int64), False)
+        return Labels(full, lab.astype(np.int64), False)
     if labels is not None:
-        lab = _static_labels(labels)
-        return _Labels(lab, np.arange(lab.shape[0]), True)
+        lab = static_labels(labels)
+        return Labels(lab, np.arange(lab.shape[0]), True)
     V.eager_only()  # inferred classes are data-dependent: the compile policy runs eagerly
     if d.traced or not allow_infer:
         raise ValueError("under jax.jit the label set must be static: pass num_classes=C "
@@ -252,10 +238,10 @@ def _resolve_labels(d: _Pair, labels, num_classes, *, allow_infer=True) -> _Labe
     if d.keep is not None:
         yt = yt[B.to_numpy(d.keep) != 0]
     full = np.union1d(np.unique(yt), np.unique(B.to_numpy(d.yp)))
-    return _Labels(full, np.arange(full.shape[0]), False)
+    return Labels(full, np.arange(full.shape[0]), False)
 
 
-def _encode(y, lab: _Labels, xp, name, traced):
+def encode(y, lab: Labels, xp, name, traced):
     """Index of each label in ``lab.full`` (``len(full)`` for labels outside it).
 
     Returns ``(idx, bad)``; ``bad`` (scalar) is True if a label outside the set
@@ -287,7 +273,7 @@ def _encode(y, lab: _Labels, xp, name, traced):
     return idx, _bad_labels(y, match, lab, L, xp, name, traced)
 
 
-def _bad_labels(y, match, lab: _Labels, L, xp, name, traced):
+def _bad_labels(y, match, lab: Labels, L, xp, name, traced):
     """Raise (eager) or flag (jit) labels outside the set, unless they are allowed."""
     if lab.other_ok:
         return xp.asarray(False)
@@ -344,11 +330,11 @@ def _binary_counts(d: _Pair, pos_label):
     return _Counts(tp, pred, true, total, np.asarray([pos_label])), invalid
 
 
-def _multiclass_label_counts(d: _Pair, lab: _Labels):
+def _multiclass_label_counts(d: _Pair, lab: Labels):
     """Per-label counts over ``lab.full`` plus the "other" bucket (length L + 1)."""
     xp = d.xp
-    ti, bad_t = _encode(d.yt, lab, xp, "y_true", d.traced)
-    pi, bad_p = _encode(d.yp, lab, xp, "y_pred", d.traced)
+    ti, bad_t = encode(d.yt, lab, xp, "y_true", d.traced)
+    pi, bad_p = encode(d.yp, lab, xp, "y_pred", d.traced)
     ww = _sample_weights(d)
     L1 = lab.full.shape[0] + 1
     true = B.segment_sum(ww, ti, L1, xp)
@@ -376,12 +362,12 @@ def _label_counts(d: _Pair, *, labels, num_classes, average, pos_label):
         return _Counts(tp, pred, true, total, lab.full[lab.sel]), invalid
     # multilabel
     n, L = d.yt.shape
-    invalid = d.invalid | _check_01("y_true", d.yt, xp, d.traced) \
-        | _check_01("y_pred", d.yp, xp, d.traced)
+    invalid = d.invalid | V.check_indicator("y_true", d.yt, xp) \
+        | V.check_indicator("y_pred", d.yp, xp)
     if num_classes is not None and V.positive_int(num_classes, "num_classes") != L:
         raise ValueError(f"num_classes={num_classes} but the indicator matrices have {L} columns")
     if labels is not None:
-        lab = _static_labels(labels)
+        lab = static_labels(labels)
         if not np.all((lab >= 0) & (lab < L) & (lab == np.round(lab))):
             # scikit-learn's words (the greatest label first, then the least)
             got = (f"Got {lab.max():g} > {L - 1}. " if lab.max() > L - 1 else
@@ -426,8 +412,8 @@ def _divide(num, den, zd_value, xp):
     return xp.where(undefined, xp.asarray(zd_value, dtype=val.dtype), val), undefined
 
 
-def _nanaverage(values, weights, xp):
-    """Weighted mean ignoring NaN (scikit-learn's ``_nanaverage``): NaN if all are NaN;
+def nanaverage(values, weights, xp):
+    """Weighted mean ignoring NaN (scikit-learn's ``nanaverage``): NaN if all are NaN;
     the unweighted mean of the defined values if their weights sum to zero."""
     ok = ~xp.isnan(values)
     zero = xp.asarray(0.0, dtype=values.dtype)
@@ -515,7 +501,7 @@ def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_wei
     final = {}
     for what, (val, _) in res.items():
         if average not in (None,):
-            val = _nanaverage(val, weights, xp)
+            val = nanaverage(val, weights, xp)
             if average in ("binary", "micro"):
                 val = xp.reshape(val, ()) if val.ndim else val
         val = B.nan_if(invalid, xp.astype(val, out), xp)
@@ -734,10 +720,10 @@ def _sentinel(cm, invalid, xp):
     return xp.where(invalid, xp.asarray(-1, dtype=cm.dtype), cm)
 
 
-def _full_confusion(d: _Pair, lab: _Labels):
+def _full_confusion(d: _Pair, lab: Labels):
     xp = d.xp
-    ti, bad_t = _encode(d.yt, lab, xp, "y_true", d.traced)
-    pi, bad_p = _encode(d.yp, lab, xp, "y_pred", d.traced)
+    ti, bad_t = encode(d.yt, lab, xp, "y_true", d.traced)
+    pi, bad_p = encode(d.yp, lab, xp, "y_pred", d.traced)
     ww = _sample_weights(d)
     L1 = lab.full.shape[0] + 1
     flat = B.segment_sum(ww, ti * L1 + pi, L1 * L1, xp)
@@ -820,10 +806,10 @@ def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normali
     return B.nan_if(invalid, res, xp)
 
 
-def _any_label_in(d: _Pair, lab: _Labels):
+def _any_label_in(d: _Pair, lab: Labels):
     """0-d bool: some (kept) element of y_true is one of the labels, whatever its weight."""
     xp = d.xp
-    ti, _ = _encode(d.yt, _Labels(lab.full, lab.sel, True), xp, "y_true", d.traced)
+    ti, _ = encode(d.yt, Labels(lab.full, lab.sel, True), xp, "y_true", d.traced)
     hit = ti < lab.full.shape[0]
     if d.keep is not None:
         hit = hit & (d.keep != 0)
@@ -1096,7 +1082,7 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
 # top-k accuracy
 # --------------------------------------------------------------------------
 
-def _check_label_scores(yt, s, w, xp, traced):
+def check_label_scores(yt, s, w, xp, traced):
     """Shared checks of (labels, per-class scores, weights): ``(yt as ints, invalid flag)``.
 
     Used by top-k accuracy and the multiclass AUCs. Raises on concrete bad
@@ -1106,7 +1092,7 @@ def _check_label_scores(yt, s, w, xp, traced):
     B.check_nonempty("y_true", yt)
     B.check_numeric("y_true", yt, xp)
     V.check_real_values("y_score", s, xp, "numeric scores")
-    invalid = _check_finite("y_true", yt, xp) | _check_finite("y_score", s, xp)
+    invalid = V.check_finite("y_true", yt, xp) | V.check_finite("y_score", s, xp)
     if w is not None:
         V.check_1d("sample_weight", w)
         invalid = invalid | V.check_weights("sample_weight", w, xp)
@@ -1162,7 +1148,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     C = 2 if np.ndim(y_score) == 1 else (np.shape(y_score)[1] if np.ndim(y_score) == 2 else 0)
     if V.is_text(y_true):  # eager only: encoded against labels (or y_true's sorted classes)
         if labels is not None:
-            V.check_ordered_labels(V._host_labels(labels, "labels"))
+            V.check_ordered_labels(V.host_labels(labels, "labels"))
         classes, (y_true,) = V.encode_labels(y_true, labels=labels)
         labels = np.arange(len(classes))
     xp, (yt, s, w) = B.as_arrays(y_true, y_score, sample_weight,
@@ -1171,10 +1157,10 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
     V.check_1d("y_true", yt)
     if s.ndim not in (1, 2):
         raise ValueError(f"y_score must be 1-D (binary) or 2-D (n, C), got shape {tuple(s.shape)}")
-    yt, invalid = _check_label_scores(yt, s, w, xp, traced)
+    yt, invalid = check_label_scores(yt, s, w, xp, traced)
     # scikit-learn's rules, in its words where its tests match them
     if labels is not None:
-        lab = V.check_ordered_labels(_static_labels(labels))
+        lab = V.check_ordered_labels(static_labels(labels))
         if lab.shape[0] != C:
             raise ValueError(f"Number of given labels ({lab.shape[0]}) not equal to the number "
                              f"of classes in 'y_score' ({C}).")
@@ -1200,7 +1186,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
                              f"to the number of classes in 'y_score' ({C}): y_true has "
                              f"{lab.shape[0]} distinct labels {lab.tolist()[:10]} but y_score "
                              f"has {C} columns; pass labels= (one per column)")
-    ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
+    ti, bad = encode(yt, Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
     if k >= C:
         V.warn_if(xp.asarray(True), f"'k' ({k}) greater than or equal to 'n_classes' ({C}) "

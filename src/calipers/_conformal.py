@@ -365,7 +365,7 @@ def _check_labels(y, n_classes, xp, name="y_calib", cols="proba_calib"):
         return ~xp.all((y >= 0) & (y < n_classes))
     bad = (y < 0) | (y >= n_classes)
     if bool(xp.any(bad)):
-        i = B._first_index(bad, xp)
+        i = B.first_index(bad, xp)
         raise ValueError(f"{name} must be class indices in 0 .. {n_classes - 1}; element {i} "
                          f"is {B.show(B.to_numpy(y)[i])}")
     return xp.asarray(False)

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-def _check_integral(name, x, xp):
+def check_integral(name, x, xp):
     V.check_real_values(name, x, xp, "integers")
     if not xp.isdtype(x.dtype, "real floating"):
         return xp.asarray(False)
@@ -86,7 +86,7 @@ def pass_at_k(n, c, k, *, max_correct=None):
     """
     xp, (n, c, k) = B.as_arrays(n, c, k)
     for name, a in (("n", n), ("c", c), ("k", k)):
-        _check_integral(name, a, xp)
+        check_integral(name, a, xp)
     acc = B.acc_float(xp)
     nf, cf, kf = (xp.astype(a, acc) for a in (n, c, k))
     nf, cf, kf = xp.broadcast_arrays(nf, cf, kf)
@@ -144,7 +144,7 @@ class Perplexity:
     num_tokens: object    #: tokens per segment (weight sum when ``mask`` is fractional)
 
 
-def _prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
+def prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
     xp, (lp, mask) = B.as_arrays(token_logprobs, mask)
     B.check_numeric(name, lp, xp)
     if lp.ndim not in (1, 2):
@@ -226,7 +226,7 @@ def perplexity(token_logprobs, *, segment_ids=None, num_segments=None, mask=None
     >>> [round(float(v), 4) for v in r.per_sequence], round(float(r.corpus), 4)
     ([2.7183, 20.0855], 5.2945)
     """
-    xp, nll, m, invalid, acc = _prepare_logprobs(token_logprobs, mask)
+    xp, nll, m, invalid, acc = prepare_logprobs(token_logprobs, mask)
     ones = xp.ones(nll.shape, dtype=acc) if m is None else m
     if nll.ndim == 2:
         if segment_ids is not None:
@@ -251,7 +251,7 @@ def _segments(segment_ids, values, num_segments, invalid, xp):
     if ids.shape[0] != values.shape[0]:
         raise ValueError(f"segment_ids has {ids.shape[0]} elements but token_logprobs has "
                          f"{values.shape[0]}; they must match")
-    _check_integral("segment_ids", ids, xp)
+    check_integral("segment_ids", ids, xp)
     traced = B.is_traced(ids)
     if num_segments is None:
         if traced:
@@ -286,11 +286,11 @@ def _perplexity_result(xp, nll, tok, invalid, *, structured):
 
 
 def _bits_per_unit(token_logprobs, count, mask, count_name):
-    xp, nll, m, invalid, acc = _prepare_logprobs(token_logprobs, mask)
+    xp, nll, m, invalid, acc = prepare_logprobs(token_logprobs, mask)
     _, (cnt,) = B.as_arrays(count)
     if B.is_numpy(_) and not B.is_numpy(xp):
         cnt = xp.asarray(cnt)
-    invalid = invalid | _check_integral(count_name, cnt, xp)
+    invalid = invalid | check_integral(count_name, cnt, xp)
     total = xp.sum(xp.astype(cnt, acc))
     invalid = invalid | V.fail_if(xp.any(cnt < 0) | ~(total > 0), count_name,
                                   "must be non-negative with a positive total", xp)
@@ -442,7 +442,7 @@ def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, ch
     V.check_same_length(choice_logprobs=ll, y_true=y)
     B.check_nonempty("choice_logprobs", ll)
     B.check_numeric("choice_logprobs", ll, xp)
-    _check_integral("y_true", y, xp)
+    check_integral("y_true", y, xp)
     nq, nc = ll.shape
     acc = B.acc_float(xp)
     llf = xp.astype(ll, acc)

@@ -76,7 +76,7 @@ def _not_in(labels):
     return lambda i, v: f"y_true element {i} is {v!r}, which is not in labels={labels}"
 
 
-def _prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
+def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
     if labels is not None and pos_label is not None:
         raise ValueError("give labels or pos_label, not both")
     if V.is_text(y_true):
@@ -146,9 +146,9 @@ def _one_hot_index(y_true, K, xp):
     return xp.argmax(xp.astype(y_true == 1, B.acc_int(xp)), axis=1), invalid
 
 
-def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
+def prepare_multiclass(y_true, y_prob, sample_weight, labels):
     """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out."""
-    from ._calibration import _check_class_index
+    from ._calibration import check_class_index
 
     K = np.shape(y_prob)[1]
     unsorted = None
@@ -209,7 +209,7 @@ def _prepare_multiclass(y_true, y_prob, sample_weight, labels):
                 raise ValueError(f"{_class_count_message(present, K, False)} (calipers: "
                                  f"without labels, y_true holds the column indices 0 .. {K - 1} "
                                  "of y_prob)")
-        idx, invalid = _check_class_index("y_true", y_true, K, xp)
+        idx, invalid = check_class_index("y_true", y_true, K, xp)
         if onehot_invalid is not None:
             invalid = invalid | onehot_invalid
     cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
@@ -310,14 +310,14 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     # (n, 1) columns are 1-D (scikit-learn: a one-column y_prob is P(positive))
     y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
-        xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
+        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels)
         eps = float(xp.finfo(p.dtype).eps)
         p = xp.clip(p, eps, 1 - eps)
         loss = -xp.sum(onehot * xp.log(p), axis=1)
         value, _ = _weighted_mean(loss, w, xp, normalize)
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
-    xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, labels=labels)
+    xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, labels=labels)
     value, _ = _weighted_mean(binary_log_loss_rows(y, p, xp), w, xp, normalize)
     value = xp.astype(B.nan_if(invalid, value, xp), f)
     return B.finalize(value, xp)
@@ -356,14 +356,14 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         if pos_label is not None:
             raise ValueError("pos_label applies to 1-D y_prob only; use labels for 2-D")
-        xp, onehot, p, w, invalid, f = _prepare_multiclass(y_true, y_prob, sample_weight, labels)
+        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels)
         diff = p - onehot
         value, _ = _weighted_mean(xp.sum(diff * diff, axis=1), w, xp)
         half = p.shape[1] < 3 if scale_by_half == "auto" else scale_by_half
         value = value * (0.5 if half else 1.0)
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
-    xp, y, p, w, invalid, f = _prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
+    xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
                                             labels=labels)
     value, _ = _weighted_mean(binary_brier_rows(y, p, xp), w, xp)
     if scale_by_half is False:

@@ -54,8 +54,8 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
         V.check_same_length(y_true=y_true, sample_weight=sample_weight)
         invalid = V.check_weights("sample_weight", sample_weight, xp, positive_sum=True)
     B.check_nonempty("y_true", y_true)
-    invalid = invalid | _check_finite_nd("y_true", y_true, xp)
-    invalid = invalid | _check_finite_nd("y_pred", y_pred, xp)
+    invalid = invalid | V.check_finite("y_true", y_true, xp)
+    invalid = invalid | V.check_finite("y_pred", y_pred, xp)
     d = _Reg()
     d.xp = xp
     d.one_d = y_true.ndim == 1
@@ -75,11 +75,6 @@ def _prepare(y_true, y_pred, sample_weight, multioutput, *, allow_variance_weigh
     d.invalid = invalid
     _check_multioutput(multioutput, d.n_outputs, allow_variance_weighted)
     return d
-
-
-def _check_finite_nd(name, x, xp):
-    # the backend validator reports a flat index; give it the flattened array
-    return V.check_finite(name, xp.reshape(x, (-1,)), xp)
 
 
 def _check_multioutput(multioutput, n_outputs, allow_variance_weighted):
@@ -255,7 +250,7 @@ def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=N
         raise ValueError(f"y_train has {yt.shape[1]} outputs but y_true has {d.n_outputs}")
     if yt.shape[0] <= sp:
         raise ValueError(f"y_train must be longer than sp={sp}; it has {yt.shape[0]} values")
-    d.invalid = d.invalid | _check_finite_nd("y_train", yt, xp)
+    d.invalid = d.invalid | V.check_finite("y_train", yt, xp)
     scale = xp.mean(xp.abs(yt[sp:, ...] - yt[:-sp, ...]), axis=0)
     d.invalid = d.invalid | V.fail_if(xp.any(scale == 0), "y_train", f"gives a naive scale "
                                       f"mean|y_train[t] - y_train[t-{sp}]| that is zero (constant "

@@ -187,8 +187,8 @@ def _pair_counts(t, e, r, a_list, b, xp):
     if B.is_numpy(xp):
         if _past_int64(a_list, b):
             # the integer pair sums could pass int64: count in Python integers (exact)
-            a_list = [R._as_exact(a) if a.dtype.kind in "iu" else a for a in a_list]
-            b = R._as_exact(b)
+            a_list = [R.as_exact(a) if a.dtype.kind in "iu" else a for a in a_list]
+            b = R.as_exact(b)
             return [_Pairs(*(np.asarray(v, dtype=object) if a.dtype == object else v
                              for v in p))
                     for a, p in zip(a_list, _pair_counts_numpy(t, e, r, a_list, b))]
@@ -272,7 +272,7 @@ def _past_int64(a_list, b) -> bool:
     if b.dtype.kind not in "iu":
         return False
     tb = int(np.sum(b, dtype=np.int64))
-    return any(a.dtype.kind in "iu" and int(np.sum(a, dtype=np.int64)) * tb > R._INT64_MAX
+    return any(a.dtype.kind in "iu" and int(np.sum(a, dtype=np.int64)) * tb > R.INT64_MAX
                for a in a_list)
 
 
@@ -455,9 +455,9 @@ def _unit_interval(x, xp):
 
 
 def _cindex(p: _Pairs, xp):
-    if R._is_exact(p.concordant):     # Python integers (NumPy past int64): one exact division
+    if R.is_exact(p.concordant):     # Python integers (NumPy past int64): one exact division
         num, den = 2 * p.concordant + p.tied_risk, p.comparable
-        value = R._exact_ratio(num, den, np.asarray(1, dtype=object))[0] if den else \
+        value = R.exact_ratio(num, den, np.asarray(1, dtype=object))[0] if den else \
             np.asarray(np.nan)
         return np.asarray(value, dtype=np.float64), np.asarray(den == 0)
     f = B.acc_float(xp)
@@ -630,7 +630,7 @@ def _censoring_weights(d: _Surv, train_event, train_time, used):
     beyond = used & (d.t > ts[n_tr - 1]) & (G[n_tr - 1] > 0)
     bad = xp.any(beyond)
     if not B.is_traced(bad) and bool(bad):
-        i = B._first_index(beyond, xp)
+        i = B.first_index(beyond, xp)
         raise ValueError(
             f"time element {i} ({B.show(B.to_numpy(d.t)[i])}) is after the last training time "
             f"{B.show(B.to_numpy(ts)[n_tr - 1])}, where the censoring distribution is not "

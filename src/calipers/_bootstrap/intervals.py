@@ -142,9 +142,9 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
     d = _real_vector(replicates, "replicates")
     if isinstance(estimate, (bool, np.bool_)) or not isinstance(
             estimate, (int, float, np.integer, np.floating)) and not (
-            B._is_array(estimate) and getattr(estimate, "ndim", 1) == 0):
+            B.is_array(estimate) and getattr(estimate, "ndim", 1) == 0):
         raise ValueError(f"estimate must be a real number, got {estimate!r}")
-    theta = float(B.to_numpy(estimate)) if B._is_array(estimate) else float(estimate)
+    theta = float(B.to_numpy(estimate)) if B.is_array(estimate) else float(estimate)
     if math.isinf(theta):
         raise ValueError(f"estimate must be finite or NaN, got {theta!r}")
     jack = None

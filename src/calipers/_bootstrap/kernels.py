@@ -152,7 +152,7 @@ class _AUCSplitKernel:
 
     def evaluate(self, state, counts, xp):
         num2, P, N = self.parts(state, counts, xp)
-        if R._is_exact(num2):
+        if R.is_exact(num2):
             num2, P, N = int(num2), int(P), int(N)
         if isinstance(num2, int):      # NumPy: Python ints, one correctly rounded division
             return np.float64(math.nan) if P == 0 or N == 0 else np.float64(num2 / (2 * P * N))
@@ -176,9 +176,9 @@ class _AUCSplitKernel:
         t_sum, t_read = cum0[-1], xp.sum(xp.astype(c_read, cdt))
         if self.side == 0:
             return s, t_read, t_sum
-        if R._is_exact(s):      # NumPy past int64: Python integers
+        if R.is_exact(s):      # NumPy past int64: Python integers
             return 2 * int(t_sum) * int(t_read) - int(s), int(t_sum), int(t_read)
-        sdt = R._sum_dtype(xp, cdt)     # (2 P* N* passes int32 from 32,768 rows in each class)
+        sdt = R.sum_dtype(xp, cdt)     # (2 P* N* passes int32 from 32,768 rows in each class)
         return 2 * xp.astype(t_sum, sdt) * xp.astype(t_read, sdt) - s, t_sum, t_read
 
     def _dtypes(self, counts_dtype):
@@ -270,15 +270,15 @@ def _split_parts(models, counts, xp):
             np.take(C, at_lo, out=g1, mode="clip")
             if k.ties:
                 np.add(g1, np.take(C, at_hi, out=g2, mode="clip"), out=g1)
-            if 2 * p_star * n_star <= R._INT64_MAX:
+            if 2 * p_star * n_star <= R.INT64_MAX:
                 np.multiply(g1, c_read, out=t)
                 s = int(np.add.reduce(t, dtype=np.int64))
             else:       # the sum could pass int64 (U2 <= 2 P* N*): Python integers
-                s = int(np.dot(R._as_exact(g1), R._as_exact(c_read)))
+                s = int(np.dot(R.as_exact(g1), R.as_exact(c_read)))
             # (side 1: each of the N* read counts took N* too, twice; exact in Python ints)
             s = (s if k.ties else 2 * s) - 2 * base * n_star
         else:
-            sdt = R._sum_dtype(xp, R.count_dtype(xp, None))
+            sdt = R.sum_dtype(xp, R.count_dtype(xp, None))
             lo = xp.astype(cum.at[at_lo].get(mode="promise_in_bounds") - base, sdt)
             twice = lo + xp.astype(cum.at[at_hi].get(mode="promise_in_bounds") - base, sdt) \
                 if k.ties else 2 * lo
@@ -469,7 +469,7 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
         else:
             (na, P, N), (nb, _, _) = (kernel_a.parts(sa, counts, xp),
                                       kernel_b.parts(sb, counts, xp))
-        if R._is_exact(na) or R._is_exact(nb):     # NumPy past int64: Python integers
+        if R.is_exact(na) or R.is_exact(nb):     # NumPy past int64: Python integers
             na, nb, P, N = int(na), int(nb), int(P), int(N)
         if isinstance(na, int):       # NumPy: Python ints, division correctly rounded
             if P == 0 or N == 0:

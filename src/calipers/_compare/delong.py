@@ -137,7 +137,7 @@ def _prepare_scores(y_true, *scores, names, groups=None):
         return xp, y, arrs[1:], None, bad
     # Cluster ids of any sortable kind stay NumPy (strings have no JAX dtype);
     # arrays of the scores' namespace (traced under jit) stay as they are.
-    if not B._is_array(groups) or isinstance(groups, np.ndarray):
+    if not B.is_array(groups) or isinstance(groups, np.ndarray):
         groups = np.asarray(groups)
     B.check_1d("groups", groups)
     B.check_same_length(y_true=y, groups=groups)

@@ -113,7 +113,7 @@ def adjust_pvalues(pvalues, *, method: str = "holm"):
         p = xp.astype(p, out)
     bad = ~((p >= 0) & (p <= 1))  # NaN is bad too
     if not B.is_traced(p) and bool(xp.any(bad)):
-        i = B._first_index(bad, xp)
+        i = B.first_index(bad, xp)
         raise ValueError(f"pvalues must be in [0, 1] (no NaN); element {i} is "
                          f"{B.show(B.to_numpy(p)[i])}")
     m = p.shape[0]

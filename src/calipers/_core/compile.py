@@ -311,7 +311,7 @@ def _plan(sig, args, kwargs, rows, positional):
             dyn[name] = v
             found = True
         elif v is not None and (name in rows or name in positional) and \
-                (isinstance(v, (np.ndarray, np.generic, list, tuple)) or B._is_array(v)):
+                (isinstance(v, (np.ndarray, np.generic, list, tuple)) or B.is_array(v)):
             convert.append((name, v))  # data next to JAX arrays: promoted to JAX
         else:
             try:
@@ -323,7 +323,7 @@ def _plan(sig, args, kwargs, rows, positional):
     import jax.numpy as jnp
 
     for name, v in convert:
-        if B._is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
+        if B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
             return None  # another non-NumPy namespace: as_arrays reports it
         try:
             a = np.asarray(v)

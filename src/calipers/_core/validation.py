@@ -45,7 +45,7 @@ def _is_real(v) -> bool:
 
 def confidence_level(value, name: str = "confidence_level") -> float:
     """A real number strictly between 0 and 1 (Python or NumPy scalar); returned as float."""
-    if B._is_array(value) and getattr(value, "ndim", 1) == 0 and not B.is_traced(value) \
+    if B.is_array(value) and getattr(value, "ndim", 1) == 0 and not B.is_traced(value) \
             and not isinstance(value, (bool, np.bool_)):
         value = value.item() if hasattr(value, "item") else value
     if not _is_real(value) or not (0 < float(value) < 1):
@@ -212,7 +212,10 @@ def check_finite(name: str, x, xp):
     """
     if not xp.isdtype(x.dtype, "real floating"):
         return xp.asarray(False)
-    return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
+    if x.ndim <= 1:
+        return fail_if(~xp.isfinite(x), name, "must be finite (no NaN or inf)", xp, values=x)
+    return fail_if(~xp.isfinite(x), name, "", xp, values=x,
+                   message=lambda i, v: f"{name} must be finite (no NaN or inf); entry {i} is {v}")
 
 
 def check_interval_bounds(lower, upper, xp, *, names=("lower", "upper")):
@@ -367,7 +370,7 @@ def column_or_1d(x):
         except ValueError:  # ragged lists: the array conversion reports them
             return x
     if len(shape) == 2 and shape[1] == 1:
-        return x[:, 0] if B._is_array(x) else np.asarray(x)[:, 0]
+        return x[:, 0] if B.is_array(x) else np.asarray(x)[:, 0]
     return x
 
 
@@ -412,7 +415,7 @@ def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> N
     if pos_label is not None or B.is_traced(y_true) or np.ndim(y_score) != 1 \
             or np.ndim(y_true) != 1:
         return
-    y = np.asarray(B.to_numpy(y_true) if B._is_array(y_true) else y_true)
+    y = np.asarray(B.to_numpy(y_true) if B.is_array(y_true) else y_true)
     if y.size == 0 or y.dtype.kind == "b":
         return
     if y.dtype.kind == "f" and not np.isfinite(y).all():
@@ -436,11 +439,11 @@ def check_binary_for_1d_scores(y_true, y_score, pos_label=None, *, note="") -> N
 # labels
 # --------------------------------------------------------------------------
 
-def _host_labels(x, name):
+def host_labels(x, name):
     """A static label list as a 1-D NumPy array (never traced)."""
     if B.is_traced(x):
         raise ValueError(f"{name} must be concrete (a list or a NumPy array), not a traced array")
-    arr = np.asarray(B.to_numpy(x) if B._is_array(x) else x)
+    arr = np.asarray(B.to_numpy(x) if B.is_array(x) else x)
     if arr.ndim != 1 or arr.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty 1-D list of labels, got shape {arr.shape}")
     if unique_labels(arr, name).shape[0] != arr.shape[0]:
@@ -477,7 +480,7 @@ def is_text(x) -> bool:
     """True for label arrays/lists that are not numeric (strings, bytes, objects)."""
     if x is None or B.is_traced(x):
         return False
-    if B._is_array(x) and not isinstance(x, np.ndarray):
+    if B.is_array(x) and not isinstance(x, np.ndarray):
         return False  # JAX / array-api arrays are numeric by construction
     try:
         kind = np.asarray(x).dtype.kind
@@ -497,10 +500,10 @@ def encode_labels(y, *others, labels=None, names=("y_true",), infer_from=1):
     ``classes`` raises ``ValueError`` naming its array.  Under ``jit`` labels
     are integers and the number of classes is static: use the integer paths.
     """
-    arrays = [np.asarray(B.to_numpy(a) if B._is_array(a) else a) for a in (y, *others)]
+    arrays = [np.asarray(B.to_numpy(a) if B.is_array(a) else a) for a in (y, *others)]
     names = tuple(names) + tuple(f"argument {i}" for i in range(len(names), len(arrays)))
     if labels is not None:
-        classes = _host_labels(labels, "labels")
+        classes = host_labels(labels, "labels")
     else:
         pool = [a.reshape(-1) for a in arrays[:infer_from]]
         for name, a in zip(names, pool):

@@ -63,7 +63,7 @@ __all__ = [
 # namespaces
 # --------------------------------------------------------------------------
 
-def _is_array(x: Any) -> bool:
+def is_array(x: Any) -> bool:
     return array_api_compat.is_array_api_obj(x) and not isinstance(x, (bool, int, float))
 
 
@@ -96,7 +96,7 @@ def as_arrays(*args: Any, names=None, **named: Any):
         names = tuple(f"argument {i}" for i in range(len(args)))
     foreign: dict = {}  # non-NumPy namespace -> first argument name using it
     for name, a in zip(names, args):
-        if a is not None and _is_array(a) and not array_api_compat.is_numpy_array(a):
+        if a is not None and is_array(a) and not array_api_compat.is_numpy_array(a):
             ns = array_api_compat.array_namespace(a)
             foreign.setdefault(ns, name)
     if len(foreign) > 1:
@@ -109,8 +109,8 @@ def as_arrays(*args: Any, names=None, **named: Any):
     to_np = is_numpy(xp)
     out = []
     for name, a in zip(names, args):
-        if a is None or (_is_array(a) and not array_api_compat.is_numpy_array(a)) \
-                or (to_np and _is_array(a) and not _is_extension(a)):
+        if a is None or (is_array(a) and not array_api_compat.is_numpy_array(a)) \
+                or (to_np and is_array(a) and not _is_extension(a)):
             out.append(a)
             continue
         try:
@@ -478,7 +478,7 @@ def check_numeric(name: str, x, xp) -> None:
         raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
 
 
-def _first_index(mask, xp) -> int:
+def first_index(mask, xp) -> int:
     return int(np.argmax(np.asarray(mask_to_numpy(mask))))
 
 

@@ -95,7 +95,7 @@ def count_dtype(xp, w):
     return B.acc_float(xp)
 
 
-def _sum_dtype(xp, cdt):
+def sum_dtype(xp, cdt):
     """Dtype of a sum of products of counts: 64-bit integers stay exact, else the widest float."""
     if cdt is object:
         return object
@@ -104,7 +104,7 @@ def _sum_dtype(xp, cdt):
     return B.acc_float(xp)
 
 
-_INT64_MAX = 2**63 - 1
+INT64_MAX = 2**63 - 1
 _INT32_MAX = 2**31 - 1
 
 
@@ -113,25 +113,25 @@ def _past_int64(xp, sdt, P, N) -> bool:
 
     ``P``, ``N``: concrete totals (or arrays of them: the largest is taken), or
     callables giving them (evaluated only on NumPy int64 sums). True means:
-    count in Python integers (:func:`_as_exact`). The bound ``2 P N`` is cheap
+    count in Python integers (:func:`as_exact`). The bound ``2 P N`` is cheap
     (a reduction or two) and false in the common case.
     """
     if not B.is_numpy(xp) or sdt is object or sdt != np.int64:
         return False
     P, N = (v() if callable(v) else v for v in (P, N))
-    return 2 * int(np.max(P)) * int(np.max(N)) > _INT64_MAX
+    return 2 * int(np.max(P)) * int(np.max(N)) > INT64_MAX
 
 
-def _as_exact(x):
+def as_exact(x):
     """A NumPy integer array as Python integers (an object array): sums that cannot wrap."""
     return np.asarray(x).astype(object)
 
 
-def _is_exact(x) -> bool:
+def is_exact(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype == object
 
 
-def _exact_ratio(num, P, N):
+def exact_ratio(num, P, N):
     """NumPy: ``num / (2 P N)`` of Python integers, one correctly rounded division per element.
 
     Returns ``(float64 value, undefined)``, NaN where a class has no weight.
@@ -168,7 +168,7 @@ def pair_limit_flag(P, N, xp, *, name="sample_weight", placements=False):
     bad = bad | (P < 0) | (N < 0)      # a total that already wrapped
     if B.is_traced(bad):
         rule = (f"must keep the Mann-Whitney pair count 2*P*N (P, N: the total positive and "
-                f"negative weight) at most 2**63 - 1 = {_INT64_MAX}, the int64 limit; NumPy "
+                f"negative weight) at most 2**63 - 1 = {INT64_MAX}, the int64 limit; NumPy "
                 "inputs count past it exactly" if wide else
                 f"must keep the doubled placements ({'2*max(P, N)' if placements else '2*N'}; "
                 f"P, N: the total positive and negative weight) at most 2**31 - 1 = "
@@ -184,7 +184,7 @@ def pair_limit_flag(P, N, xp, *, name="sample_weight", placements=False):
             raise ValueError(
                 f"{name}: the Mann-Whitney pair count can reach 2*P*N = {2 * Pi * Ni} "
                 f"(P = {Pi}, N = {Ni}: the total positive and negative weight, or the row "
-                f"counts without weights), more than 2**63 - 1 = {_INT64_MAX}, the int64 "
+                f"counts without weights), more than 2**63 - 1 = {INT64_MAX}, the int64 "
                 "limit of the integer pair counts; NumPy inputs count past it exactly (in "
                 "Python integers): pass NumPy arrays, float weights or smaller integer weights")
         which = "2*max(P, N)" if placements else "2*N"
@@ -383,7 +383,7 @@ def _segment_total(C, tg, xp):
     return xp.take(C, tg.seg_end, axis=0) - xp.take(C, tg.seg_lo, axis=0)
 
 
-def _prefix(x, xp, dtype):
+def prefix(x, xp, dtype):
     if x.ndim == 1:
         return B.prefix_sum(x, xp, dtype)
     return xp.cumulative_sum(xp.astype(x, dtype), axis=0, include_initial=True)
@@ -459,10 +459,10 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
     ``2 P N`` could pass int64 (``P`` the whole ``wpos`` total, ``N`` the
     largest lower-class total): Python integers (an object array), exact.
     """
-    sdt = _sum_dtype(xp, Cneg.dtype)
+    sdt = sum_dtype(xp, Cneg.dtype)
     last = Cneg[Cneg.shape[0] - 1, ...]
     if _past_int64(xp, sdt, lambda: np.sum(wpos, dtype=np.int64), last):
-        sdt, Cneg, wpos = object, _as_exact(Cneg), _as_exact(wpos)
+        sdt, Cneg, wpos = object, as_exact(Cneg), as_exact(wpos)
     t = xp.astype(twice_below(Cneg, tg, xp), sdt)
     wp = xp.astype(wpos, sdt)
     if Cneg.ndim == 2:
@@ -473,12 +473,12 @@ def u2(tg: TieGroups, wpos, Cneg, xp):
 
 
 def _weighted_sum(wpos, twice, xp, sdt):
-    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`_sum_dtype`) from per-row doubled counts.
+    """``U2 = sum(wpos * twice)`` in ``sdt`` (:func:`sum_dtype`) from per-row doubled counts.
 
     ``sdt`` ``object`` (NumPy past int64): a 0-d object array holding a Python integer.
     """
     if sdt is object:
-        return np.asarray(int(np.dot(_as_exact(wpos), _as_exact(twice))), dtype=object)
+        return np.asarray(int(np.dot(as_exact(wpos), as_exact(twice))), dtype=object)
     return xp.sum(xp.astype(wpos, sdt) * xp.astype(twice, sdt))
 
 
@@ -490,8 +490,8 @@ def auc_from_u2(u2_value, P, N, xp):
     past their limit (:func:`pair_limit_flag`) raise on concrete values and are
     NaN under ``jit``.
     """
-    if _is_exact(u2_value):
-        return _exact_ratio(u2_value, P, N)
+    if is_exact(u2_value):
+        return exact_ratio(u2_value, P, N)
     over = pair_limit_flag(P, N, xp)
     undefined = (P == 0) | (N == 0)
     den = 2 * _f(P, xp) * _f(N, xp)
@@ -511,10 +511,10 @@ def loo_auc(tg: TieGroups, cw: ClassWeights, xp):
     weight off its class total; counts stay in the count dtype, one division
     (Python integers on NumPy past int64, as :func:`u2`).
     """
-    sdt = _sum_dtype(xp, cw.Cn.dtype)
+    sdt = sum_dtype(xp, cw.Cn.dtype)
     if _past_int64(xp, sdt, cw.P, cw.N):
         sdt = object
-        cw = ClassWeights(*(_as_exact(v) for v in cw))
+        cw = ClassWeights(*(as_exact(v) for v in cw))
     total = u2(tg, cw.wp, cw.Cn, xp)
     w = cw.wp + cw.wn
     rm = xp.astype(w, sdt) * xp.astype(placements(tg, cw, xp), sdt)
@@ -522,7 +522,7 @@ def loo_auc(tg: TieGroups, cw: ClassWeights, xp):
     P1 = xp.where(pos, cw.P - w, cw.P)
     N1 = xp.where(pos, cw.N, cw.N - w)
     if sdt is object:
-        return _exact_ratio(total - rm, np.maximum(P1, 0), np.maximum(N1, 0))[0]
+        return exact_ratio(total - rm, np.maximum(P1, 0), np.maximum(N1, 0))[0]
     over = pair_limit_flag(cw.P, cw.N, xp, placements=True)
     bad = (P1 <= 0) | (N1 <= 0) | over
     den = 2 * _f(P1, xp) * _f(N1, xp)
@@ -638,7 +638,7 @@ def _twice_below_sum_numpy(neg, pos):
 
 def _exact_sum_dtype(P, N):
     """NumPy, unit weights: int64 sums while ``2 P N`` fits, else Python integers."""
-    return np.int64 if 2 * P * N <= _INT64_MAX else object
+    return np.int64 if 2 * P * N <= INT64_MAX else object
 
 
 def _twice_u_numpy(neg, pos):
@@ -693,7 +693,7 @@ def _roc_auc_split_jax(y01, s, xp):
     kp, kn, real, P, N = _split_keys_jax(y01, s, xp)
     k_lo, k_hi = split_ranks(kn, kp, xp, N)
     # unit weights: the negatives' prefix sum at rank k is k itself
-    u2_value = _weighted_sum(real, k_lo + k_hi, xp, _sum_dtype(xp, k_lo.dtype))
+    u2_value = _weighted_sum(real, k_lo + k_hi, xp, sum_dtype(xp, k_lo.dtype))
     return auc_from_u2(u2_value, P, N, xp)
 
 
@@ -795,9 +795,9 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
     roles swapped). ``ties=False`` (no positive ties a negative, so ``k_hi ==
     k_lo``) skips one gather.
     """
-    sdt = _sum_dtype(xp, Cneg.dtype)
+    sdt = sum_dtype(xp, Cneg.dtype)
     if _past_int64(xp, sdt, lambda: np.sum(wpos, dtype=np.int64), Cneg[Cneg.shape[0] - 1]):
-        sdt, Cneg = object, _as_exact(Cneg)
+        sdt, Cneg = object, as_exact(Cneg)
     lo = xp.take(Cneg, k_lo)
     if not ties:
         return 2 * _weighted_sum(wpos, lo, xp, sdt)

@@ -84,7 +84,7 @@ def factorize(ids, xp, *, num_segments=None, name="query_id", _perm_out=None):
                              f"is given, got dtype {ids.dtype}")
         bad = (ids < 0) | (ids >= Q)
         if not traced and bool(xp.any(bad)):
-            i = B._first_index(bad, xp)
+            i = B.first_index(bad, xp)
             raise ValueError(f"{name} must be in 0..num_segments-1 = 0..{Q - 1}; "
                              f"element {i} is {B.to_numpy(ids)[i].item()!r}")
         codes = xp.astype(xp.where(bad, xp.zeros_like(ids), ids), ai)

@@ -19,7 +19,7 @@ import numpy as np
 from .._core import xp as B
 from .._core import validation as V
 from .._core.results import result_type
-from .._classification import _check_label_scores, _encode, _Labels, _nanaverage, _static_labels
+from .._classification import check_label_scores, encode, Labels, nanaverage, static_labels
 from .._kernels import rankstats as R
 from .._core.compile import compiled
 
@@ -117,11 +117,11 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"y_score must have shape (n, C) with C >= 2 classes, got "
                          f"{tuple(s.shape)}")
-    yt, invalid = _check_label_scores(yt, s, w, xp, traced)
+    yt, invalid = check_label_scores(yt, s, w, xp, traced)
     if labels is None and traced:
         V.eager_only()  # the compile policy hands this call to the eager rule below
     lab = _column_labels(None if traced else B.to_numpy(yt), labels, C)
-    ti, bad = _encode(yt, _Labels(lab, np.arange(C), False), xp, "y_true", traced)
+    ti, bad = encode(yt, Labels(lab, np.arange(C), False), xp, "y_true", traced)
     invalid = invalid | bad
     out = R.out_float(xp, s, w)
 
@@ -183,7 +183,7 @@ def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="mac
                              "y_true); NaN, left out of the average")
     if average is None:
         return B.nan_if(invalid, xp.astype(values, out), xp)
-    value = _nanaverage(values, support if average == "weighted" else None, xp)
+    value = nanaverage(values, support if average == "weighted" else None, xp)
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
 
 
@@ -195,7 +195,7 @@ def _column_labels(yt, labels, C):
     ``jit`` (``yt`` None) the columns are ``0..C-1``.
     """
     if labels is not None:
-        lab = V._host_labels(labels, "labels") if V.is_text(labels) else _static_labels(labels)
+        lab = V.host_labels(labels, "labels") if V.is_text(labels) else static_labels(labels)
         V.check_ordered_labels(lab)
         if lab.shape[0] != C:
             raise ValueError(f"Number of given labels, {lab.shape[0]}, not equal to the number "
@@ -239,7 +239,7 @@ def _pairwise_auc_matrix(ti, s, w, C, xp):
         onehot = xp.astype(xp.reshape(tg.y, (-1, 1)) == classes, cdt)
         if w is not None:
             onehot = onehot * xp.reshape(xp.astype(xp.take(w, tg.order), cdt), (-1, 1))
-        Cm = R._prefix(onehot, xp, cdt)
+        Cm = R.prefix(onehot, xp, cdt)
         rows.append(_f(R.u2(tg, onehot[:, i], Cm, xp), xp))
         if Wc is None:
             Wc = _f(Cm[Cm.shape[0] - 1, ...], xp)

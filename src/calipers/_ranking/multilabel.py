@@ -33,7 +33,7 @@ import numpy as np
 from .._core import xp as B
 from .._kernels import rankstats as R
 from .._core import validation as V
-from .._classification import _check_01, _check_finite, _nanaverage
+from .._classification import nanaverage
 
 # internal layer: the public entry points are roc_auc_score / average_precision_score
 
@@ -102,7 +102,7 @@ def check_pos_label_present(y_true, pos_label):
     """
     if pos_label is None or B.is_traced(y_true):
         return
-    y = np.asarray(B.to_numpy(y_true) if B._is_array(y_true) else y_true)
+    y = np.asarray(B.to_numpy(y_true) if B.is_array(y_true) else y_true)
     if y.ndim != 1:
         return
     present = np.unique(y)
@@ -118,13 +118,13 @@ def _check_indicator_values(y_true):
     if B.is_traced(y_true):
         return
     y = V.densify(y_true)
-    y = np.asarray(B.to_numpy(y) if B._is_array(y) else y)
+    y = np.asarray(B.to_numpy(y) if B.is_array(y) else y)
     if y.dtype.kind in "biuf":
         V.check_indicator("y_true", y, np, ranking=True)
 
 
 def _column(y_score):
-    if B._is_array(y_score):
+    if B.is_array(y_score):
         return y_score[:, 0]
     return np.asarray(y_score)[:, 0]
 
@@ -174,7 +174,7 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
     V.check_real_values("y_score", S, xp, "numeric scores")
     if xp.isdtype(Y.dtype, "bool"):
         Y = xp.astype(Y, B.acc_int(xp))
-    invalid = _check_01("y_true", Y, xp, B.is_traced(Y)) | _check_finite("y_score", S, xp)
+    invalid = V.check_indicator("y_true", Y, xp) | V.check_finite("y_score", S, xp)
     if w is not None:
         V.check_1d("sample_weight", w)
         V.check_same_length(y_true=Y, sample_weight=w)
@@ -216,6 +216,6 @@ def _indicator_score(kind, y_true, y_score, sample_weight, average):
     V.warn_if(xp.any(undefined) & ~invalid, message, xp, values=undefined)
     if average is None:
         return B.nan_if(invalid, xp.astype(values, out), xp)
-    value = _nanaverage(values, weights, xp)
+    value = nanaverage(values, weights, xp)
     return B.finalize(B.nan_if(invalid, xp.astype(value, out), xp), xp)
 

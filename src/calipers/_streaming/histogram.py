@@ -631,14 +631,14 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, query_mask=None, k=10, 
         qm, bad_q = _as_mask("query_mask", query_mask, (Q,), xp)
         mask = mask & xp.reshape(qm, (-1, 1))
         bad_mask = bad_mask | bad_q
-    ks, is_seq = R._check_k(k, required=True)
+    ks, is_seq = R.check_k(k, required=True)
     if len(set(ks)) != len(ks):
         raise ValueError(f"k must not repeat a cut-off, got {k!r}")
     if gain not in ("linear", "exponential"):
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
     if B.is_jax(xp) and not B.is_traced(y_true, y_score, mask):
         # eager JAX: check values here, then one compiled program (not three)
-        R._value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
+        R.value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
                         xp.where(mask, y_score, xp.zeros_like(y_score)))
         outs = _ranking_batch_jit(ks, gain, relevance_level)(y_true, y_score, mask)
     else:

@@ -341,8 +341,8 @@ class ConfusionState(NamedTuple):
         keep, bad_m = _row_mask(mask, y_true.shape[0], xp)
         keep, (y_true, y_pred, sample_weight) = _drop_masked(
             keep, [y_true, y_pred, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
-        t, bad_t = _cal._check_class_index("y_true", y_true, K, xp)
-        p, bad_p = _cal._check_class_index("y_pred", y_pred, K, xp)
+        t, bad_t = _cal.check_class_index("y_true", y_true, K, xp)
+        p, bad_p = _cal.check_class_index("y_pred", y_pred, K, xp)
         invalid = bad_t | bad_p | bad_m
         ids = t * K + p
         if B.is_traced(y_true, y_pred):
@@ -405,7 +405,7 @@ class CalibrationState(NamedTuple):
     @classmethod
     def init(cls, n_bins=15, *, num_classes=None, xp=None, weighted=False):
         """An empty state; ``num_classes`` only for ``mode="classwise"`` updates."""
-        _cal._check_options(n_bins, "uniform")
+        _cal.check_options(n_bins, "uniform")
         xp = _namespace(xp)
         C = 1 if num_classes is None else int(num_classes)
         f = B.acc_float(xp)
@@ -443,8 +443,8 @@ class CalibrationState(NamedTuple):
             keep, [y_true, y_prob, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
         if y_true.shape[0] == 0:
             return self                      # nothing unmasked: adds nothing
-        # weights are checked here, not by _channels: a zero total is fine for a batch
-        d = _cal._channels(y_true, y_prob, None, mode)
+        # weights are checked here, not by channels: a zero total is fine for a batch
+        d = _cal.channels(y_true, y_prob, None, mode)
         invalid = d.invalid | bad_m
         f = B.acc_float(xp)
         rw = d.w
@@ -460,7 +460,7 @@ class CalibrationState(NamedTuple):
         n = d.conf.shape[1]
         # the uniform bins of expected_calibration_error (_cal._bin_stats), with
         # integer bin counts for an unweighted state
-        bins = _cal._uniform_bins(d.conf, nb, xp)
+        bins = _cal.uniform_bins(d.conf, nb, xp)
         ids = xp.reshape(bins + xp.reshape(xp.arange(C, dtype=bins.dtype) * nb, (-1, 1)), (-1,))
         wt = xp.reshape(xp.broadcast_to(xp.reshape(rw, (1, -1)), (C, n)), (-1,))
         Sb = B.segment_sum(wt * xp.reshape(d.conf, (-1,)), ids, C * nb, xp)
@@ -483,7 +483,7 @@ class CalibrationState(NamedTuple):
     @compiled
     def compute(self, norm="l1"):
         """Expected calibration error (``norm`` ``"l1"``, ``"l2"`` or ``"max"``)."""
-        _cal._check_options(1, "uniform", norm)
+        _cal.check_options(1, "uniform", norm)
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         value = xp.mean(_cal.ece_from_bins(W, self.conf_sum, self.outcome_sum, norm, xp))
@@ -562,10 +562,10 @@ class NLLState(NamedTuple):
         token_logprobs, mask, num_bytes = _to(xp, token_logprobs, mask, num_bytes)
         if token_logprobs.ndim >= 1 and token_logprobs.shape[0] == 0:
             return self                      # an empty batch adds nothing
-        _, nll, m, invalid, acc = _lang._prepare_logprobs(token_logprobs, mask)
+        _, nll, m, invalid, acc = _lang.prepare_logprobs(token_logprobs, mask)
         tokens = xp.asarray(nll.size, dtype=self.tokens.dtype) if m is None else \
             xp.sum(xp.astype(m == 1, self.tokens.dtype))
-        _lang._check_integral("num_bytes", num_bytes, xp)
+        _lang.check_integral("num_bytes", num_bytes, xp)
         nbytes = xp.sum(xp.astype(num_bytes, self.bytes.dtype))
         invalid = invalid | V.fail_if(nbytes < 0, "num_bytes", "must be >= 0 (in total)", xp)
         if B.is_traced(nbytes):
@@ -653,7 +653,7 @@ class ProbabilityLossState(NamedTuple):
         if y_prob.shape[0] == 0:
             return self                      # nothing unmasked: adds nothing
         if y_prob.ndim == 2:
-            _, onehot, p, w, invalid, _ = _prob._prepare_multiclass(y_true, y_prob,
+            _, onehot, p, w, invalid, _ = _prob.prepare_multiclass(y_true, y_prob,
                                                                    sample_weight, None)
             onehot, p = xp.astype(onehot, f), xp.astype(p, f)
             K = p.shape[1]
@@ -663,7 +663,7 @@ class ProbabilityLossState(NamedTuple):
             diff = p - onehot
             br = xp.sum(diff * diff, axis=1) * (0.5 if K < 3 else 1.0)
         else:  # the very per-row formulas of log_loss / brier_score_loss
-            _, y, p, w, invalid, _ = _prob._prepare_prob(y_true, y_prob, sample_weight)
+            _, y, p, w, invalid, _ = _prob.prepare_prob(y_true, y_prob, sample_weight)
             ll = xp.astype(_prob.binary_log_loss_rows(y, p, xp), f)
             br = xp.astype(_prob.binary_brier_rows(y, p, xp), f)
         invalid = invalid | bad_m

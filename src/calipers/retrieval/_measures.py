@@ -85,7 +85,7 @@ class QueryResult:
 # input handling
 # --------------------------------------------------------------------------
 
-def _check_k(k, *, required: bool, allow_seq: bool = True):
+def check_k(k, *, required: bool, allow_seq: bool = True):
     """Return (ks tuple or None, is_sequence)."""
     if k is None:
         if required:
@@ -94,7 +94,7 @@ def _check_k(k, *, required: bool, allow_seq: bool = True):
     if isinstance(k, (list, tuple)) and allow_seq:
         if len(k) == 0:
             raise ValueError("k must be a positive integer or a non-empty sequence of them")
-        return tuple(_check_k(v, required=True, allow_seq=False)[0][0] for v in k), True
+        return tuple(check_k(v, required=True, allow_seq=False)[0][0] for v in k), True
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise ValueError(f"k must be a positive integer or a sequence of them, got {k!r}")
     if k <= 0:
@@ -141,7 +141,7 @@ def _as_flat(y_true, y_score, query_id, extra, num_segments):
     return xp, y_true, y_score, query_id, list(extra), num_segments
 
 
-def _value_checks(xp, y_true, y_score):
+def value_checks(xp, y_true, y_score):
     B.check_numeric("y_true", y_true, xp)
     B.check_numeric("y_score", y_score, xp)
     if xp.isdtype(y_score.dtype, "bool"):
@@ -207,7 +207,7 @@ class _Ranking(_PerQuery):
             raise ValueError(f"relevance_level must be a number, got {relevance_level!r}")
         xp, y_true, y_score, query_id, (doc_id, retrieved, _), num_segments = _as_flat(
             y_true, y_score, query_id, [doc_id, retrieved, None], num_segments)
-        invalid = _value_checks(xp, y_true, y_score)
+        invalid = value_checks(xp, y_true, y_score)
         if doc_id is not None:
             B.check_numeric("doc_id", doc_id, xp)
         f = B.acc_float(xp)
@@ -404,7 +404,7 @@ class _Dense(_PerQuery):
             return None
         xp, y, s, q, _, nseg = _as_flat(y_true, y_score, query_id, [None, None, None],
                                         num_segments)
-        _value_checks(xp, y, s)
+        value_checks(xp, y, s)
         if query_id is None:
             Q, L = np.asarray(y_true).shape
             if nseg != Q:
@@ -714,7 +714,7 @@ def _segment_prepare(id_name="query_id", binary=False, what="queries with no rel
         extras = [a.get(k) for k in _ARRAY_OPTIONS]
         xp, y, s, qid, extra, num_segments = _as_flat(a["y_true"], a["y_score"], a.get(id_name),
                                                       extras, a.get("num_segments"))
-        _value_checks(xp, y, s)
+        value_checks(xp, y, s)
         ex = dict(zip(_ARRAY_OPTIONS, extra))
         if binary:
             V.binary_labels(y, xp)
@@ -813,7 +813,7 @@ def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average"
     default ``ignore_ties=False``). DCG is defined for every query (0 without
     relevant items), so ``n_undefined`` is 0; the mean is over all queries.
     """
-    ks, is_seq = _check_k(k, required=False)
+    ks, is_seq = check_k(k, required=False)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    gain=gain, num_segments=num_segments)
     vals = _per_k(ctx, ks, is_seq, ctx.dcg)
@@ -841,7 +841,7 @@ def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average
     Differences from trec_eval: ties averaged unless ``ties="trec_eval"``;
     trec_eval reads scores as 32-bit floats (the TREC reader does too).
     """
-    ks, is_seq = _check_k(k, required=False)
+    ks, is_seq = check_k(k, required=False)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    gain=gain, num_segments=num_segments)
     return _ndcg_from(ctx, ks, is_seq, undefined)
@@ -910,7 +910,7 @@ def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
     relevant items), so ``n_undefined`` is 0. Not the binary
     :func:`calipers.precision_at_k` (one ranking, ``k`` rows).
     """
-    ks, is_seq = _check_k(k, required=True)
+    ks, is_seq = check_k(k, required=True)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     vals = _per_k(ctx, ks, is_seq, lambda kk: ctx.hits(kk) / kk)
@@ -927,7 +927,7 @@ def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties
     Ties at the k-th position by expectation. Undefined without relevant items
     (trec_eval prints 0).
     """
-    ks, is_seq = _check_k(k, required=True)
+    ks, is_seq = check_k(k, required=True)
     ctx = _context(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     R = ctx.n_rel()
@@ -1003,7 +1003,7 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
         raise ValueError(f"weighting must be 'uniform', 'size' or 'positives', got {weighting!r}")
     xp, y_true, y_score, group_id, (_, _, w), num_segments = _as_flat(
         y_true, y_score, group_id, [None, None, sample_weight], num_segments)
-    invalid = _value_checks(xp, y_true, y_score)
+    invalid = value_checks(xp, y_true, y_score)
     y01, bad = V.binary_labels(y_true, xp)
     invalid = invalid | bad
     if w is not None:
