@@ -105,9 +105,33 @@ def check_measures(specs, ties="trec_eval"):
             raise InputError(f"--ties {ties}: {exc}") from None
 
 
+_PROGRESS_BYTES = 20_000_000   # files smaller than this read too fast for a bar to help
+
+
+def _bar(path, progress):
+    """A tqdm bar as the reader's ``progress(done, total)`` callable, or None (no bar)."""
+    import os
+
+    try:
+        if not progress or os.path.getsize(path) < _PROGRESS_BYTES:
+            return None
+        from tqdm import tqdm
+    except (OSError, ImportError):
+        return None
+    bar = tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, disable=None,
+               leave=False, desc=os.path.basename(path))
+
+    def report(done, total):
+        bar.total = total
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+    return report
+
+
 def _load(path, reader, progress):
     try:
-        return reader(path, progress=progress)
+        return reader(path, progress=_bar(path, progress) or False)
     except retrieval.TrecFormatError as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
