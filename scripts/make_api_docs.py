@@ -12,31 +12,41 @@ import calipers
 import calipers.plot
 import calipers.retrieval
 
+# module (its path under calipers) -> section title, in page order
 TITLES = {
-    "_ranking": "Binary ranking metrics and curves",
+    "_ranking.binary": "Binary ranking metrics and curves",
     "_probability": "Probability scores",
     "_classification": "Thresholded classification",
-    "_multiclass": "Multiclass AUC and threshold selection",
+    "_ranking.multiclass": "Multiclass AUC and threshold selection",
     "_calibration": "Calibration",
     "_regression": "Regression",
     "_language": "Language models and benchmarks",
-    "_retrieval": "Per-query ranking and retrieval",
-    "_trec": "TREC files",
-    "_bootstrap": "Paired bootstrap",
-    "_comparison": "Tests for comparing models",
-    "_states": "Mergeable states",
+    "retrieval._measures": "Per-query ranking and retrieval",
+    "retrieval._io": "TREC files",
+    "retrieval._join": "TREC files: joined arrays",
+    "retrieval._names": "TREC files: measure names",
+    "retrieval._evaluate": "TREC files: evaluation",
+    "_bootstrap.paired": "Paired bootstrap",
+    "_bootstrap.intervals": "Bootstrap intervals",
+    "_compare.delong": "DeLong's test and AUC intervals",
+    "_compare.mcnemar": "McNemar's test",
+    "_compare.proportions": "Proportions",
+    "_compare.sprt": "Sequential tests",
+    "_compare.elo": "Elo from match results",
+    "_compare.arena": "Pairwise ratings (Bradley-Terry)",
+    "_compare.units": "Paired tests on per-unit values",
+    "_compare.multiplicity": "Multiple comparisons",
+    "_compare.power": "Power and sample size",
+    "_streaming.states": "Mergeable states",
+    "_streaming.histogram": "Streaming states for training loops",
     "_slices": "Slices",
-    "_permutation": "Paired tests on per-unit values",
-    "_multiplicity": "Multiple comparisons",
     "_conformal": "Conformal prediction",
     "_offpolicy": "Off-policy estimates",
     "_selective": "Selective prediction",
     "_survival": "Survival concordance",
-    "_streaming": "Streaming states for training loops",
-    "_results": "Result types",
-    "_power": "Power and sample size",
+    "_core.results": "Result types",
     "plot": "Plots",
-    "_exceptions": "Warnings",
+    "_core.exceptions": "Warnings",
 }
 
 
@@ -47,7 +57,7 @@ def main():
                       ("calipers.plot", calipers.plot.__all__)):
         for name in names:
             obj = getattr(__import__(ns, fromlist=[name]), name)
-            mod = getattr(obj, "__module__", "calipers").rsplit(".", 1)[-1]
+            mod = getattr(obj, "__module__", "calipers").partition(".")[2] or "calipers"
             path = f"{ns}.{name}"
             if ns != "calipers" and name in calipers.__all__:
                 continue

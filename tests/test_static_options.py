@@ -57,6 +57,9 @@ CALLS = {
         "ips", _P, np.full(30, 0.5), (_Y == 1).astype(float), n_resamples=50, seed=0, **kw),
     "bootstrap_interval": lambda **kw: calipers.bootstrap_interval(_A, 0.1, **kw),
     "match_elo": lambda **kw: calipers.match_elo([12, 30, 20], **kw),
+    "bradley_terry_bootstrap": lambda **kw: calipers.bradley_terry_bootstrap(
+        ["a", "b", "c", "a", "b", "c"] * 4, ["b", "c", "a", "c", "a", "b"] * 4,
+        [1, 0, 1, 0, 1, 0.5] * 4, n_resamples=20, seed=0, **kw),
     "plot.roc_curves": _plot(P.roc_curves),
     "plot.pr_curves": _plot(P.pr_curves),
 }
@@ -101,3 +104,47 @@ def test_the_rule_is_written_once():
     offenders = [p.relative_to(PKG).as_posix() for p in PKG.rglob("*.py")
                  if p.name != "_validation.py" and pattern.search(p.read_text())]
     assert offenders == []
+
+
+# --------------------------------------------------------------------------
+# the source check: option rules live in calipers._core.validation only
+# --------------------------------------------------------------------------
+
+def _option_copies():
+    """Hand-written copies of the validation layer's rules outside it, as (file:line, what)."""
+    import ast
+
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "_core/validation.py" or rel.startswith("cli/"):
+            continue
+        text = path.read_text()
+        for i, line in enumerate(text.splitlines(), 1):
+            if "not booleans" in line and "raise" in line:
+                found.append((f"{rel}:{i}", "'not booleans' check: use V.check_real_values"))
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.If):
+                continue
+            t = node.test
+            if (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotIn)
+                    and isinstance(t.left, ast.Name) and isinstance(t.comparators[0], ast.Tuple)
+                    and all(isinstance(e, ast.Constant) for e in t.comparators[0].elts)
+                    and any(isinstance(s, ast.Raise) for s in node.body)):
+                found.append((f"{rel}:{node.lineno}", f"{t.left.id} not in (...): use V.choice"))
+    return found
+
+
+def test_option_rules_are_not_copied_outside_the_validation_layer():
+    copies = _option_copies()
+    assert not copies, "\n".join(f"{where}: {what}" for where, what in copies)
+
+
+def test_the_source_check_finds_a_copy(tmp_path, monkeypatch):
+    # the check can fail: a module with a hand-written option check is reported
+    fake = tmp_path / "calipers"
+    fake.mkdir()
+    (fake / "_family.py").write_text(
+        "def f(method):\n    if method not in ('a', 'b'):\n        raise ValueError('no')\n")
+    monkeypatch.setattr(__import__(__name__), "PKG", fake)
+    assert [w for _, w in _option_copies()] == ["method not in (...): use V.choice"]

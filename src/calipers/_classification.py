@@ -144,8 +144,7 @@ def _prepare(y_true, y_pred, sample_weight, *, threshold=None, ignore_index=None
                                                                      np.floating)) \
                 or not math.isfinite(float(threshold)):
             raise ValueError(f"threshold must be a finite real number, got {threshold!r}")
-        if xp.isdtype(yp.dtype, "bool"):
-            raise ValueError(f"{pred_name} must hold scores when threshold is given, not booleans")
+        V.check_real_values(pred_name, yp, xp, "scores when threshold is given")
         invalid = invalid | V.check_finite(pred_name, yp, xp)
         # predicted positive iff score >= threshold
         yp = xp.astype(yp >= threshold, B.acc_int(xp))

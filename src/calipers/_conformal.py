@@ -224,9 +224,7 @@ def _finite_or_flag(name, x, xp):
 
 
 def _float_input(name, x, xp, ndim):
-    B.check_numeric(name, x, xp)
-    if xp.isdtype(x.dtype, "bool"):
-        raise ValueError(f"{name} must be numeric values, not booleans")
+    V.check_real_values(name, x, xp, "numeric values")
     if x.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}")
 
@@ -498,8 +496,7 @@ def split_conformal_classification(y_calib, proba_calib, proba_test, *, alpha=0.
     >>> res.k, round(float(res.q_hat), 6), res.sets.tolist()
     (3, 0.7, [[True, False]])
     """
-    if method not in ("lac", "aps"):
-        raise ValueError(f"method must be 'lac' or 'aps', got {method!r}")
+    method = V.choice(method, "method", ("lac", "aps"))
     xp, (y_calib, proba_calib, proba_test) = B.as_arrays(y_calib, proba_calib, proba_test)
     B.check_1d("y_calib", y_calib)
     inv = _check_proba("proba_calib", proba_calib, xp)

@@ -301,8 +301,7 @@ class GameCountsState(NamedTuple):
     @classmethod
     def init(cls, kind: str = "trinomial", *, xp=None):
         """Empty counts: ``kind`` ``"trinomial"`` (games) or ``"pentanomial"`` (game pairs)."""
-        if kind not in ("trinomial", "pentanomial"):
-            raise ValueError(f"kind must be 'trinomial' or 'pentanomial', got {kind!r}")
+        kind = V.choice(kind, "kind", ("trinomial", "pentanomial"))
         xp = B.numpy_namespace() if xp is None else xp
         i = B.acc_int(xp)
         m = 3 if kind == "trinomial" else 5

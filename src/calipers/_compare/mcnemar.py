@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .._core import xp as B
+from .._core import validation as V
 from .._core.results import result_type
 
 __all__ = ["McNemarResult", "mcnemar", "mcnemar_table"]
@@ -84,8 +85,7 @@ def mcnemar(table, *, method: str = "exact") -> McNemarResult:
     about 1e-13 relative. A table whose counts are negative or not whole numbers
     cannot raise under ``jit``: every field is then NaN.
     """
-    if method not in ("exact", "midp", "chi2", "chi2_cc"):
-        raise ValueError(f"method must be 'exact', 'midp', 'chi2' or 'chi2_cc', got {method!r}")
+    method = V.choice(method, "method", ("exact", "midp", "chi2", "chi2_cc"))
     if not isinstance(table, (list, tuple)) and B.is_traced(table):
         return _mcnemar_traced(table, method)
     t = np.asarray(B.to_numpy(table) if not isinstance(table, (list, tuple)) else table)

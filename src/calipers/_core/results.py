@@ -16,6 +16,7 @@ plain frozen dataclass.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 import sys
 import warnings
 
@@ -128,9 +129,9 @@ class ConfidenceInterval:
 
     Attributes
     ----------
-    low, high : float (0-d array under ``jit``)
+    low, high : float (0-d array under ``jit``), or arrays of ends of one shape
         The ends; NaN when the interval is undefined.
     """
 
-    low: float
-    high: float
+    low: Any
+    high: Any

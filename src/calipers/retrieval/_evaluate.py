@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core import validation as V
 from .._core.results import result_type
 from ._io import _as_qrels, _as_run
 from ._join import _block_ranking, _blocks_of, _join, _ranked_of
@@ -162,8 +163,7 @@ def _evaluate_by(paths, qrels, run, measures=None, *, relevance_level=1, ties="t
     """:func:`evaluate` through the paths ``paths`` (:class:`_Paths`: every choice gives
     the same values; the tests compare them)."""
     plan = _plan(measures)
-    if ties not in ("average", "trec_eval"):
-        raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
+    ties = V.choice(ties, "ties", ("average", "trec_eval"))
     if ties == "average":
         bad = [p[3] for p in plan if p[0] not in _AVERAGE_TIES]
         if bad:

@@ -143,9 +143,7 @@ def _as_flat(y_true, y_score, query_id, extra, num_segments):
 
 def value_checks(xp, y_true, y_score):
     B.check_numeric("y_true", y_true, xp)
-    B.check_numeric("y_score", y_score, xp)
-    if xp.isdtype(y_score.dtype, "bool"):
-        raise ValueError("y_score must be numeric scores, not booleans")
+    V.check_real_values("y_score", y_score, xp, "numeric scores")
     V.check_finite("y_score", y_score, xp)
     V.check_finite("y_true", y_true, xp)
     invalid = xp.asarray(False, device=B.device(y_score))
@@ -194,10 +192,8 @@ class _Ranking(_PerQuery):
 
     def __init__(self, y_true, y_score, query_id, *, doc_id=None, retrieved=None,
                  ties="average", gain="linear", relevance_level=None, num_segments=None):
-        if ties not in ("average", "trec_eval"):
-            raise ValueError(f"ties must be 'average' or 'trec_eval', got {ties!r}")
-        if gain not in ("linear", "exponential"):
-            raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+        ties = V.choice(ties, "ties", ("average", "trec_eval"))
+        gain = V.choice(gain, "gain", ("linear", "exponential"))
         if ties == "trec_eval" and doc_id is None:
             raise ValueError("ties='trec_eval' breaks score ties by doc_id descending: "
                              "doc_id is required")
@@ -651,8 +647,7 @@ def _finish(ctx, values, undefined, *, undefined_mode, name, k=None, weights=Non
             warn_what="queries with no relevant item"):
     """Per-query values (Q,) or (K, Q) -> QueryResult: NaN, mean, count, warning."""
     xp = ctx.xp
-    if undefined_mode not in ("skip", "zero"):
-        raise ValueError(f"undefined must be 'skip' or 'zero', got {undefined_mode!r}")
+    undefined_mode = V.choice(undefined_mode, "undefined", ("skip", "zero"))
     f = ctx.f
     nan = xp.asarray(math.nan, dtype=f, device=ctx.dev)
     if undefined is None:
@@ -999,8 +994,7 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
         As :func:`ndcg`, plus labels outside {0, 1}, negative or non-finite
         weights, an unknown ``weighting``. Under ``jit``: NaN instead.
     """
-    if weighting not in ("uniform", "size", "positives"):
-        raise ValueError(f"weighting must be 'uniform', 'size' or 'positives', got {weighting!r}")
+    weighting = V.choice(weighting, "weighting", ("uniform", "size", "positives"))
     xp, y_true, y_score, group_id, (_, _, w), num_segments = _as_flat(
         y_true, y_score, group_id, [None, None, sample_weight], num_segments)
     invalid = value_checks(xp, y_true, y_score)
