@@ -150,7 +150,7 @@ def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk"
 
 
 def _to_ns(x, xp):
-    """``x`` as an array of ``xp`` (lists and NumPy arrays promoted, as SPEC asks)."""
+    """``x`` as an array of ``xp`` (lists and NumPy arrays promoted: the namespace rule)."""
     _, (x,) = B.as_arrays(x)
     if B.array_api_compat.array_namespace(x) is not xp:
         if not B.is_numpy(B.array_api_compat.array_namespace(x)):

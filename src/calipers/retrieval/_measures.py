@@ -591,7 +591,7 @@ class _Dense(_PerQuery):
                 if 0 < top and top * b <= 62:
                     # one gather and one row sum: grade v >= 1 adds 1 to bit field v-1 of
                     # the row's packed counts; 'clip' maps negative grades to entry 0 (none).
-                    # About 2x faster than the bincount below (10^5 x 100, grades 0..4)
+                    # (fewer passes than the bincount below; benchmarks/bench_retrieval.py)
                     dt = np.int32 if top * b <= 31 else np.int64
                     lut = np.zeros(top + 1, dtype=dt)
                     lut[1:] = [1 << (b * v) for v in range(top)]
