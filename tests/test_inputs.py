@@ -586,6 +586,8 @@ def test_import_does_not_import_jax_and_results_register_on_first_jax_use():
         "import sys, calipers\n"
         "assert 'jax' not in sys.modules, 'import calipers imported jax'\n"
         "import jax, jax.numpy as jnp\n"
+        "r = calipers.accuracy_with_error([1, 0, 1, 1])\n"   # NumPy input, JAX imported later
+        "assert len(jax.tree_util.tree_leaves(r)) == 4\n"
         "r = calipers.accuracy_with_error(jnp.array([1, 0, 1, 1]))\n"
         "leaves = jax.tree_util.tree_leaves(r)\n"
         "assert len(leaves) == 4, leaves\n"

@@ -7,9 +7,9 @@ method names, cut-offs) and must be hashable.
 
 JAX is optional and never imported by calipers itself: a type is registered
 with JAX at class creation when JAX is already imported, and otherwise the
-first time calipers sees a JAX array (:func:`register_with_jax`, called by the
-namespace layer), so ``jax.jit(calipers.delong_test)`` can return it and
-``import calipers`` does not pay for ``import jax``. Without JAX a result is a
+first time calipers sees a JAX array or makes a result while JAX is imported
+(:func:`register_with_jax`), so ``jax.jit(calipers.delong_test)`` can return it
+and ``import calipers`` does not pay for ``import jax``. Without JAX a result is a
 plain frozen dataclass.
 """
 
@@ -102,6 +102,17 @@ def result_type(cls=None, *, meta: tuple[str, ...] = (), renamed: dict | None = 
     """
 
     def wrap(c):
+        own_post_init = getattr(c, "__post_init__", None)
+
+        def __post_init__(self):
+            # a result made while JAX is imported registers every type first, so a jitted
+            # function can return it whichever order calipers and JAX were imported in
+            if _PENDING:
+                register_with_jax()
+            if own_post_init is not None:
+                own_post_init(self)
+
+        c.__post_init__ = __post_init__
         c = dataclasses.dataclass(frozen=True)(c)
         c._renamed = dict(renamed or {})
         for old, path in c._renamed.items():
