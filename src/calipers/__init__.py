@@ -101,6 +101,8 @@ from ._streaming.states import CalibrationState, ConfusionState, NLLState, Proba
 from ._streaming.histogram import (
     QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
     ranking_batch_metrics)
+from ._bootstrap.resample import bootstrap_counts
+from ._streaming.bootstrap import PairedBootstrapState
 
 __version__ = "0.1.0"
 
@@ -190,6 +192,8 @@ __all__ = [
     "probability_sum_tolerance",
     "paired_bootstrap",
     "paired_bootstrap_replicates",
+    "bootstrap_counts",
+    "PairedBootstrapState",
     "DeLongResult",
     "McNemarResult",
     "SPRTResult",

@@ -379,7 +379,8 @@ def poisson_counts(seed, replicate, row_ids, xp=None):
         raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
                          f"{replicate!r}")
     if not B.is_traced(reps) and reps.shape[0] and (
-            bool(xp.any(reps < 0)) or bool(xp.any(xp.astype(reps, xp.float64) >= 2.0**32))):
+            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
+            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
         raise ValueError("replicate must be in [0, 2**32)")
     lo, hi = id_words(row_ids, xp)
     return counts_matrix(seed_words(seed), reps, lo, hi, xp)
