@@ -78,9 +78,9 @@ from ._offpolicy import (
     effective_sample_size,
     importance_weights,
     ips_estimate,
-    off_policy_interval,
     snips_estimate,
 )
+from ._compare.offpolicy import off_policy_interval
 from ._conformal import (
     CalibrationSizeWarning,
     ConformalIntervals,
