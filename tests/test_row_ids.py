@@ -39,10 +39,10 @@ def test_arange_ids_are_the_default_replicates(metric):
 def test_replicates_are_the_metric_under_the_counts():
     ra, rb = paired_bootstrap_replicates("roc_auc", Y, A, Bs, n_resamples=30,
                                          resampling="poisson", seed=4, row_ids=IDS)
-    counts = bootstrap_counts(4, np.arange(30), IDS)
+    counts = bootstrap_counts(IDS, np.arange(30), seed=4)
     assert counts.shape == (30, N) and counts.dtype == np.int64
     for r in range(30):
-        assert counts[r].tolist() == bootstrap_counts(4, r, IDS).tolist()
+        assert counts[r].tolist() == bootstrap_counts(IDS, r, seed=4).tolist()
         assert ra[r] == calipers.roc_auc_score(Y, A, sample_weight=counts[r])
         assert rb[r] == calipers.roc_auc_score(Y, Bs, sample_weight=counts[r])
 
@@ -52,12 +52,12 @@ def test_partition_sums_merge_to_one_machine_bit_for_bit():
     rng = np.random.default_rng(5)
     R_ = np.arange(64)
     pa, pb = (A > 0.5).astype(int), (Bs > 0.45).astype(int)
-    full_c = bootstrap_counts(9, R_, IDS)
+    full_c = bootstrap_counts(IDS, R_, seed=9)
     full = np.stack([full_c @ (pa == Y), full_c @ (pb == Y), full_c.sum(1)])
     for sizes in ([1, 499], [250, 3, 100, 147], [7] * 50 + [150]):
         parts = np.zeros_like(full)
         for rows in _partitions(N, sizes, rng):
-            c = bootstrap_counts(9, R_, IDS[rows])
+            c = bootstrap_counts(IDS[rows], R_, seed=9)
             parts += np.stack([c @ (pa[rows] == Y[rows]), c @ (pb[rows] == Y[rows]), c.sum(1)])
         np.testing.assert_array_equal(parts, full)
     # ... and those sums are the one-shot bootstrap's accuracy replicates, bit for bit
@@ -70,8 +70,8 @@ def test_partition_sums_merge_to_one_machine_bit_for_bit():
 def test_partition_of_a_paired_bootstrap_reproduces_its_part():
     """A partition run alone with its ids draws its rows' counts of the full run."""
     rows = np.sort(RNG.choice(N, 123, replace=False))
-    full = bootstrap_counts(3, np.arange(20), IDS)
-    part = bootstrap_counts(3, np.arange(20), IDS[rows])
+    full = bootstrap_counts(IDS, np.arange(20), seed=3)
+    part = bootstrap_counts(IDS[rows], np.arange(20), seed=3)
     np.testing.assert_array_equal(part, full[:, rows])
     ra, _ = paired_bootstrap_replicates("log_loss", Y[rows], A[rows], Bs[rows], n_resamples=20,
                                         resampling="poisson", seed=3, row_ids=IDS[rows])
@@ -81,7 +81,7 @@ def test_partition_of_a_paired_bootstrap_reproduces_its_part():
 
 def test_rows_j_and_j_plus_2_32_draw_independently():
     j = np.arange(4000, dtype=np.int64)
-    c = bootstrap_counts(1, np.arange(20), np.concatenate([j, j + 2**32]))
+    c = bootstrap_counts(np.concatenate([j, j + 2**32]), np.arange(20), seed=1)
     lo, hi = c[:, :4000], c[:, 4000:]
     assert not np.array_equal(lo, hi)
     # two independent Poisson(1) counts are equal with probability sum_k p_k**2 = 0.3085...
@@ -90,12 +90,12 @@ def test_rows_j_and_j_plus_2_32_draw_independently():
     r = np.corrcoef(lo.ravel(), hi.ravel())[0, 1]
     assert abs(r) < 0.02, r
     # ids below 2**32 in a 64-bit dtype hash as 32-bit ones
-    np.testing.assert_array_equal(bootstrap_counts(1, 3, j),
-                                  bootstrap_counts(1, 3, j.astype(np.uint32)))
+    np.testing.assert_array_equal(bootstrap_counts(j, 3, seed=1),
+                                  bootstrap_counts(j.astype(np.uint32), 3, seed=1))
 
 
 def test_counts_are_poisson_one():
-    c = bootstrap_counts(0, np.arange(10), np.arange(20000) * 7919)
+    c = bootstrap_counts(np.arange(20000) * 7919, np.arange(10), seed=0)
     assert abs(c.mean() - 1) < 0.01 and abs(c.var() - 1) < 0.02
     assert abs(np.mean(c == 0) - np.exp(-1)) < 0.01
 
@@ -104,14 +104,15 @@ def test_jax_counts_and_words_match_numpy():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    ref = bootstrap_counts(8, np.arange(5), IDS)
-    got = jax.jit(lambda i: bootstrap_counts(8, jnp.arange(5), i, xp=jnp))(jnp.asarray(IDS))
+    ref = bootstrap_counts(IDS, np.arange(5), seed=8)
+    got = jax.jit(lambda i: bootstrap_counts(i, jnp.arange(5), seed=8, xp=jnp))(
+        jnp.asarray(IDS))
     np.testing.assert_array_equal(np.asarray(got), ref)
     lo = (IDS & 0xFFFFFFFF).astype(np.uint32)
     hi = (IDS >> 32).astype(np.uint32)
     with jax.enable_x64(False):
-        w = bootstrap_counts(8, jnp.arange(5, dtype=jnp.int32), (jnp.asarray(lo), jnp.asarray(hi)),
-                             xp=jnp)
+        w = bootstrap_counts((jnp.asarray(lo), jnp.asarray(hi)), jnp.arange(5, dtype=jnp.int32),
+                             seed=8, xp=jnp)
         np.testing.assert_array_equal(np.asarray(w), ref)
 
 
@@ -163,10 +164,10 @@ def test_row_ids_errors(kw, match):
 
 def test_bootstrap_counts_errors():
     with pytest.raises(ValueError, match="resampling must be 'poisson'"):
-        bootstrap_counts(0, 0, np.arange(3), resampling="multinomial")
+        bootstrap_counts(np.arange(3), 0, seed=0, resampling="multinomial")
     with pytest.raises(ValueError, match="replicate must be in"):
-        bootstrap_counts(0, 2**32, np.arange(3))
+        bootstrap_counts(np.arange(3), 2**32, seed=0)
     with pytest.raises(ValueError, match="non-negative"):
-        bootstrap_counts(0, 0, np.array([1, -2]))
+        bootstrap_counts(np.array([1, -2]), 0, seed=0)
     with pytest.raises(ValueError, match="integers"):
-        bootstrap_counts(0, 0, np.array([1.0]))
+        bootstrap_counts(np.array([1.0]), 0, seed=0)

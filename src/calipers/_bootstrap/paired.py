@@ -757,7 +757,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         The global id of each row (non-negative, distinct, below 2**64;
         int64/uint64, or on JAX without x64 ids below 2**32 or NumPy int64
         ids, split into words here). Row ``i``'s count in replicate ``r`` is
-        then :func:`calipers.bootstrap_counts` ``(seed, r, row_ids[i])``
+        then :func:`calipers.bootstrap_counts` ``(row_ids[i], r, seed=seed)``
         instead of a function of its position ``i``: a partition of the data
         run with its rows' global ids draws exactly its part of the full
         run's counts, so per-partition replicate sums (and

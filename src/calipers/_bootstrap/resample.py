@@ -402,7 +402,7 @@ def counts_matrix(words, replicates, lo, hi, xp, idtype=None):
                     B.acc_int(xp) if idtype is None else idtype)
 
 
-def bootstrap_counts(seed, replicate, row_ids, *, resampling: str = "poisson", xp=None):
+def bootstrap_counts(row_ids, replicate, *, seed=None, resampling: str = "poisson", xp=None):
     """Bootstrap counts of rows identified by global row ids: a function of (seed, replicate, id).
 
     The engine-neutral primitive of calipers' Poisson bootstrap: row ``j``'s
@@ -419,15 +419,17 @@ def bootstrap_counts(seed, replicate, row_ids, *, resampling: str = "poisson", x
 
     Parameters
     ----------
-    seed : None, int >= 0, NumPy Generator or SeedSequence, or JAX key
-        Turned into two uint32 words as in :func:`calipers.paired_bootstrap`
-        (``None``: fresh entropy, so pass a seed to reproduce the counts).
-    replicate : int in [0, 2**32), or a 1-D integer array of them
     row_ids : integer array (n,) (any shape), or a pair ``(lo, hi)`` of uint32 arrays
         Non-negative global row ids below 2**64 (int64 / uint64 on NumPy and on
         JAX with x64; 32-bit ids without x64, or the two words). Ids below
         2**32 hash as a 32-bit counter; each block of 2**32 ids above has keys
         of its own, so rows ``j`` and ``j + 2**32`` draw independent counts.
+    replicate : int in [0, 2**32), or a 1-D integer array of them
+    seed : None, int >= 0, NumPy Generator or SeedSequence, or JAX key
+        Turned into two uint32 words as in :func:`calipers.paired_bootstrap`.
+        ``None`` (the default of every resampling function) draws fresh
+        entropy at each call, so two calls (two partitions) agree only when
+        given the same explicit seed.
     resampling : {"poisson"}
         Only ``"poisson"`` (independent Poisson(1) counts per row, drawn by
         inverse CDF from a uint32 word: the count probabilities resolved to
@@ -453,8 +455,8 @@ def bootstrap_counts(seed, replicate, row_ids, *, resampling: str = "poisson", x
     --------
     >>> import numpy as np
     >>> from calipers import bootstrap_counts
-    >>> full = bootstrap_counts(7, 3, np.arange(10))
-    >>> part = bootstrap_counts(7, 3, np.array([8, 2, 5]))
+    >>> full = bootstrap_counts(np.arange(10), 3, seed=7)
+    >>> part = bootstrap_counts(np.array([8, 2, 5]), 3, seed=7)
     >>> bool((part == full[[8, 2, 5]]).all())
     True
     """

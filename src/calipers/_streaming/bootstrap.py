@@ -49,7 +49,7 @@ class PairedBootstrapState(NamedTuple):
     the state's class (``init`` returns a subclass made once per
     configuration), so ``psum`` adds only data and states of other seeds or
     metrics refuse to merge. Replicate ``r`` counts row ``j`` of global id
-    ``i`` ``bootstrap_counts(seed, r, i)`` times (calipers' own generator),
+    ``i`` ``bootstrap_counts(i, r, seed=seed)`` times (calipers' own generator),
     so a state fed any batching of rows with their global ids, merged in any
     order, equals :func:`calipers.paired_bootstrap_replicates` ``(metric,
     y_true, a, b, resampling="poisson", row_ids=ids, seed=seed)`` of all the
