@@ -21,7 +21,7 @@ from scipy import stats
 
 import calipers
 from calipers._core import xp as B
-from calipers._bootstrap.paired import paired as BS
+from calipers._bootstrap import paired as BS
 from calipers._bootstrap import resample as RS
 from calipers import paired_bootstrap, paired_bootstrap_replicates
 from conftest import to_np

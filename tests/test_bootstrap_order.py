@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import calipers
-from calipers._bootstrap.paired import paired as BS
+from calipers._bootstrap import paired as BS
 from calipers._bootstrap import resample as RS
 from calipers import paired_bootstrap, paired_bootstrap_replicates
 from conftest import load_case, to_np

@@ -18,7 +18,7 @@ import pytest
 import array_api_strict
 
 import calipers
-from calipers import _resample as RS
+from calipers._bootstrap import resample as RS
 from conftest import load_case
 
 INT64_LIMIT = "2**63 - 1 = 9223372036854775807"
@@ -143,7 +143,7 @@ def test_multiclass_auc_past_int64_is_not_wrapped():
 
 
 def test_unit_weight_sums_switch_to_python_integers_past_int64():
-    from calipers import _rankstats as R
+    from calipers._kernels import rankstats as R
     assert R._exact_sum_dtype(2**31 - 1, 2**31) is np.int64      # 2 P N = 2**63 - 2**32
     assert R._exact_sum_dtype(2**31, 2**31) is object             # 2 P N = 2**63
 
@@ -215,7 +215,7 @@ def test_int32_limit_raises_eagerly_and_is_nan_under_jit(w_each, past):
 
 
 def test_limit_messages_state_the_limit():
-    from calipers import _rankstats as R
+    from calipers._kernels import rankstats as R
     P = np.asarray(2**31, dtype=np.int64)
     with pytest.raises(ValueError) as info:
         R.pair_limit_flag(jnp.asarray(P), jnp.asarray(P), jnp)
