@@ -171,3 +171,23 @@ def test_bootstrap_counts_errors():
         bootstrap_counts(np.array([1, -2]), 0, seed=0)
     with pytest.raises(ValueError, match="integers"):
         bootstrap_counts(np.array([1.0]), 0, seed=0)
+
+
+def test_one_resampler_counts_are_paired_bootstraps():
+    """The unit bootstrap's, off-policy's and the bands' counts are paired_bootstrap's plain rows."""
+    from calipers._bootstrap.ratio import ratio_replicates, replicate_counts
+
+    x = RNG.random(N)
+
+    def wmean(y, s, *, sample_weight):
+        return np.sum(sample_weight * s) / np.sum(sample_weight)
+
+    ra, _ = paired_bootstrap_replicates(wmean, Y, x, x, n_resamples=25, seed=21)
+    counts = np.stack(list(replicate_counts(N, 25, 21)))
+    assert (counts.sum(1) == N).all()
+    np.testing.assert_allclose(ra, counts @ x / N, rtol=1e-13)
+    got = ratio_replicates(x, None, n_resamples=25, seed=21, xp=np)
+    np.testing.assert_allclose(got, ra, rtol=1e-13)
+    den = (x > 0.5).astype(float)
+    got = ratio_replicates(x, den, n_resamples=25, seed=21, xp=np)
+    np.testing.assert_allclose(got, (counts @ x) / (counts @ den), rtol=1e-13)
