@@ -100,10 +100,21 @@ class PairedBootstrapState(NamedTuple):
     total: Any
     invalid: Any
 
-    # static configuration, set on the subclass ``init`` returns
-    metric = "roc_auc"
-    bits = 0
-    seed_words = (0, 0)
+    # static configuration: the subclass ``init`` returns (see _state_class)
+    @property
+    def metric(self) -> str:
+        """The metric (static)."""
+        return _CONFIGS[type(self)][0]
+
+    @property
+    def bits(self) -> int:
+        """Histogram resolution of AUC/AP (static; 0 for the other metrics)."""
+        return _CONFIGS[type(self)][1]
+
+    @property
+    def seed_words(self) -> tuple:
+        """The seed's two uint32 words (static)."""
+        return _CONFIGS[type(self)][2]
 
     @classmethod
     def init(cls, metric: str, n_resamples: int = 200, *, seed=None, bits: int = 12,
@@ -174,7 +185,7 @@ class PairedBootstrapState(NamedTuple):
         under ``jit`` the batch is counted in ``invalid`` (``compute`` NaN).
         """
         xp = _state_xp(self)
-        metric = type(self).metric
+        metric = self.metric
         y_true, a, b, mask = _to(xp, y_true, y_score_a, y_score_b, mask)
         ids = row_ids if isinstance(row_ids, tuple) else _to(xp, row_ids)[0]
         for name, x in (("y_true", y_true), ("y_score_a", a), ("y_score_b", b)):
@@ -191,7 +202,7 @@ class PairedBootstrapState(NamedTuple):
         if not isinstance(ids, tuple) and B.is_traced(ids) and \
                 xp.isdtype(ids.dtype, "signed integer"):
             bad = bad | xp.any(ids < 0)
-        words = xp.asarray(np.asarray(type(self).seed_words, dtype=np.uint32))
+        words = xp.asarray(np.asarray(self.seed_words, dtype=np.uint32))
         cdt = self.total.dtype
         c = counts_matrix(words, xp.arange(self.n_resamples, dtype=cdt), lo, hi, xp, cdt)
         if keep is not None:
@@ -202,7 +213,7 @@ class PairedBootstrapState(NamedTuple):
                 a = xp.where(keep, a, fill_s(a, xp))
                 b = xp.where(keep, b, fill_s(b, xp))
             c = xp.where(xp.reshape(keep, (1, -1)), c, xp.zeros_like(c))
-        stats, bad2 = _batch_stats(metric, type(self).bits, y_true, a, b, c, xp,
+        stats, bad2 = _batch_stats(metric, self.bits, y_true, a, b, c, xp,
                                    self.stats.dtype)
         bad = bad | bad2
         add = type(self)(stats, xp.sum(c, axis=1, dtype=cdt),
@@ -222,7 +233,7 @@ class PairedBootstrapState(NamedTuple):
         wrapped. Eager NumPy arrays, or JAX arrays (traceable).
         """
         xp = _state_xp(self)
-        metric = type(self).metric
+        metric = self.metric
         f = B.acc_float(xp)
         bad = (self.invalid > 0) | xp.any(self.total < 0)
         out = []
@@ -239,11 +250,15 @@ class PairedBootstrapState(NamedTuple):
         return out[0], out[1]
 
 
+_CONFIGS: dict = {}
+
+
 @functools.lru_cache(maxsize=None)
 def _state_class(metric, bits, words):
     """The subclass of one configuration (cached, so equal configurations merge)."""
-    return type("PairedBootstrapState", (PairedBootstrapState,),
-                {"metric": metric, "bits": bits, "seed_words": words, "__slots__": ()})
+    klass = type("PairedBootstrapState", (PairedBootstrapState,), {"__slots__": ()})
+    _CONFIGS[klass] = (metric, bits, words)
+    return klass
 
 
 def _batch_stats(metric, bits, y, a, b, c, xp, sdt):
