@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 
 import calipers
 from calipers import bradley_terry, bradley_terry_bootstrap
-from calipers._bootstrap.resample import _Design, draw_counts, seed_words
+from calipers._bootstrap.resample import draw_counts, make_design, seed_words
 
 ELO = 400 / math.log(10)
 
@@ -331,7 +331,7 @@ def test_bootstrap_equals_a_loop_over_the_same_replicate_counts():
     a, b, o = tournament(9, K=5, n=400)
     B_ = 40
     res = bradley_terry_bootstrap(a, b, o, n_resamples=B_, seed=11)
-    design = _Design("plain", False, len(a))
+    design = make_design("plain", len(a))
     words = seed_words(11)
     counts = [draw_counts(design, ((), None), words, r, np, np.int64) for r in range(B_)]
     assert all(int(c.sum()) == len(a) for c in counts)
@@ -354,7 +354,7 @@ def test_cluster_bootstrap_equals_a_loop_over_cluster_counts():
     res = bradley_terry_bootstrap(a, b, o, groups=groups * 7 + 3, n_resamples=B_, seed=4,
                                   ties="davidson")
     codes = np.unique(groups, return_inverse=True)[1]
-    design = _Design("cluster", False, len(a), n_units=30)
+    design = make_design("cluster", len(a), n_units=30)
     words = seed_words(4)
     counts = [draw_counts(design, ((codes,), None), words, r, np, np.int64) for r in range(B_)]
     # a cluster's battles share its count

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calipers._bootstrap.ratio import replicate_counts
 import calipers
 from calipers import UndefinedMetricWarning
 from conftest import close, to_np
@@ -205,10 +206,11 @@ def test_bad_inputs():
 # --------------------------------------------------------------------------
 
 def reference_bootstrap(num, den, n, seed, B, level):
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(B, n))
+    # the one resampler's multinomial row counts (paired_bootstrap's plain rows), the rows
+    # repeated by their counts explicitly
     reps = []
-    for row in idx:
+    for c in replicate_counts(n, B, seed):
+        row = np.repeat(np.arange(n), c)
         s = num[row].sum()
         if den is None:
             reps.append(s / n)
@@ -240,7 +242,7 @@ def test_bootstrap_matches_reference_loop(backend, estimator):
 def test_snips_bootstrap_renormalises_each_resample():
     r, p, t, a = H30["reward"], H30["pscore"], H30["pi_e"], H30["action"]
     res = calipers.off_policy_interval("snips", r, p, t, action=a, n_resamples=50, seed=0)
-    idx = np.random.default_rng(0).integers(0, 6, size=(50, 6))
+    idx = np.stack([np.repeat(np.arange(6), c) for c in replicate_counts(6, 50, 0)])
     w = t[np.arange(6), a] / p
     renorm = (w * r)[idx].sum(1) / w[idx].sum(1)
     per_round = (r * w / w.mean())[idx].mean(1)  # obp's round rewards: not re-normalised
@@ -255,8 +257,8 @@ def test_bootstrap_undefined_replicates_counted():
     t = np.array([0.0, 0.0, 1.0])  # only row 2 has weight: a resample without it is 0/0
     with pytest.warns(UndefinedMetricWarning, match="bootstrap replicates are undefined"):
         res = calipers.off_policy_interval("snips", r, p, t, n_resamples=200, seed=5)
-    idx = np.random.default_rng(5).integers(0, 3, size=(200, 3))
-    want = int((~(idx == 2).any(1)).sum())
+    counts = np.stack(list(replicate_counts(3, 200, 5)))
+    want = int((counts[:, 2] == 0).sum())
     assert want > 0 and int(res.n_undefined) == want
     assert np.isnan(res.distribution).sum() == want
     assert res.confidence_interval.low == res.confidence_interval.high == 1.0
@@ -315,15 +317,15 @@ def test_clipping_only_lowers_weights_and_never_below_min(seed, lam):
 
 
 def test_bootstrap_chunks_do_not_change_replicates():
-    """n = 2**20 rows: replicates drawn in chunks of 4 equal one draw of the whole matrix."""
+    """n = 2**20 rows: replicates computed in chunks of 4 equal each replicate alone."""
     n = 1 << 20
     rng = np.random.default_rng(0)
     r = rng.integers(0, 2, n).astype(float)
     p = np.full(n, 0.5)
     t = rng.uniform(0, 1, n)
     res = calipers.off_policy_interval("ips", r, p, t, n_resamples=10, seed=9)
-    idx = np.random.default_rng(9).integers(0, n, size=(10, n))
-    np.testing.assert_allclose(res.distribution, (t / p * r)[idx].mean(1), rtol=1e-12)
+    want = [(t / p * r)[np.repeat(np.arange(n), c)].mean() for c in replicate_counts(n, 10, 9)]
+    np.testing.assert_allclose(res.distribution, want, rtol=1e-12)
 
 
 def test_jit_second_call_does_not_recompile():

@@ -13,6 +13,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calipers._bootstrap.ratio import replicate_counts
 import calipers
 from calipers import UndefinedMetricWarning
 from conftest import to_np
@@ -95,9 +96,10 @@ def test_bootstrap_against_numpy_reference():
     rng = np.random.default_rng(1)
     a, b = rng.random(30), rng.random(30)
     r = calipers.paired_unit_bootstrap(a, b, n_resamples=3000, seed=11, confidence_level=0.9)
-    # Reference: the same draws (one Generator, one (B, n) block), plain NumPy.
-    idx = np.random.default_rng(11).integers(0, 30, size=(3000, 30), dtype=np.int32)
-    rep = (a - b)[idx].mean(axis=1)
+    # Reference: the one resampler's unit counts (paired_bootstrap's multinomial rows,
+    # the same seed), the units repeated by their counts explicitly, plain NumPy means.
+    rep = np.array([(a - b)[np.repeat(np.arange(30), c)].mean()
+                    for c in replicate_counts(30, 3000, 11)])
     lo, hi = np.quantile(rep, [0.05, 0.95])
     assert r.difference == pytest.approx(np.mean(a - b), abs=1e-15)
     assert (r.confidence_interval.low, r.confidence_interval.high) == \

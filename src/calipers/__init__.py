@@ -78,9 +78,9 @@ from ._offpolicy import (
     effective_sample_size,
     importance_weights,
     ips_estimate,
-    off_policy_interval,
     snips_estimate,
 )
+from ._compare.offpolicy import off_policy_interval
 from ._conformal import (
     CalibrationSizeWarning,
     ConformalIntervals,
@@ -101,6 +101,8 @@ from ._streaming.states import CalibrationState, ConfusionState, NLLState, Proba
 from ._streaming.histogram import (
     QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
     ranking_batch_metrics)
+from ._bootstrap.resample import bootstrap_counts
+from ._streaming.bootstrap import PairedBootstrapState
 
 __version__ = "0.1.0"
 
@@ -190,6 +192,8 @@ __all__ = [
     "probability_sum_tolerance",
     "paired_bootstrap",
     "paired_bootstrap_replicates",
+    "bootstrap_counts",
+    "PairedBootstrapState",
     "DeLongResult",
     "McNemarResult",
     "SPRTResult",

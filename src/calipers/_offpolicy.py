@@ -21,7 +21,9 @@ stochastic target policy they give different estimates. When both are given
 the floor is applied first, then the cap. In DR the (clipped) weight enters
 the correction term only, as in Open Bandit Pipeline.
 
-Kernels use the array API with static shapes and run under ``jax.jit``.
+Kernels use the array API with static shapes and run under ``jax.jit``. The bootstrap
+interval of these estimators, :func:`calipers.off_policy_interval`, lives with the
+resampler it uses (:mod:`calipers._compare.offpolicy`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ __all__ = [
     "snips_estimate",
     "direct_method_estimate",
     "doubly_robust_estimate",
-    "off_policy_interval",
 ]
 
 
@@ -129,8 +130,9 @@ class _Logged:
     __slots__ = ("xp", "r", "w", "q_logged", "dm_rows", "invalid", "out")
 
 
-def _prepare(reward, propensity, target, action, estimated_rewards, *, max_weight,
-             min_propensity, need_model=False):
+def prepare_rows(reward, propensity, target, action, estimated_rewards, *, max_weight,
+                 min_propensity, need_model=False):
+    """The checked rows of every estimator: weights, rewards, model terms (and the bootstrap's)."""
     xp, (reward, propensity, target, action, estimated_rewards) = B.as_arrays(
         reward, propensity, target, action, estimated_rewards)
     max_weight = _check_option("max_weight", max_weight)
@@ -276,8 +278,8 @@ def importance_weights(propensity, target, *, action=None, max_weight=None,
     >>> calipers.importance_weights([0.5, 0.25], [0.5, 0.75], max_weight=2).tolist()
     [1.0, 2.0]
     """
-    d = _prepare(None, propensity, target, action, None, max_weight=max_weight,
-                 min_propensity=min_propensity)
+    d = prepare_rows(None, propensity, target, action, None, max_weight=max_weight,
+                     min_propensity=min_propensity)
     return d.xp.astype(B.nan_if(d.invalid, d.w, d.xp), d.out)
 
 
@@ -355,8 +357,8 @@ def ips_estimate(reward, propensity, target, *, action=None, max_weight=None,
     >>> float(calipers.ips_estimate([1.0, 0.0, 1.0], [0.5, 0.25, 0.25], [1.0, 0.5, 0.5]))
     1.3333333333333333
     """
-    d = _prepare(reward, propensity, target, action, None, max_weight=max_weight,
-                 min_propensity=min_propensity)
+    d = prepare_rows(reward, propensity, target, action, None, max_weight=max_weight,
+                     min_propensity=min_propensity)
     return _result(d.xp.mean(d.w * d.r), d)
 
 
@@ -390,11 +392,11 @@ def snips_estimate(reward, propensity, target, *, action=None, max_weight=None,
     >>> float(calipers.snips_estimate([1.0, 0.0, 1.0], [0.5, 0.25, 0.25], [1.0, 0.5, 0.5]))
     0.6666666666666666
     """
-    d = _prepare(reward, propensity, target, action, None, max_weight=max_weight,
-                 min_propensity=min_propensity)
+    d = prepare_rows(reward, propensity, target, action, None, max_weight=max_weight,
+                     min_propensity=min_propensity)
     xp = d.xp
     s = xp.sum(d.w)
-    value = _ratio(xp.sum(d.w * d.r), s, None, xp)
+    value = ratio_of_sums(xp.sum(d.w * d.r), s, None, xp)
     if not B.is_traced(d.w) and not bool(s > 0):
         B.warn_undefined("SNIPS is undefined: the sum of the importance weights is 0 (the "
                          "target policy gives probability 0 to every logged action); "
@@ -428,8 +430,8 @@ def direct_method_estimate(target, estimated_rewards):
     xp, (target,) = B.as_arrays(target)
     n = target.shape[0] if target.ndim >= 1 else 0
     ones = xp.ones(n, dtype=B.acc_float(xp))
-    d = _prepare(None, ones, target, None, estimated_rewards, max_weight=None,
-                 min_propensity=None, need_model=True)
+    d = prepare_rows(None, ones, target, None, estimated_rewards, max_weight=None,
+                     min_propensity=None, need_model=True)
     return _result(d.xp.mean(d.dm_rows), d)
 
 
@@ -462,149 +464,14 @@ def doubly_robust_estimate(reward, propensity, target, estimated_rewards, *, act
         ``estimated_rewards`` of another shape. Under ``jit`` invalid values
         give NaN.
     """
-    d = _prepare(reward, propensity, target, action, estimated_rewards, max_weight=max_weight,
-                 min_propensity=min_propensity, need_model=True)
+    d = prepare_rows(reward, propensity, target, action, estimated_rewards,
+                     max_weight=max_weight, min_propensity=min_propensity, need_model=True)
     return _result(d.xp.mean(d.dm_rows + d.w * (d.r - d.q_logged)), d)
 
 
-# --------------------------------------------------------------------------
-# bootstrap
-# --------------------------------------------------------------------------
-
-_ESTIMATORS = ("ips", "snips", "dm", "dr")
-
-
-def _percentile(sorted_vals, count, prob, xp):
-    """Linear-interpolation quantile (NumPy's default) of the first ``count`` sorted values."""
-    h = (xp.astype(count, sorted_vals.dtype) - 1) * prob
-    lo = xp.floor(h)
-    m = sorted_vals.shape[0]
-    i = xp.astype(xp.clip(lo, 0, m - 1), B.acc_int(xp))
-    j = xp.astype(xp.clip(lo + 1, 0, m - 1), B.acc_int(xp))
-    j = xp.minimum(j, xp.astype(xp.clip(count - 1, 0, None), B.acc_int(xp)))
-    a = xp.take(sorted_vals, xp.reshape(i, (1,)))[0]
-    b = xp.take(sorted_vals, xp.reshape(j, (1,)))[0]
-    return a + (h - lo) * (b - a)
-
-
-def off_policy_interval(estimator, reward, propensity, target, estimated_rewards=None, *,
-                        action=None, max_weight=None, min_propensity=None,
-                        n_resamples=1000, confidence_level=0.95, seed=None):
-    """Percentile bootstrap interval of an off-policy estimate, resampling logged rows.
-
-    Each replicate draws n row indices uniformly with replacement and
-    recomputes the estimator on those rows; SNIPS re-normalises inside each
-    resample (``sum(w r) / sum(w)`` over the resampled rows, not per-row terms
-    divided by the full-sample mean weight; Open Bandit Pipeline issue 187).
-    The interval is the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of the
-    defined replicates with linear interpolation (NumPy's default quantile
-    rule; Efron & Tibshirani 1993, ch. 13). Weight clipping and flooring are
-    applied to every row before resampling.
-
-    The row indices are drawn on the host by NumPy from ``seed``
-    (``numpy.random.default_rng(seed).integers``), so the same seed gives the
-    same replicates on every backend. Eagerly they are drawn in chunks of
-    about 2**22 indices (memory bounded whatever ``n_resamples`` is); under
-    ``jax.jit`` the index matrix is a constant of the compiled program
-    (O(n_resamples * n) memory; shapes static).
-
-    Parameters
-    ----------
-    estimator : {"ips", "snips", "dm", "dr"}
-    reward, propensity, target, estimated_rewards, action, max_weight, min_propensity :
-        As in :func:`ips_estimate` and :func:`doubly_robust_estimate`
-        (``estimated_rewards`` and ``action`` with a 2-D ``target`` for "dm"
-        and "dr").
-    n_resamples : int >= 1, keyword
-    confidence_level : float in (0, 1), keyword
-    seed : None, int or numpy.random.Generator, keyword
-
-    Returns
-    -------
-    OffPolicyInterval
-        ``estimate``, ``low``, ``high``, ``distribution``, ``n_undefined``.
-        Undefined replicates (SNIPS of a resample whose weights are all 0)
-        are NaN, counted and left out, with an :class:`UndefinedMetricWarning`.
-
-    Raises
-    ------
-    ValueError
-        A bad ``estimator``, ``n_resamples`` or ``confidence_level``, and
-        every input error of the estimator.
-    """
-    if estimator not in _ESTIMATORS:
-        raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {estimator!r}")
-    n_resamples = V.positive_int(n_resamples, "n_resamples")
-    confidence_level = V.confidence_level(confidence_level)
-    if estimator == "dm":
-        xp0, (t0,) = B.as_arrays(target)
-        propensity = xp0.ones(t0.shape[0], dtype=B.acc_float(xp0)) if propensity is None \
-            else propensity
-    d = _prepare(reward, propensity, target, action, estimated_rewards,
-                 max_weight=max_weight, min_propensity=min_propensity,
-                 need_model=estimator in ("dm", "dr"))
-    xp = d.xp
-    n = d.w.shape[0]
-    # Numerator and denominator per row: every estimator is sum(num) / sum(den) on a resample.
-    if estimator == "ips":
-        num, den = d.w * d.r, None
-    elif estimator == "snips":
-        num, den = d.w * d.r, d.w
-    elif estimator == "dm":
-        num, den = d.dm_rows, None
-    else:
-        num, den = d.dm_rows + d.w * (d.r - d.q_logged), None
-
-    full = _ratio(xp.sum(num), None if den is None else xp.sum(den), n, xp)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    dist = _replicates(num, den, rng, int(n_resamples), n, xp)
-    undefined = xp.isnan(dist)
-    n_undef = xp.sum(xp.astype(undefined, B.acc_int(xp)))
-    count = int(n_resamples) - n_undef
-    big = xp.asarray(math.inf, dtype=dist.dtype)
-    srt = xp.sort(xp.where(undefined, big, dist))  # undefined replicates sort last
-    a = (1 - float(confidence_level)) / 2
-    low = _percentile(srt, count, a, xp)
-    high = _percentile(srt, count, 1 - a, xp)
-    none = ~(count > 0)
-    low, high = B.nan_if(none, low, xp), B.nan_if(none, high, xp)
-    if not B.is_traced(d.w) and int(n_undef) > 0:
-        B.warn_undefined(f"{int(n_undef)} of {n_resamples} bootstrap replicates are undefined "
-                         "(all weights 0 in the resample); they are left out of the interval")
-    cast = lambda v: B.finalize(xp.astype(B.nan_if(d.invalid, v, xp), d.out), xp)  # noqa: E731
-    if not B.is_traced(d.w) and bool(xp.isnan(full)) and estimator == "snips":
-        B.warn_undefined("SNIPS is undefined on all rows: the sum of the importance weights is 0")
-    return OffPolicyInterval(estimate=cast(full),
-                             confidence_interval=ConfidenceInterval(cast(low), cast(high)),
-                             distribution=xp.astype(dist, d.out),
-                             n_undefined=B.finalize(n_undef, xp), estimator=estimator,
-                             n_resamples=int(n_resamples),
-                             confidence_level=float(confidence_level))
-
-
-def _ratio(tot, den_tot, n, xp):
+def ratio_of_sums(tot, den_tot, n, xp):
     """``tot / n``, or ``tot / den_tot`` (NaN where ``den_tot`` is 0) when normalising."""
     if den_tot is None:
         return tot / n
     ok = den_tot > 0
     return B.nan_if(~ok, tot / xp.where(ok, den_tot, xp.ones_like(den_tot)), xp)
-
-
-def _replicates(num, den, rng, n_resamples, n, xp):
-    """Every replicate's estimate, drawing row indices in chunks of about 2**22 (bounded memory).
-
-    Drawing the (n_resamples, n) index matrix chunk by chunk from one Generator gives the same
-    indices as drawing it at once, so the chunk size never changes the replicates.
-    """
-    chunk = max(1, (1 << 22) // max(n, 1))
-
-    def resampled_sum(v, sub):
-        return xp.sum(xp.reshape(xp.take(v, xp.reshape(sub, (-1,))), sub.shape), axis=1)
-
-    parts = []
-    for s in range(0, n_resamples, chunk):
-        rows = min(chunk, n_resamples - s)
-        sub = xp.asarray(rng.integers(0, n, size=(rows, n)), dtype=B.acc_int(xp))
-        parts.append(_ratio(resampled_sum(num, sub),
-                            None if den is None else resampled_sum(den, sub), n, xp))
-    return xp.concat(parts) if len(parts) > 1 else parts[0]

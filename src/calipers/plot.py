@@ -11,7 +11,8 @@ prints.
 
 Bootstrap bands (``band=True`` in :func:`roc_curves` and :func:`pr_curves`)
 are pointwise percentile bands: each replicate draws multinomial row counts
-and passes them as integer ``sample_weight`` (a weight of 3 is the row three
+(calipers' one resampler, the counts :func:`calipers.paired_bootstrap` draws
+for plain rows with the same seed) and passes them as integer ``sample_weight`` (a weight of 3 is the row three
 times, so a weighted curve is the resampled curve), the curve is read on a
 fixed grid (TPR at each FPR, the step-interpolated precision at each recall),
 and the band spans the central ``confidence_level`` share of replicates at
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._core import validation as V
+from ._bootstrap.ratio import replicate_counts
 
 __all__ = ["roc_curves", "pr_curves", "reliability", "bootstrap_distribution", "forest"]
 
@@ -69,11 +71,13 @@ def _fill_band(ax, grid, curve_on_grid, n, n_resamples, confidence_level, seed, 
 
 
 def _band(curve_on_grid, n, n_resamples, confidence_level, seed):
-    """Pointwise percentile band of a curve over multinomial row resamples."""
-    rng = np.random.default_rng(seed)
+    """Pointwise percentile band of a curve over multinomial row resamples.
+
+    The counts are the one resampler's (:func:`calipers.paired_bootstrap`'s plain
+    rows under the same seed), one replicate at a time: memory O(n + B * grid).
+    """
     reps = []
-    for _ in range(int(n_resamples)):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n))
+    for counts in replicate_counts(n, int(n_resamples), seed):
         vals = curve_on_grid(counts)
         if vals is not None:
             reps.append(vals)

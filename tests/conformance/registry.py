@@ -768,6 +768,12 @@ EXEMPT = {
     "OffPolicyInterval": "result type (checked through off_policy_interval)",
     "PairedPermutationResult": "result type (checked through paired_permutation_test)",
     "UnitBootstrapResult": "result type (checked through paired_unit_bootstrap)",
+    "bootstrap_counts": "the resampler's counts from (seed, replicate, row id), no metric; "
+                        "checked by the partition property and against paired_bootstrap's "
+                        "replicates in test_row_ids.py",
+    "PairedBootstrapState": "streaming state class (init/update/merge/compute), tested against "
+                            "paired_bootstrap_replicates with row_ids, under jit and psum, in "
+                            "test_streaming_bootstrap.py",
     "bootstrap_interval": "eager summary of replicates already drawn (NumPy float64 on the "
                           "host), no metric; checked against scipy.stats.bootstrap in "
                           "test_bootstrap_interval.py",

@@ -132,13 +132,26 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
 
     Notes
     -----
-    Eager only: the quantiles are taken on the host in float64.
+    Eagerly the quantiles are taken on the host in float64. Under
+    ``jax.jit`` (traced ``replicates``, ``estimate`` or ``jackknife``; the
+    options stay static and are checked eagerly) the same formulas run on
+    device: the ends are 0-d JAX arrays of the replicates' float dtype
+    (float32 without x64), equal to the eager ones up to that rounding; NaN
+    replicates are left out as eagerly; nothing raises or warns there, so an
+    infinite replicate, estimate or jackknife value, an undefined BCa, or no
+    defined replicate gives NaN ends. Memory O(B) (one sort).
     """
     confidence_level = V.confidence_level(confidence_level)
     # case-insensitive, as paired_bootstrap ("BCa" is the usual spelling)
     method = V.choice(method.lower() if isinstance(method, str) else method, "method",
                       ("percentile", "basic", "bca"))
     alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
+    if B.is_traced(replicates, estimate, jackknife):
+        if method == "bca" and jackknife is None:
+            raise ValueError("jackknife must be given with method='bca' (the leave-one-out "
+                             "values of the statistic, for the acceleration)")
+        return _traced_interval(replicates, estimate, method, confidence_level, alternative,
+                                jackknife)
     d = _real_vector(replicates, "replicates")
     if isinstance(estimate, (bool, np.bool_)) or not isinstance(
             estimate, (int, float, np.integer, np.floating)) and not (
@@ -154,6 +167,83 @@ def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
                              "values of the statistic, for the acceleration)")
         jack = _real_vector(jackknife, "jackknife")
     return _interval(d[~np.isnan(d)], theta, method, confidence_level, alternative, jack)
+
+
+def _sorted_lerp(xs, m, p, jnp):
+    """Type-7 quantile ``p`` of the ``m`` first (sorted) values of ``xs``: NumPy's formula
+    (``numpy.quantile``'s linear interpolation, its ``t >= 1/2`` form included)."""
+    h = (m - 1) * p
+    lo = jnp.clip(jnp.floor(h), 0, jnp.maximum(m - 1, 0)).astype(jnp.int32)
+    hi = jnp.minimum(lo + 1, jnp.maximum(m - 1, 0))
+    t = h - lo
+    a, b = xs[lo], xs[hi]
+    diff = b - a
+    out = jnp.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+    return jnp.where(a == b, a, out)
+
+
+def _traced_interval(replicates, estimate, method, confidence_level, alternative, jackknife):
+    """:func:`bootstrap_interval` under ``jit``: the same formulas on device, NaN for undefined."""
+    import jax.numpy as jnp
+    from jax.scipy.special import ndtr, ndtri
+
+    d = jnp.asarray(replicates)
+    if d.ndim != 1 or not (jnp.issubdtype(d.dtype, jnp.floating)
+                           or jnp.issubdtype(d.dtype, jnp.integer)):
+        raise ValueError(f"replicates must be a 1-D array of real numbers, got shape "
+                         f"{tuple(d.shape)} and dtype {d.dtype}")
+    f = d.dtype if jnp.issubdtype(d.dtype, jnp.floating) and d.dtype.itemsize >= 4 \
+        else jnp.result_type(float)
+    d = d.astype(f)
+    theta = jnp.asarray(estimate, dtype=f)
+    if theta.ndim != 0:
+        raise ValueError(f"estimate must be a real number, got an array of shape "
+                         f"{tuple(theta.shape)}")
+    bad = jnp.any(jnp.isinf(d)) | jnp.isinf(theta) | jnp.isnan(theta)
+    ok = ~jnp.isnan(d)
+    m = jnp.sum(ok)
+    xs = jnp.sort(d)          # NaN sorts last: the first m values are the defined ones
+    bad = bad | (m == 0)
+    alpha = (1 - confidence_level) / 2 if alternative == "two-sided" else 1 - confidence_level
+    p_lo, p_hi = jnp.asarray(alpha, dtype=f), jnp.asarray(1 - alpha, dtype=f)
+    if method == "bca":
+        jk = jnp.asarray(jackknife)
+        if jk.ndim != 1:
+            raise ValueError(f"jackknife must be a 1-D array of real numbers, got shape "
+                             f"{tuple(jk.shape)}")
+        jk = jk.astype(f)
+        bad = bad | jnp.any(jnp.isinf(jk))
+        mf = jnp.maximum(m, 1).astype(f)
+        pct = (jnp.sum(ok & (d < theta)) + jnp.sum(ok & (d <= theta))) / (2 * mf)
+        jok = jnp.isfinite(jk)
+        k = jnp.sum(jok)
+        kf = jnp.maximum(k, 1).astype(f)
+        jmean = jnp.sum(jnp.where(jok, jk, 0)) / kf
+        u = jnp.where(jok, (k - 1) * (jmean - jk), 0)
+        den = jnp.sum(u ** 2)
+        acc = jnp.sum(u ** 3) / (6.0 * jnp.where(den > 0, den, 1) ** 1.5)
+        dmin = jnp.min(jnp.where(ok, d, jnp.inf))
+        dmax = jnp.max(jnp.where(ok, d, -jnp.inf))
+        z0 = ndtri(jnp.clip(pct, 1e-300 if f == jnp.float64 else 1e-30, 1))
+        probs = []
+        undefined = ~((pct > 0) & (pct < 1)) | (k < 2) | (dmin == dmax) | (den == 0)
+        for al in (p_lo, p_hi):
+            z = z0 + ndtri(al)
+            q = 1 - acc * z
+            probs.append(jnp.where(q > 0, ndtr(z0 + z / jnp.where(q > 0, q, 1)), jnp.nan))
+        undefined = undefined | ~jnp.isfinite(probs[0]) | ~jnp.isfinite(probs[1])
+        bad = bad | undefined
+        p_lo, p_hi = (jnp.where(undefined, 0.5, p) for p in probs)
+    lo = _sorted_lerp(xs, m, p_lo, jnp)
+    hi = _sorted_lerp(xs, m, p_hi, jnp)
+    if method == "basic":
+        lo, hi = 2 * theta - hi, 2 * theta - lo
+    if alternative == "less":
+        lo = jnp.full((), -jnp.inf, dtype=f)
+    elif alternative == "greater":
+        hi = jnp.full((), jnp.inf, dtype=f)
+    nan = jnp.full((), jnp.nan, dtype=f)
+    return ConfidenceInterval(jnp.where(bad, nan, lo), jnp.where(bad, nan, hi))
 
 
 def _real_vector(x, name):

@@ -169,7 +169,8 @@ def _check_workers(workers, xp, devices=None):
                              "chunks (use batch and devices)")
 
 
-def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length):
+def _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length,
+                          row_ids=None):
     if V.positive_int(n_resamples, "n_resamples") > 2**32:
         # replicate r is keyed by r as one uint32 word (calipers._resample._replicate_keys)
         raise ValueError(f"n_resamples must be at most 2**32 = {2**32} (replicates are keyed "
@@ -190,10 +191,18 @@ def _check_counts_options(n_resamples, batch, resampling, stratify, groups, bloc
     if resampling == "poisson" and (stratify or block_length is not None):
         raise ValueError("resampling='poisson' draws each row (or cluster) independently; it "
                          "cannot keep class sizes (stratify=True) or blocks (block_length)")
+    if row_ids is not None:
+        if resampling != "poisson":
+            raise ValueError("row_ids needs resampling='poisson': a Poisson count is a function "
+                             "of (seed, replicate, row id) alone, while a multinomial row's "
+                             f"count depends on every other row's; got resampling={resampling!r}")
+        if designs:
+            raise ValueError(f"row_ids keys plain row resampling; it cannot be combined with "
+                             f"{' or '.join(designs)}")
 
 
 def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_groups,
-           block_length, poisson, traced):
+           block_length, poisson, traced, row_ids=None):
     n = y_true.shape[0]
     if block_length is not None and block_length > n:
         raise ValueError(f"block_length={block_length} is larger than the number of samples n={n}")
@@ -201,7 +210,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     # row designs); the counts then already hold the weights.
     w_rep = None
     if sw is not None and not traced and groups is None and block_length is None \
-            and xp.isdtype(sw.dtype, ("integral", "bool")):
+            and row_ids is None and xp.isdtype(sw.dtype, ("integral", "bool")):
         w_rep, sw = np.asarray(B.to_numpy(sw), dtype=np.int64), None
     # does the layout hold the class each model sums in that model's order?
     identity = (True, False)
@@ -301,7 +310,7 @@ def _setup(metric, kind, name, xp, y_true, a, b, sw, *, stratify, groups, num_gr
     else:
         design, dd = _build_design(xp, n, layout, y_codes=y_codes, groups_codes=codes,
                                    n_groups=num_groups, block_length=block_length,
-                                   poisson=poisson, traced=traced)
+                                   poisson=poisson, traced=traced, row_ids=row_ids)
     return _Setup(xp, n, ka, kb, state_a, state_b, design, dd, layout, kind)
 
 
@@ -340,6 +349,37 @@ def _prepare_arrays(y_true, y_score_a, y_score_b, sample_weight, groups, kind="f
     return xp, y_true, a, b, sw, groups
 
 
+def _prepare_row_ids(row_ids, xp, n):
+    """``row_ids`` checked (1-D integers, one per row, non-negative and distinct eagerly),
+    in the namespace the draws use (JAX arrays on JAX, else NumPy)."""
+    if row_ids is None:
+        return None
+    if B.is_traced(row_ids):
+        if row_ids.ndim != 1 or row_ids.shape[0] != n:
+            raise ValueError(f"row_ids must have shape ({n},), got {tuple(row_ids.shape)}")
+        if not xp.isdtype(row_ids.dtype, "integral"):
+            raise ValueError(f"row_ids must be integers, got dtype {row_ids.dtype}")
+        return row_ids
+    ids = np.asarray(B.to_numpy(row_ids))
+    if ids.ndim != 1 or ids.shape[0] != n:
+        raise ValueError(f"row_ids must have one entry per row, shape ({n},), got shape "
+                         f"{ids.shape}")
+    if ids.dtype.kind not in "iu":
+        raise ValueError(f"row_ids must be integers, got dtype {ids.dtype}")
+    if ids.dtype.kind == "i" and n and ids.min() < 0:
+        raise ValueError("row_ids must be non-negative")
+    if np.unique(ids).size != n:
+        raise ValueError("row_ids must be distinct (one global id per row)")
+    if B.is_jax(xp):
+        if ids.dtype.itemsize > 4 and ids.max(initial=0) >= 2**32 and B.acc_int(xp) != xp.int64:
+            # JAX without x64 has no 64-bit integers: pass the ids as two uint32 words
+            return (xp.asarray((ids & 0xFFFFFFFF).astype(np.uint32)),
+                    xp.asarray((ids.astype(np.uint64) >> np.uint64(32)).astype(np.uint32)))
+        return xp.asarray(ids) if ids.dtype.itemsize <= 4 or B.acc_int(xp) == xp.int64 \
+            else xp.asarray(ids.astype(np.uint32))
+    return ids
+
+
 def _resolve_devices(devices):
     if devices is None:
         return None
@@ -363,7 +403,8 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
                                 n_resamples: int = 1000, stratify: bool = False, groups=None,
                                 num_groups: int | None = None, block_length: int | None = None,
                                 resampling: str = "multinomial", resample_by: str = "auto",
-                                batch: int | None = None, seed=None, workers: int | None = None):
+                                batch: int | None = None, seed=None, workers: int | None = None,
+                                row_ids=None):
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
     The engine of :func:`paired_bootstrap` without the intervals: returns
@@ -380,13 +421,19 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     needs binary ``y_true``. Invalid values cannot raise there: they give NaN.
     Replicate ``i`` depends only on (seed, ``i``, row), so jit, eager, any
     ``batch`` and the NumPy path give the same counts for the same seed.
+
+    ``row_ids`` (with ``resampling="poisson"``): the global id of each row, as
+    :func:`paired_bootstrap`; traced ids are not checked (a negative one makes
+    every replicate NaN; distinct ids are the caller's promise).
     """
     metric, kind, name = _resolve_metric(metric, resample_by)
-    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
+    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length,
+                          row_ids)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)
     _check_workers(workers, xp)
-    traced = B.is_traced(y_true, a, b, sw, groups)
+    traced = B.is_traced(y_true, a, b, sw, groups, row_ids)
+    row_ids = _prepare_row_ids(row_ids, xp, y_true.shape[0])
     if not traced:
         # validate through the metric's own messages (labels, scores, probabilities)
         with warnings.catch_warnings():
@@ -398,11 +445,17 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
                          "index resampling of an arbitrary Python metric is eager only")
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=num_groups, block_length=block_length,
-               poisson=resampling == "poisson", traced=traced)
+               poisson=resampling == "poisson", traced=traced, row_ids=row_ids)
     if traced:
         ra, rb = _traced_replicates(s, seed, n_resamples, batch)
+        bad = None
         if kind == "fast":   # invalid input cannot raise under jit: NaN
             bad = _traced_invalid(name, xp, y_true, a, b, sw)
+        if row_ids is not None and not isinstance(row_ids, tuple) and \
+                xp.isdtype(row_ids.dtype, "signed integer"):
+            neg = xp.any(row_ids < 0)
+            bad = neg if bad is None else bad | neg
+        if bad is not None:
             ra, rb = B.nan_if(bad, ra, xp), B.nan_if(bad, rb, xp)
         return ra, rb
     da, db, _ = _replicates(s, seed, n_resamples, batch, None, None, workers)
@@ -589,7 +642,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                      resampling: str = "multinomial", resample_by: str = "auto",
                      batch: int | None = None, seed=None, devices=None, workers: int | None = None,
                      jackknife_groups: int = 100,
-                     progress: Callable[[int], None] | None = None) -> BootstrapResult:
+                     progress: Callable[[int], None] | None = None,
+                     row_ids=None) -> BootstrapResult:
     """Paired bootstrap interval for ``metric(A) - metric(B)`` on the same examples.
 
     Each replicate resamples the examples with replacement (the same resample
@@ -699,6 +753,21 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
         Most groups of the grouped jackknife (BCa only).
     progress : callable, optional
         Called with the number of replicates just finished; calls sum to B.
+    row_ids : integer array (n,), optional
+        The global id of each row (non-negative, distinct, below 2**64;
+        int64/uint64, or on JAX without x64 ids below 2**32 or NumPy int64
+        ids, split into words here). Row ``i``'s count in replicate ``r`` is
+        then :func:`calipers.bootstrap_counts` ``(row_ids[i], r, seed=seed)``
+        instead of a function of its position ``i``: a partition of the data
+        run with its rows' global ids draws exactly its part of the full
+        run's counts, so per-partition replicate sums (and
+        :class:`calipers.PairedBootstrapState`) add up to one machine's.
+        ``row_ids=arange(n)`` gives the replicates of no ``row_ids``. Needs
+        ``resampling="poisson"`` and plain rows (no ``stratify``, ``groups``
+        or ``block_length``): ``ValueError`` otherwise (the multinomial design
+        ties each row's count to every other row's). With ``row_ids``,
+        ``sample_weight`` (integer or float) multiplies each row's count (a
+        replicate's weights are ``counts * w``), as for float weights.
 
     Returns
     -------
@@ -730,7 +799,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     and left out (scipy propagates NaN), intervals for each model too.
     """
     metric, kind, name = _resolve_metric(metric, resample_by)
-    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length)
+    _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length,
+                          row_ids)
     confidence_level = V.confidence_level(confidence_level)
     method_l = method.lower() if isinstance(method, str) else method
     if method_l not in ("percentile", "basic", "bca"):
@@ -741,7 +811,7 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     V.positive_int(jackknife_groups, "jackknife_groups", minimum=2)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)
-    if B.is_traced(y_true, a, b, sw, groups):
+    if B.is_traced(y_true, a, b, sw, groups, row_ids):
         raise ValueError("paired_bootstrap returns Python floats and cannot run on traced "
                          "arrays; under jax.jit use paired_bootstrap_replicates")
     if devices is not None and not B.is_jax(xp):
@@ -753,9 +823,10 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     est_a = float(_full_estimate(metric, kind, y_true, a, sw, "y_score_a"))
     est_b = float(_full_estimate(metric, kind, y_true, b, sw, "y_score_b"))
 
+    row_ids = _prepare_row_ids(row_ids, xp, y_true.shape[0])
     s = _setup(metric, kind, name, xp, y_true, a, b, sw, stratify=stratify, groups=groups,
                num_groups=None, block_length=block_length,
-               poisson=resampling == "poisson", traced=False)
+               poisson=resampling == "poisson", traced=False, row_ids=row_ids)
     da, db, diff = _replicates(s, seed, n_resamples, batch, devs, progress, workers)
 
     ok = np.isfinite(diff)

@@ -103,6 +103,11 @@ def _split64(k, xp):
             xp.astype(k >> np.uint64(32), xp.uint32))
 
 
+def _hash_id_arrays(arrays, keys, xp):
+    """Words of the design's row ids, given as ``(lo,)`` or ``(lo, hi)`` uint32 arrays."""
+    return _hash_rows(arrays[0], arrays[1] if len(arrays) > 1 else None, keys, xp)
+
+
 def _hash_ids(rows, keys, xp, n):
     """Words of row ids ``rows`` (any integer dtype, all below ``n``, a static bound)."""
     if n <= 2**32:
@@ -235,8 +240,10 @@ class _Design:
     code as an argument). ``arrays``: ``stratified``: (low, size, rows) -
     draw k picks ``rows[low[k] + j]``, ``j`` uniform below ``size[k]``
     (``rows`` lists each class's rows in caller order); ``cluster``: (unit,)
-    the cluster code of each row; ``plain`` and ``block``: (). ``layout``
-    maps layout position -> caller row (None: the identity).
+    the cluster code of each row; ``plain`` and ``block``: (); plain Poisson
+    rows with global row ids (``ids`` 32 or 64): the ids' uint32 words
+    ``(lo,)`` or ``(lo, hi)`` in layout order. ``layout`` maps layout position
+    -> caller row (None: the identity).
     """
 
     kind: str          # "plain" | "stratified" | "cluster" | "block"
@@ -245,11 +252,36 @@ class _Design:
     n_units: int = 0   # clusters; with ``repeat``: the total integer weight M
     block_length: int = 0
     repeat: bool = False   # integer sample weights as repetitions (plain, stratified)
+    ids: int = 0       # plain Poisson rows keyed by caller ids: 32 (arrays (lo,)) or 64 (lo, hi)
 
     @property
     def label(self):
         return {"plain": "rows", "stratified": "stratified rows", "cluster": "clusters",
                 "block": "moving blocks"}[self.kind]
+
+
+def make_design(kind: str, n: int, *, poisson: bool = False, n_units: int = 0,
+                block_length: int = 0, repeat: bool = False) -> _Design:
+    """A resampling design of the one resampler, for callers that build their own data.
+
+    ``kind``: ``"plain"`` (rows; with ``repeat``, ``n_units`` integer-weight
+    units, data ``((cw0,), layout)`` the weights' cumulative sum from 0),
+    ``"cluster"`` (``n_units`` clusters, data ``((codes,), layout)``),
+    ``"stratified"`` or ``"block"`` (``block_length``). ``poisson``: Poisson
+    counts instead of multinomial ones. The counts then come from
+    :func:`draw_counts` / :func:`numpy_drawer` with the design's data, the
+    same integers as :func:`calipers.paired_bootstrap`'s for that design.
+    Raises ``ValueError`` for an unknown ``kind`` or a multinomial over more
+    than ``2**32 - 1`` units.
+    """
+    if kind not in ("plain", "stratified", "cluster", "block"):
+        raise ValueError(f"kind must be 'plain', 'stratified', 'cluster' or 'block', got {kind!r}")
+    d = _Design(kind, bool(poisson), int(n), n_units=int(n_units),
+                block_length=int(block_length), repeat=bool(repeat))
+    if _unit_multinomial(d) or (kind == "plain" and repeat and not poisson):
+        _check_units(_units(d), "n_units" if (repeat or kind == "cluster") else "n",
+                     "the number of units")
+    return d
 
 
 def _bincount(idx, length, xp, idtype):
@@ -297,37 +329,141 @@ def _draws(k0, m, keys, xp):
     return _hash_rows(*_split64(xp.arange(m, dtype=xp.uint64) + np.uint64(k0), xp), keys, xp)
 
 
+def id_words(row_ids, xp, name="row_ids"):
+    """Row ids as uint32 words ``(lo, hi)`` (``hi`` None for ids of 32 bits or fewer).
+
+    ``row_ids``: an integer array, or a pair ``(lo, hi)`` of uint32 arrays.
+    Eagerly a ``ValueError`` naming ``name`` for a non-integer dtype or a
+    negative id; under ``jit`` a negative id is not checked here (callers
+    flag it).
+    """
+    if isinstance(row_ids, tuple):
+        if len(row_ids) != 2:
+            raise ValueError(f"{name} as a tuple must be (lo, hi), two uint32 arrays")
+        lo, hi = (xp.asarray(v, dtype=xp.uint32) for v in row_ids)
+        return lo, hi
+    ids = xp.asarray(row_ids)
+    if not xp.isdtype(ids.dtype, "integral"):
+        raise ValueError(f"{name} must be integers, got dtype {ids.dtype}")
+    if not B.is_traced(ids) and math.prod(ids.shape) and \
+            xp.isdtype(ids.dtype, "signed integer") and bool(xp.any(ids < 0)):
+        raise ValueError(f"{name} must be non-negative")
+    if ids.dtype.itemsize <= 4:
+        return xp.astype(ids, xp.uint32), None
+    return _split64(ids, xp)
+
+
 def poisson_counts(seed, replicate, row_ids, xp=None):
     """Poisson(1) bootstrap counts of rows by global row id: a function of (seed, replicate, id).
 
     ``row_ids``: non-negative integers below 2**64 (an integer array: int64 or
     uint64 on NumPy and on JAX with x64; 32-bit without), or a pair ``(lo,
-    hi)`` of uint32 arrays, the low and high words. ``replicate``: below
-    2**32. Row ``j``'s count is that of row ``j`` in replicate ``replicate``
-    of ``resampling="poisson"`` plain rows under the same seed (rows below
-    2**32; above, each block of 2**32 ids has keys of its own), so any
-    partition of the rows can draw its own part. Returns int64 counts (int32
-    on JAX without x64). ``xp``: NumPy (default) or ``jax.numpy``.
+    hi)`` of uint32 arrays, the low and high words. ``replicate``: an integer
+    below 2**32, or a 1-D integer array of replicates (then the counts have
+    shape ``(len(replicate),) + row_ids.shape``). Row ``j``'s count is that
+    of row ``j`` in replicate ``replicate`` of ``resampling="poisson"`` plain
+    rows under the same seed (rows below 2**32; above, each block of 2**32
+    ids has keys of its own), so any partition of the rows can draw its own
+    part. Returns int64 counts (int32 on JAX without x64). ``xp``: NumPy
+    (default) or ``jax.numpy``.
     """
     xp = np if xp is None else xp
-    if isinstance(replicate, (int, np.integer)) and not 0 <= int(replicate) < 2**32:
-        raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
-    words = seed_words(seed)
-    keys = _keys(words, replicate, xp)
-    if isinstance(row_ids, tuple):
-        lo, hi = (xp.asarray(v, dtype=xp.uint32) for v in row_ids)
-    else:
-        ids = xp.asarray(row_ids)
-        if not xp.isdtype(ids.dtype, "integral"):
-            raise ValueError(f"row_ids must be integers, got dtype {ids.dtype}")
-        if not B.is_traced(ids) and ids.shape[0] and xp.isdtype(ids.dtype, "signed integer") \
-                and bool(xp.any(ids < 0)):
-            raise ValueError("row_ids must be non-negative")
-        if ids.dtype.itemsize <= 4:
-            lo, hi = xp.astype(ids, xp.uint32), None
-        else:
-            lo, hi = _split64(ids, xp)
-    return _poisson(_hash_rows(lo, hi, keys, xp), xp, B.acc_int(xp))
+    if isinstance(replicate, (int, np.integer)) and not isinstance(replicate, bool):
+        if not 0 <= int(replicate) < 2**32:
+            raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
+        keys = _keys(seed_words(seed), replicate, xp)
+        lo, hi = id_words(row_ids, xp)
+        return _poisson(_hash_rows(lo, hi, keys, xp), xp, B.acc_int(xp))
+    reps = xp.asarray(replicate)
+    if reps.ndim != 1 or not xp.isdtype(reps.dtype, "integral"):
+        raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
+                         f"{replicate!r}")
+    if not B.is_traced(reps) and reps.shape[0] and (
+            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
+            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
+        raise ValueError("replicate must be in [0, 2**32)")
+    lo, hi = id_words(row_ids, xp)
+    return counts_matrix(seed_words(seed), reps, lo, hi, xp)
+
+
+def counts_matrix(words, replicates, lo, hi, xp, idtype=None):
+    """Poisson counts ``(len(replicates),) + lo.shape`` of ids ``(lo, hi)`` (uint32 words).
+
+    One broadcast hash: replicate ``r``'s row equals :func:`poisson_counts`
+    of ``r``. Memory O(len(replicates) * len(lo)).
+    """
+    u32 = xp.uint32
+    words = xp.asarray(words, dtype=u32)
+    r = xp.reshape(xp.astype(replicates, u32), (-1,) + (1,) * lo.ndim)
+    keys = _replicate_keys((words[0:1], words[1:2]), r, xp)
+    lo_b = xp.reshape(lo, (1,) + tuple(lo.shape))
+    hi_b = None if hi is None else xp.reshape(hi, (1,) + tuple(hi.shape))
+    return _poisson(_hash_rows(lo_b, hi_b, keys, xp), xp,
+                    B.acc_int(xp) if idtype is None else idtype)
+
+
+def bootstrap_counts(row_ids, replicate, *, seed=None, resampling: str = "poisson", xp=None):
+    """Bootstrap counts of rows identified by global row ids: a function of (seed, replicate, id).
+
+    The engine-neutral primitive of calipers' Poisson bootstrap: row ``j``'s
+    count in replicate ``r`` depends only on the seed, ``r`` and ``j``'s
+    64-bit id, never on how the rows are batched, partitioned, ordered or
+    placed on devices. So a partition of the data that knows the global ids
+    of its rows draws exactly its part of the counts of the full run, and
+    replicate sums computed per partition and added (``psum``, a tree
+    reduce, a ``CombineFn``) equal one machine's. These are the counts of
+    :func:`calipers.paired_bootstrap` and
+    :func:`calipers.paired_bootstrap_replicates` with
+    ``resampling="poisson"`` (given ``row_ids=``, or rows ``0 .. n - 1``
+    without) and of :class:`calipers.PairedBootstrapState`.
+
+    Parameters
+    ----------
+    row_ids : integer array (n,) (any shape), or a pair ``(lo, hi)`` of uint32 arrays
+        Non-negative global row ids below 2**64 (int64 / uint64 on NumPy and on
+        JAX with x64; 32-bit ids without x64, or the two words). Ids below
+        2**32 hash as a 32-bit counter; each block of 2**32 ids above has keys
+        of its own, so rows ``j`` and ``j + 2**32`` draw independent counts.
+    replicate : int in [0, 2**32), or a 1-D integer array of them
+    seed : None, int >= 0, NumPy Generator or SeedSequence, or JAX key
+        Turned into two uint32 words as in :func:`calipers.paired_bootstrap`.
+        ``None`` (the default of every resampling function) draws fresh
+        entropy at each call, so two calls (two partitions) agree only when
+        given the same explicit seed.
+    resampling : {"poisson"}
+        Only ``"poisson"`` (independent Poisson(1) counts per row, drawn by
+        inverse CDF from a uint32 word: the count probabilities resolved to
+        2**-32). The multinomial design ties every row's count to the total
+        n and is not a function of a row alone: ``ValueError``.
+    xp : namespace, optional
+        ``numpy`` (default) or ``jax.numpy`` (traceable under ``jit``).
+
+    Returns
+    -------
+    array of int64 (int32 on JAX without x64)
+        ``row_ids.shape`` for one replicate, ``(len(replicate),) +
+        row_ids.shape`` for an array of replicates. Memory O(size of the result).
+
+    Raises
+    ------
+    ValueError
+        ``resampling`` other than ``"poisson"``; ``replicate`` out of range or
+        not an integer; ``row_ids`` not integers or negative (eagerly); a bad
+        ``seed``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calipers import bootstrap_counts
+    >>> full = bootstrap_counts(np.arange(10), 3, seed=7)
+    >>> part = bootstrap_counts(np.array([8, 2, 5]), 3, seed=7)
+    >>> bool((part == full[[8, 2, 5]]).all())
+    True
+    """
+    if resampling != "poisson":
+        raise ValueError(f"resampling must be 'poisson' for counts by row id (a multinomial "
+                         f"row's count depends on every other row's), got {resampling!r}")
+    return poisson_counts(seed, replicate, row_ids, xp)
 
 
 def _units(design: _Design) -> int:
@@ -459,6 +595,8 @@ def row_counts(design: _Design, arrays, words, r, xp, idtype):
     n = design.n
     if design.repeat:
         return _repeat_counts(design, arrays, keys, xp, idtype, wide)
+    if design.kind == "plain" and design.ids:     # Poisson rows by id (layout None here)
+        return _poisson(_hash_id_arrays(arrays, keys, xp), xp, idtype)
     if design.kind == "plain":        # Poisson rows
         return _poisson(hashes(n), xp, idtype)
     if design.kind == "stratified":
@@ -575,6 +713,8 @@ def draw_counts(design: _Design, data, words, r, xp, idtype):
         import jax
 
         return jax.lax.cond(ok, lambda: c, direct)
+    if _rowwise(design) and design.ids:
+        return _poisson(_hash_id_arrays(arrays, _keys(words, r, xp), xp), xp, idtype)
     if _rowwise(design) and layout is not None:
         keys = _keys(words, r, xp)
         return _poisson(_hash_ids(layout, keys, xp, design.n), xp, idtype)
@@ -679,7 +819,7 @@ def unit_weights(design: _Design, arrays):
 
 
 def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_length, poisson,
-                  traced) -> tuple[_Design, Any]:
+                  traced, row_ids=None) -> tuple[_Design, Any]:
     """Design (static) and its data ``(arrays, layout)``; codes in the caller's order.
 
     ``y_codes``: class codes per row (stratify only). On JAX the arrays are
@@ -716,6 +856,12 @@ def _build_design(xp, n, layout, *, y_codes, groups_codes, n_groups, block_lengt
     if block_length is not None:
         _check_units(n - int(block_length) + 1, "y_true", "the number of block starts")
         return _Design("block", False, n, block_length=int(block_length)), ((), layout)
+    if row_ids is not None:      # plain Poisson rows keyed by the caller's global ids
+        words = id_words(row_ids, mod if not jaxy else xp)
+        if layout is not None:
+            words = tuple(None if w is None else mod.take(w, layout) for w in words)
+        words = tuple(w for w in words if w is not None)
+        return _Design("plain", True, n, ids=32 * len(words)), (words, layout)
     d = _Design("plain", poisson, n)
     if not poisson:
         _check_units(n, "y_true", "the row count")
@@ -819,6 +965,10 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
     """
     arrays, layout = data
     words = np.asarray(words, dtype=np.uint32)
+    if _rowwise(design) and design.ids:
+        if len(arrays) > 1:        # 64-bit ids: no in-place passes
+            return lambda r: draw_counts(design, data, words, r, np, np.int64)
+        return _numpy_poisson_drawer(design.n, arrays[0], words, small)
     if _rowwise(design) and design.n > 2**32:     # 64-bit row ids: no in-place passes
         return lambda r: draw_counts(design, data, words, r, np, np.int64)
     if _rowwise(design):

@@ -35,7 +35,7 @@ from .._core import xp as B
 from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from .._core.results import ConfidenceInterval, result_type
 from .._bootstrap.intervals import bootstrap_interval
-from .._bootstrap.resample import numpy_drawer, seed_words
+from .._bootstrap.resample import make_design, numpy_drawer, seed_words
 
 __all__ = ["BradleyTerryResult", "BradleyTerryBootstrap", "bradley_terry",
            "bradley_terry_bootstrap"]
@@ -777,34 +777,18 @@ def _group_codes(groups, n):
 def _design(n, groups, w):
     """(design, data, label, row weights after the counts) for the one resampler.
 
-    ``_BattleDesign`` carries the fields the resampler's count functions read
-    (plain rows, integer-weight units, clusters; multinomial counts).
+    The resampler's own designs (:func:`make_design`): plain rows,
+    integer-weight units, clusters; multinomial counts.
     """
     if groups is not None:
         codes, C = groups
-        return _BattleDesign("cluster", False, n, n_units=C), ((codes,), None), "clusters", w
+        return make_design("cluster", n, n_units=C), ((codes,), None), "clusters", w
     if w is not None and np.all(w == np.round(w)):
         iw = w.astype(np.int64)
         cw0 = np.concatenate([[0], np.cumsum(iw)]).astype(np.int64)
-        return (_BattleDesign("plain", False, n, n_units=int(cw0[-1]), repeat=True),
+        return (make_design("plain", n, n_units=int(cw0[-1]), repeat=True),
                 ((cw0,), None), "battle units", None)
-    return _BattleDesign("plain", False, n), ((), None), "battles", w
-
-
-@dataclasses.dataclass(frozen=True)
-class _BattleDesign:
-    """A resampling design of the one resampler (same fields as its designs)."""
-
-    kind: str
-    poisson: bool
-    n: int
-    n_units: int = 0
-    block_length: int = 0
-    repeat: bool = False
-
-    @property
-    def label(self):
-        return {"plain": "rows", "cluster": "clusters"}[self.kind]
+    return make_design("plain", n), ((), None), "battles", w
 
 
 def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=None, groups=None,

@@ -16,11 +16,13 @@ mean difference ``mean(a - b)``.
   Tibshirani 1993) for a percentile interval of the mean difference, its
   standard error, and the share of replicates with A ahead.
 
-Random draws come from one NumPy ``Generator`` seeded by ``seed`` on every
-backend (the same seed gives the same draws on NumPy, JAX and array-api-strict),
-so the sign and index matrices are constants under ``jax.jit``; the arithmetic
-runs in the input's namespace (widest float). ``n`` and ``n_resamples`` are
-static.
+The permutation test's signs come from one NumPy ``Generator`` seeded by
+``seed`` on every backend (the same seed gives the same draws on NumPy, JAX and
+array-api-strict), so the sign matrix is a constant under ``jax.jit``. The unit
+bootstrap's counts come from calipers' one resampler (counter-based, the same
+integers on every backend, drawn inside the program under ``jit``). The
+arithmetic runs in the input's namespace (widest float). ``n`` and
+``n_resamples`` are static.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .._core import xp as B
 from .._core import validation as V
 from .._kernels import quantile as Q
 from .._core.results import ConfidenceInterval, result_type
+from .._bootstrap.ratio import ratio_replicates
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]
@@ -246,9 +249,12 @@ def paired_unit_bootstrap(a, b, *, n_resamples=1000, confidence_level=0.95, seed
         Bootstrap replicates (static; default 1000, as every bootstrap of calipers).
     confidence_level : float in (0, 1)
         Level of the two-sided percentile interval.
-    seed : None, int or numpy.random.Generator
-        Seed of the unit draws; ``None`` (default) draws fresh entropy from the operating
-        system, as every resampling function of calipers does.
+    seed : None, int, numpy.random.Generator or SeedSequence, or a JAX key
+        Seed of the unit counts; ``None`` (default) draws fresh entropy from the operating
+        system, as every resampling function of calipers does. The counts come from the
+        one resampler of :func:`calipers.paired_bootstrap` (multinomial unit counts, a
+        function of (seed, replicate, unit)), so the same seed gives the same replicates on
+        every backend, eager or under ``jit``, with memory O(n) per chunk of replicates.
 
     Returns
     -------
@@ -285,16 +291,8 @@ def paired_unit_bootstrap(a, b, *, n_resamples=1000, confidence_level=0.95, seed
         return UnitBootstrapResult(B.finalize(obs, xp), ci, B.finalize(nan, xp),
                                    B.finalize(nan, xp), n, n_resamples,
                                    float(confidence_level))
-    rng = B.make_rng(seed, np)
-    step = max(1, _CHUNK_CELLS // n)
-    reps = []
-    done = 0
-    while done < n_resamples:
-        m = min(step, n_resamples - done)
-        idx = xp.asarray(rng.integers(0, n, size=(m, n), dtype=np.int32), device=dev)
-        reps.append(xp.mean(xp.reshape(xp.take(d, xp.reshape(idx, (-1,))), (m, n)), axis=1))
-        done += m
-    rep = xp.concat(reps) if len(reps) > 1 else reps[0]
+    # the one resampler: multinomial unit counts c, the replicate sum(c * d) / n
+    rep = ratio_replicates(d, None, n_resamples=n_resamples, seed=seed, xp=xp)
     alpha = 1.0 - float(confidence_level)
     lo, hi = Q.linear_quantile(rep, alpha / 2, xp), Q.linear_quantile(rep, 1 - alpha / 2, xp)
     se = xp.std(rep, correction=1)
