@@ -64,9 +64,7 @@ class _Sel(NamedTuple):
 def _prepare(confidence, y_true, y_pred, loss, sample_weight) -> _Sel:
     xp, (c, yt, yp, l, w) = B.as_arrays(confidence, y_true, y_pred, loss, sample_weight)
     B.check_1d("confidence", c)
-    B.check_numeric("confidence", c, xp)
-    if xp.isdtype(c.dtype, "bool"):
-        raise ValueError("confidence must be numeric scores, not booleans")
+    V.check_real_values("confidence", c, xp, "numeric scores")
     if l is None:
         if yt is None or yp is None:
             raise ValueError("give either loss=, or both y_true and y_pred (0/1 error)")
@@ -431,8 +429,7 @@ def selective_risk(confidence, y_true=None, y_pred=None, *, coverage, loss=None,
     (0.625, 0.4, 0.8)
     """
     _check_fraction("coverage", coverage)
-    if method not in ("group", "tie_average"):
-        raise ValueError(f"method must be 'group' or 'tie_average', got {method!r}")
+    method = V.choice(method, "method", ("group", "tie_average"))
     d = _prepare(confidence, y_true, y_pred, loss, sample_weight)
     xp = d.xp
     g = _groups(d)

@@ -131,15 +131,11 @@ def _prepare(event, time, risk, *, risk_2d=False, names=("event", "time", "risk"
         else:
             B.check_1d(rn, risk)
             B.check_same_length(**{en: event, tn: time, rn: risk})
-        B.check_numeric(rn, risk, xp)
-        if xp.isdtype(risk.dtype, "bool"):
-            raise ValueError(f"{rn} must be numeric scores, not booleans")
+        V.check_real_values(rn, risk, xp, "numeric scores")
         V.check_finite(rn, risk, xp)
     B.check_same_length(**{en: event, tn: time})
     B.check_nonempty(tn, time)
-    B.check_numeric(tn, time, xp)
-    if xp.isdtype(time.dtype, "bool"):
-        raise ValueError(f"{tn} must be numeric times, not booleans")
+    V.check_real_values(tn, time, xp, "numeric times")
     V.check_finite(tn, time, xp)
     e, invalid = V.binary_labels(event, xp, name=en,
                                  indicator="1 = event observed, 0 = censored")

@@ -17,6 +17,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .._core import xp as B
+from .._core import validation as V
 from .. import _probability as _prob
 from .._ranking import binary as _rank
 from .._kernels import rankstats as R
@@ -569,8 +570,7 @@ def _resolve_metric(metric, resample_by):
         metric = _NAMES[metric]
     if not callable(metric):
         raise ValueError(f"metric must be callable or a metric name, got {metric!r}")
-    if resample_by not in ("auto", "weights", "indices"):
-        raise ValueError(f"resample_by must be 'auto', 'weights' or 'indices', got {resample_by!r}")
+    resample_by = V.choice(resample_by, "resample_by", ("auto", "weights", "indices"))
     name = _FAST.get(metric)
     if resample_by == "indices":
         return metric, "indices", None

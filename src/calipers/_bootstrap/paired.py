@@ -178,8 +178,7 @@ def _check_counts_options(n_resamples, batch, resampling, stratify, groups, bloc
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer))
                               or batch < 1):
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
-    if resampling not in ("multinomial", "poisson"):
-        raise ValueError(f"resampling must be 'multinomial' or 'poisson', got {resampling!r}")
+    resampling = V.choice(resampling, "resampling", ("multinomial", "poisson"))
     designs = [name for name, on in (("stratify=True", bool(stratify)),
                                      ("groups", groups is not None),
                                      ("block_length", block_length is not None)) if on]
@@ -803,11 +802,8 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
                           row_ids)
     confidence_level = V.confidence_level(confidence_level)
     method_l = method.lower() if isinstance(method, str) else method
-    if method_l not in ("percentile", "basic", "bca"):
-        raise ValueError(f"method must be 'percentile', 'basic' or 'bca', got {method!r}")
-    if alternative not in ("two-sided", "less", "greater"):
-        raise ValueError(f"alternative must be 'two-sided', 'less' or 'greater', "
-                         f"got {alternative!r}")
+    method_l = V.choice(method_l, "method", ("percentile", "basic", "bca"))
+    alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
     V.positive_int(jackknife_groups, "jackknife_groups", minimum=2)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._core import xp as B
+from .._core import validation as V
 
 # Constants as NumPy uint32 scalars: a Python int above 2**31 overflows JAX's
 # weak int32 typing without x64.
@@ -274,8 +275,7 @@ def make_design(kind: str, n: int, *, poisson: bool = False, n_units: int = 0,
     Raises ``ValueError`` for an unknown ``kind`` or a multinomial over more
     than ``2**32 - 1`` units.
     """
-    if kind not in ("plain", "stratified", "cluster", "block"):
-        raise ValueError(f"kind must be 'plain', 'stratified', 'cluster' or 'block', got {kind!r}")
+    kind = V.choice(kind, "kind", ("plain", "stratified", "cluster", "block"))
     d = _Design(kind, bool(poisson), int(n), n_units=int(n_units),
                 block_length=int(block_length), repeat=bool(repeat))
     if _unit_multinomial(d) or (kind == "plain" and repeat and not poisson):
