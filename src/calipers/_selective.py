@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ._core import xp as B
 from ._core import validation as V
+from ._core.compile import compiled
 
 __all__ = [
     "risk_coverage_curve",
@@ -289,6 +290,7 @@ def risk_coverage_curve(confidence, y_true=None, y_pred=None, *, loss=None, samp
     return cov, risk, xp.astype(thr, B.out_float(xp, d.c))
 
 
+@compiled(rows=("confidence", "y_true", "y_pred", "loss"), weight="sample_weight")
 def aurc(confidence, y_true=None, y_pred=None, *, loss=None, sample_weight=None,
          method="tie_average"):
     """Area under the risk-coverage curve (AURC; Geifman et al. 2019).

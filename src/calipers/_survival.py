@@ -469,7 +469,7 @@ _NO_PAIRS = "no comparable pairs (no event before another time): the C-index is 
 # Harrell's C
 # --------------------------------------------------------------------------
 
-@compiled
+@compiled(rows=("event", "time", "risk"), weight="sample_weight")
 def concordance_index_censored(event, time, risk, *, sample_weight=None):
     """Harrell's concordance index for right-censored data.
 

@@ -555,3 +555,46 @@ def test_H20_float16_scores_give_a_float32_accurate_auc(variant):
     got = calipers.roc_auc_score(convert(variant, y), convert(variant, s))
     assert np.dtype(str(got.dtype)).itemsize >= 4, got.dtype
     assert abs(float(got) - case["expected"]) <= case["tolerance"]
+
+
+# --------------------------------------------------------------------------
+# eager-JAX compile policy: every entry declares it, and the declaration holds
+# --------------------------------------------------------------------------
+
+def test_eager_jax_policy_declared():
+    """Each entry's declaration equals the policy its public function carries."""
+    from registry import EAGER_JAX
+
+    missing = [e.name for e in ENTRIES if e.name not in EAGER_JAX]
+    assert not missing, f"entries without an eager-JAX policy in EAGER_JAX: {missing}"
+    for e in ENTRIES:
+        declared = EAGER_JAX[e.name]
+        actual = getattr(e.fn, "__compile_policy__", None)
+        if declared.startswith("none:"):
+            assert actual is None and len(declared) > len("none: "), e.name
+        else:
+            assert declared == actual, (e.name, declared, actual)
+
+
+_BUCKET_LENGTHS = (130, 150, 200, 250, 300, 400, 500, 700, 900, 1000)
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in __import__("registry").EAGER_JAX.items()
+                                        if v == "bucketed"))
+def test_bucketed_entries_compile_once_per_power_of_two(name):
+    """Ten lengths in (128, 1024] make at most three programs (buckets 256, 512, 1024)."""
+    from calipers._core import compile as C
+
+    e = next(x for x in ENTRIES if x.name == name)
+    C.clear_cache()
+    before = C.cache_info()["misses"]
+    for n in _BUCKET_LENGTHS:
+        args, kwargs = e.gen(np.random.default_rng(n), n)
+        args = [jnp.asarray(a) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" else a
+                for a in args]
+        kwargs = {k: jnp.asarray(v) if isinstance(v, np.ndarray) and v.dtype.kind in "biuf"
+                  else v for k, v in kwargs.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            e.fn(*args, **kwargs, **e.options)
+    assert C.cache_info()["misses"] - before <= 3, name

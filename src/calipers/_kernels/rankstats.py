@@ -714,6 +714,12 @@ def _average_precision_split_jax(y01, s, xp):
 def roc_auc(y01, s, w, xp):
     """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``."""
     if B.is_numpy(xp) and w is None:
+        pk = packed_sort(y01, s)
+        if pk is not None:
+            P, N = pk.P, pk.n - pk.P
+            if P == 0 or N == 0:
+                return np.float64(math.nan), True
+            return np.float64(packed_roc_auc(pk) / (2.0 * P * N)), False
         pos, neg = _split_numpy(y01, s)
         P, N = pos.shape[0], neg.shape[0]
         if P == 0 or N == 0:
@@ -729,6 +735,11 @@ def roc_auc(y01, s, w, xp):
 def average_precision(y01, s, w, xp):
     """Average precision (step sum) of unsorted input: ``(ap, undefined)``."""
     if B.is_numpy(xp) and w is None:
+        pk = packed_sort(y01, s)
+        if pk is not None:
+            if pk.P == 0:
+                return np.float64(math.nan), True
+            return np.float64(packed_average_precision(pk)), False
         pos, neg = _split_numpy(y01, s)
         P = pos.shape[0]
         if P == 0:
@@ -802,3 +813,315 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
     if not ties:
         return 2 * _weighted_sum(wpos, lo, xp, sdt)
     return _weighted_sum(wpos, lo + xp.take(Cneg, k_hi), xp, sdt)
+
+
+# --------------------------------------------------------------------------
+# NumPy, unweighted: one keys-only sort with the labels packed in
+# --------------------------------------------------------------------------
+#
+# The scores' float64 bits are mapped to order-preserving signed integers
+# (non-negative x: its magnitude bits m; negative x: -1 - m), the common gap of
+# unused small magnitudes removed (m - mmin, mmin the smallest magnitude of the
+# data), shifted to start at 0, doubled, and the label added as the lowest bit.
+# Every step is exact and injective, so equal scores give equal high bits (a tie
+# group is a run of equal ``key >> 1``; within it the negatives, label 0, sort
+# first) and different scores keep their order. When the doubled span fits
+# below 0x7FF0_0000_0000_0000 the packed integers are the bits of non-negative
+# finite float64 values whose float order is their integer order, so one float64
+# ``np.sort`` (the fastest 64-bit sort NumPy has on AVX2 machines; see
+# benchmarks/scaling.py) sorts them. When it does not fit (magnitudes spanning
+# more than about 2**511, e.g. exact zeros beside values of 1.5 and more) the
+# callers take the classes-apart path. -0.0 is turned into 0.0 first, so the two
+# still tie. The passes over the data run in cache-sized chunks.
+
+_CHUNK = 1 << 16
+_MAG = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+_SPAN = 0x3FF7_FFFF_FFFF_FFFF       # largest key span whose packed keys stay below +inf's bits
+
+
+class Packed(NamedTuple):
+    keys: Any       # int64 (n,), sorted: ((key - kmin) << 1) | label
+    mmin: int       # the magnitude gap removed
+    kmin: int       # the smallest key (before the shift)
+    P: int          # positives
+    n: int
+
+
+def packed_sort(y01, s):
+    """NumPy, unweighted: the packed keys of 1-D float scores, sorted; None where it does not fit."""
+    if s.dtype.kind != "f" or s.ndim != 1 or s.shape[0] == 0:
+        return None
+    s = np.ascontiguousarray(s, dtype=np.float64)      # float16 / float32: exact
+    smin, smax, umin, umax = _bit_extremes(s)
+    if smin == -(2**63):                               # -0.0 present: make it tie with 0.0
+        s = s + 0.0
+        smin, smax, umin, umax = _bit_extremes(s)
+    b = s.view(np.int64)
+    any_neg, any_pos = smin < 0, smax >= 0
+    mmin_neg = smin + 2**63 if any_neg else None       # negatives: int64 bits -2**63 + m
+    mmax_neg = umax - 2**63 if any_neg else None
+    mmin_pos = umin if any_pos else None
+    mmax_pos = smax if any_pos else None
+    mmin = min(v for v in (mmin_neg, mmin_pos) if v is not None)
+    kmin = -(mmax_neg - mmin) - 1 if any_neg else mmin_pos - mmin
+    kmax = mmax_pos - mmin if any_pos else -(mmin_neg - mmin) - 1
+    if kmax - kmin > _SPAN:
+        return None
+    n = s.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    sg = np.empty(min(n, _CHUNK), dtype=np.int64)
+    y = np.asarray(y01)
+    if y.dtype != np.int64:
+        y = y.astype(np.int64)
+    m_, k_ = np.int64(mmin), np.int64(kmin)
+    for a in range(0, n, _CHUNK):
+        e = min(a + _CHUNK, n)
+        bc, oc, gc = b[a:e], out[a:e], sg[:e - a]
+        if any_neg:
+            np.right_shift(bc, 63, out=gc)             # 0 or -1
+            np.bitwise_and(bc, _MAG, out=oc)           # magnitude bits m
+            oc -= m_
+            np.bitwise_xor(oc, gc, out=oc)             # m - mmin, or -1 - (m - mmin)
+            oc -= k_
+        else:                                          # no negatives: the bits are m
+            np.subtract(bc, m_ + k_, out=oc)
+        np.left_shift(oc, 1, out=oc)
+        np.bitwise_or(oc, y[a:e], out=oc)
+    out.view(np.float64).sort()                        # the one sort (non-negative finite floats)
+    return Packed(out, mmin, kmin, int(np.count_nonzero(y)), n)
+
+
+def _bit_extremes(s):
+    """Signed and unsigned min / max of the float64 bits of ``s``, in one chunked pass."""
+    b = s.view(np.int64)
+    u = s.view(np.uint64)
+    lo, hi, ulo, uhi = [], [], [], []
+    for a in range(0, b.shape[0], 4 * _CHUNK):
+        bc, uc = b[a:a + 4 * _CHUNK], u[a:a + 4 * _CHUNK]
+        lo.append(bc.min())
+        hi.append(bc.max())
+        ulo.append(uc.min())
+        uhi.append(uc.max())
+    return int(min(lo)), int(max(hi)), int(min(ulo)), int(max(uhi))
+
+
+def _unpack(keys, pk: Packed):
+    """Scores (float64) of packed keys: the inverse of :func:`packed_sort`'s map, exact."""
+    k = (keys >> 1) + np.int64(pk.kmin)
+    sg = k >> 63
+    m = (k ^ sg) + np.int64(pk.mmin)
+    return (m | (sg << 63)).view(np.float64)
+
+
+def packed_pass(pk: Packed, *, positions=False, groups=False):
+    """One chunked pass over sorted packed keys.
+
+    Returns a dict: ``S`` the sum of the positives' sorted positions (Python
+    int), ``mixed`` the positions i where a tie group turns from negatives to
+    positives (``keys[i] ^ keys[i + 1] == 1``), ``tied`` whether any two
+    adjacent keys share their score; with ``positions`` the positives'
+    positions (int64); with ``groups`` the tie groups' first positions, the
+    positives before each, and their packed keys.
+    """
+    keys, n = pk.keys, pk.n
+    ar = np.arange(_CHUNK, dtype=np.int64)
+    lab = np.empty(_CHUNK, dtype=np.int64)
+    S, tied = 0, False
+    mixed, pos, starts, before, gkeys = [], [], [], [], []
+    seen = 0
+    for a in range(0, n, _CHUNK):
+        e = min(a + _CHUNK, n)
+        kc = keys[a:e]
+        lc = lab[:e - a]
+        np.bitwise_and(kc, 1, out=lc)
+        c = int(lc.sum())
+        S += int(np.dot(lc, ar[:e - a])) + a * c
+        if e - a > 1 or e < n:
+            d = np.bitwise_xor(keys[a + 1:min(e + 1, n)], keys[a:min(e + 1, n) - 1])
+            mx = np.flatnonzero(d == 1)
+            if mx.size:
+                mixed.append(mx + a)
+            if not tied and bool((d <= 1).any()):
+                tied = True
+            if groups:
+                st = np.flatnonzero(d > 1) + (a + 1)
+                if a == 0:
+                    st = np.concatenate([np.zeros(1, np.int64), st])
+                if st.size:
+                    cum = np.cumsum(lc) + (seen - lc)       # positives before each row
+                    starts.append(st)
+                    before.append(cum[st - a] if st[-1] < e else np.append(
+                        cum[st[:-1] - a], seen + c))
+                    gkeys.append(keys[st])
+        elif groups and a == 0:
+            starts.append(np.zeros(1, np.int64))
+            before.append(np.zeros(1, np.int64))
+            gkeys.append(keys[:1])
+        if positions and c:
+            pos.append(np.flatnonzero(lc) + a)
+        seen += c
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    out = {"S": S, "mixed": cat(mixed), "tied": tied}
+    if positions:
+        out["pos"] = cat(pos)
+    if groups:
+        out["starts"], out["before"], out["gkeys"] = cat(starts), cat(before), cat(gkeys)
+    return out
+
+
+def _mixed_ties(pk: Packed, mixed):
+    """``sum n0 * n1`` over tie groups holding both classes (``mixed``: their turning positions)."""
+    if mixed.size == 0:
+        return 0
+    keys = pk.keys
+    k0 = keys[mixed]                                    # the group's label-0 key (even)
+    lo = np.searchsorted(keys, k0, side="left")
+    hi = np.searchsorted(keys, k0 + 1, side="right")
+    n0 = mixed + 1 - lo
+    n1 = hi - mixed - 1
+    return int(np.dot(n0.astype(object) if pk.n > 3 * 10**9 else n0, n1))
+
+
+def packed_roc_auc(pk: Packed):
+    """``2U`` (exact int) from sorted packed keys: ``2 S' - T``.
+
+    ``S'`` = sum over positives of the negatives sorted before it (strictly
+    lower scores and the tied negatives, which sort first in their group) =
+    sum of positive positions - P(P-1)/2; ``T`` = sum over tie groups of
+    negatives x positives, so ``2 S' - T`` counts each tied pair once.
+    """
+    r = packed_pass(pk)
+    P = pk.P
+    return 2 * (r["S"] - P * (P - 1) // 2) - _mixed_ties(pk, r["mixed"])
+
+
+def packed_average_precision(pk: Packed):
+    """Average precision (step sum, ties together) from sorted packed keys; float64.
+
+    Without ties (checked in the same pass) each positive is its own
+    threshold: the one of rank ``j`` among the positives, at sorted position
+    ``i``, adds ``(P - j) / (n - i)`` (positives, rows at or above). With ties
+    the sum runs over the tie groups holding a positive:
+    ``n1 * tp / (tp + fp)`` at the group's threshold.
+    """
+    keys, P, n = pk.keys, pk.P, pk.n
+    L = min(_CHUNK, n)
+    lab = np.empty(L, dtype=np.int8)
+    total, seen = 0.0, 0
+    for a in range(0, n, _CHUNK):
+        e = min(a + _CHUNK, n)
+        kc = keys[a:e]
+        lc = lab[:e - a]
+        np.bitwise_and(kc, 1, out=lc, casting="unsafe")
+        if e < n or e - a > 1:
+            d = np.bitwise_xor(keys[a + 1:min(e + 1, n)], keys[a:min(e + 1, n) - 1])
+            if bool((d <= 1).any()):
+                return _packed_ap_groups(pk)
+        i = np.flatnonzero(lc.view(bool))
+        c = i.shape[0]
+        if c:
+            j = np.arange(seen, seen + c, dtype=np.float64)
+            total += float(np.sum((P - j) / (n - (i + a)).astype(np.float64)))
+        seen += c
+    return total / P
+
+
+def _packed_ap_groups(pk: Packed):
+    P, N = pk.P, pk.n - pk.P
+    g = packed_pass(pk, groups=True)
+    st, bf = g["starts"], g["before"]
+    n1 = np.diff(np.append(bf, P))
+    has = n1 > 0
+    st, bf, n1 = st[has], bf[has], n1[has]
+    tp = (P - bf).astype(np.float64)
+    fp = (N - (st - bf)).astype(np.float64)
+    return float(np.dot(n1.astype(np.float64), tp / (tp + fp))) / P
+
+
+def packed_curve_points(pk: Packed):
+    """Per distinct score, ascending: ``(score, positives at or above, negatives at or above)``.
+
+    One chunked pass over the sorted keys: a row starts a tie group where its
+    key's high bits differ from the previous row's (``xor > 1``); at each
+    group start the score is unpacked and the counts read from the running
+    positive count. Returns float64 arrays (the counts are integers below
+    2**53, exact), views of arrays of length n cut to the number of groups.
+    """
+    keys, P, n = pk.keys, pk.P, pk.n
+    thr = np.empty(n, dtype=np.float64)
+    tp = np.empty(n, dtype=np.float64)
+    fp = np.empty(n, dtype=np.float64)
+    L = min(_CHUNK, n)
+    lab = np.empty(L, dtype=np.int64)
+    d = np.empty(L, dtype=np.int64)
+    ar = np.arange(L, dtype=np.int64)
+    G, seen = 0, 0
+    for a in range(0, n, _CHUNK):
+        e = min(a + _CHUNK, n)
+        m = e - a
+        kc, lc, dc = keys[a:e], lab[:m], d[:m]
+        np.bitwise_and(kc, 1, out=lc)
+        dc[0] = 2 if a == 0 else int(keys[a - 1]) ^ int(kc[0])
+        np.bitwise_xor(kc[1:], kc[:-1], out=dc[1:])
+        cum = np.cumsum(lc)
+        c = int(cum[-1])
+        cum -= lc
+        np.subtract(P - seen, cum, out=cum)          # positives at or above each row
+        above = (n - a) - ar[:m]                     # rows at or above each row
+        if bool((dc > 1).all()):                     # no ties in this chunk
+            g = m
+            tp[G:G + g] = cum
+            fp[G:G + g] = above - cum
+            thr[G:G + g] = _unpack(kc, pk)
+        else:
+            st = np.flatnonzero(dc > 1)
+            g = st.shape[0]
+            ct = cum[st]
+            tp[G:G + g] = ct
+            fp[G:G + g] = above[st] - ct
+            thr[G:G + g] = _unpack(kc[st], pk)
+        G += g
+        seen += c
+    return thr[:G], tp[:G], fp[:G]
+
+
+def packed_roc_vertices(pk: Packed):
+    """Untied scores: the ROC curve's vertices, ascending; None when any two scores tie.
+
+    Without ties every row is its own threshold and each step of the curve is
+    one row: right for a negative, up for a positive. A point is a vertex
+    (kept by ``drop_intermediate``: the steps before and after it are not
+    collinear) exactly where the label changes from the row below it, and the
+    lowest threshold is always kept. Returns float64 ``(score, positives at
+    or above, negatives at or above)`` of the vertices, built chunk by chunk.
+    """
+    keys, P, n = pk.keys, pk.P, pk.n
+    L = min(_CHUNK, n)
+    lab = np.empty(L, dtype=np.int64)
+    d = np.empty(L, dtype=np.int64)
+    keep = np.empty(L, dtype=bool)
+    ar = np.arange(L, dtype=np.int64)
+    thr, tps, fps = [], [], []
+    seen, prev = 0, -1
+    for a in range(0, n, _CHUNK):
+        e = min(a + _CHUNK, n)
+        m = e - a
+        kc, lc, dc, kp = keys[a:e], lab[:m], d[:m], keep[:m]
+        np.bitwise_and(kc, 1, out=lc)
+        dc[0] = 2 if a == 0 else int(keys[a - 1]) ^ int(kc[0])
+        np.bitwise_xor(kc[1:], kc[:-1], out=dc[1:])
+        if not bool((dc > 1).all()):
+            return None
+        kp[0] = int(lc[0]) != prev
+        np.not_equal(lc[1:], lc[:-1], out=kp[1:])
+        cum = np.cumsum(lc)
+        c = int(cum[-1])
+        cum -= lc
+        st = np.flatnonzero(kp)
+        tp = (P - seen) - cum[st]
+        thr.append(_unpack(kc[st], pk))
+        tps.append(tp.astype(np.float64))
+        fps.append(((n - a) - st - tp).astype(np.float64))
+        seen += c
+        prev = int(lc[-1])
+    return np.concatenate(thr), np.concatenate(tps), np.concatenate(fps)

@@ -379,7 +379,18 @@ def _curve_points_numpy(d: _Binary):
 
 
 def _curve_points_numpy_unweighted(y, s):
-    """Exact integer counts per distinct threshold (decreasing) from two keys-only sorts."""
+    """Exact integer counts per distinct threshold (decreasing).
+
+    Float scores: one sort of the packed keys
+    (:func:`calipers._kernels.rankstats.packed_sort`), the points read at the
+    tie-group starts in one chunked pass. Otherwise two keys-only sorts.
+    """
+    pk = R.packed_sort(y, s)
+    if pk is not None:
+        u, tp, fp = R.packed_curve_points(pk)
+        f = np.float64
+        return fp[::-1], tp[::-1], u[::-1].astype(s.dtype, copy=False), _Totals(
+            f(pk.P), f(pk.n - pk.P)), True
     ss = np.sort(s)
     n = ss.shape[0]
     new = np.empty(n, dtype=bool)
@@ -476,6 +487,9 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
     """
     d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
+    vertices = _roc_vertices_numpy(d) if drop_intermediate else None
+    if vertices is not None:
+        return vertices
     fps, tps, thr, st, compact = _curve_points(d)
     zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
     fps = xp.concat([zero, fps])
@@ -489,6 +503,31 @@ def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_inter
     tpr = B.nan_if(d.invalid | (st.P == 0), _div(tps, st.P, xp), xp)
     _warn_curve(d, st, "roc")
     return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
+
+
+def _roc_vertices_numpy(d: _Binary):
+    """NumPy, unweighted, untied float scores: the vertices straight from the packed sort.
+
+    The same curve as the general path (every point where the direction
+    changes, the endpoints), built without per-row arrays; None when the
+    input does not take this path (weights, ties, scores that do not pack).
+    """
+    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
+        return None
+    pk = R.packed_sort(d.y, d.s)
+    if pk is None or pk.P == 0 or pk.P == pk.n:
+        return None
+    v = R.packed_roc_vertices(pk)
+    if v is None:
+        return None
+    f = np.float64
+    thr, tps, fps = (np.concatenate([np.full(1, first, f), x[::-1]])
+                     for x, first in zip(v, (math.inf, 0.0, 0.0)))
+    fps /= f(pk.n - pk.P)
+    tps /= f(pk.P)
+    out = d.out
+    return (fps.astype(out, copy=False), tps.astype(out, copy=False),
+            thr.astype(out, copy=False))
 
 
 def _warn_curve(d, st, kind):
