@@ -101,6 +101,8 @@ from ._streaming.states import CalibrationState, ConfusionState, NLLState, Proba
 from ._streaming.histogram import (
     QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
     ranking_batch_metrics)
+from ._streaming.base import MergeableState
+from ._streaming.collection import StateCollection
 
 __version__ = "0.1.0"
 
@@ -143,6 +145,8 @@ __all__ = [
     "AccuracyWithError",
     "BrierDecomposition",
     "CalibrationState",
+    "MergeableState",
+    "StateCollection",
     "ConfusionState",
     "MultipleChoiceAccuracy",
     "NLLState",

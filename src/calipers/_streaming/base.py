@@ -31,6 +31,7 @@ converted) is a ``ValueError`` naming both namespaces, never a
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 import array_api_compat
@@ -143,7 +144,7 @@ def bind(state, *batch):
         raise ValueError(
             f"this {name} holds NumPy (numpy) arrays with data, and the batch comes from "
             f"{_ns_name(bx)}: a state keeps the namespace of init's xp= or of its first "
-            f"batch; make it with init(..., xp={_ns_name(bx)}) (inside jax.jit: xp=jax.numpy), "
+            f"batch; make it with init(..., xp={_ns_name(bx)}), "
             "or pass NumPy arrays")
     raise ValueError(
         f"this {name} holds {_ns_name(sx)} arrays, and the batch comes from {_ns_name(bx)}: "
@@ -502,9 +503,48 @@ def _update_outputs(self, **outputs):
     return type(self)._from_outputs(self, Outputs(**outputs), **options)
 
 
+def _explicitly_sharded(a) -> bool:
+    import jax
+
+    try:
+        sh = jax.typeof(a).sharding
+        types = tuple(getattr(sh.mesh, "axis_types", ()))
+        spec = tuple(sh.spec)
+    except Exception:  # no sharding in the type (older JAX, no mesh): nothing to do
+        return False
+    explicit = any("Explicit" in str(t) for t in types)
+    return explicit and any(p is not None for p in spec)
+
+
+def replicate_explicit(a):
+    """A JAX batch sharded on a mesh with Explicit axes (``jax.make_mesh``'s default),
+    resharded to replicated; anything else unchanged (tuples and RankingBatches walked).
+
+    A state's update sums rows into fixed bins (a scatter-add) whose output is not
+    sharded; on an Explicit mesh JAX needs the rows unsharded for that. The
+    reshard gathers the batch onto every device (an all-gather); per-device states
+    under ``shard_map``, reduced with ``psum``, avoid the gather.
+    """
+    if isinstance(a, tuple):
+        items = [replicate_explicit(x) for x in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if a is None or "jax" not in sys.modules or not array_api_compat.is_jax_array(a):
+        return a
+    if not _explicitly_sharded(a):
+        return a
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = jax.typeof(a).sharding.mesh
+    return jax.sharding.reshard(a, NamedSharding(mesh, PartitionSpec()))
+
+
 def _with_namespace(update):
     @functools.wraps(update)
     def wrapped(self, *args, **kwargs):
+        if "jax" in sys.modules:
+            args = tuple(replicate_explicit(a) for a in args)
+            kwargs = {k: replicate_explicit(v) for k, v in kwargs.items()}
         self, _ = bind(self, *args, *kwargs.values())
         return update(self, *args, **kwargs)
     return wrapped
