@@ -103,6 +103,8 @@ from ._streaming.histogram import (
     ranking_batch_metrics)
 from ._bootstrap.resample import bootstrap_counts
 from ._streaming.bootstrap import PairedBootstrapState
+from ._streaming.base import MergeableState
+from ._streaming.collection import StateCollection
 
 __version__ = "0.1.0"
 
@@ -145,6 +147,8 @@ __all__ = [
     "AccuracyWithError",
     "BrierDecomposition",
     "CalibrationState",
+    "MergeableState",
+    "StateCollection",
     "ConfusionState",
     "MultipleChoiceAccuracy",
     "NLLState",

@@ -750,6 +750,9 @@ EXEMPT = {
     "ConfusionState": "streaming state class, tested in test_states.py",
     "NLLState": "streaming state class, tested in test_states.py",
     "ProbabilityLossState": "streaming state class, tested in test_states.py",
+    "MergeableState": "typing Protocol of the streaming states, no metric",
+    "StateCollection": "collection of streaming states: STATE_ENTRIES below (state == one-shot "
+                       "contract), and test_collection.py",
     "retrieval.Qrels": "parsed TREC qrels container (file I/O)",
     "retrieval.Run": "parsed TREC run container (file I/O)",
     "retrieval.TrecFormatError": "exception class",
@@ -911,3 +914,155 @@ EAGER_JAX = {
     "paired_unit_bootstrap": "none: the resampling engine compiles its own kernels (compile.program)",
     "ranking_batch_metrics": "none: not compiled yet; eager JAX runs it op by op (one compile per primitive and new shape)",
 }
+
+
+# --------------------------------------------------------------------------
+# streaming states: "fed any split of rows into batches, merged in any order,
+# equals the one-shot function (bit for bit for integer counts)"
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class StateEntry:
+    """How to feed one state class, and the one-shot functions it must equal.
+
+    ``init(xp)`` an empty state; ``gen(rng, n)`` a dict of NumPy row columns
+    (leading dimension ``n``: rows, or queries for a per-query state);
+    ``pad`` the garbage a masked padding row holds, per column (never checked);
+    ``update(state, cols, mask)`` adds one batch; ``values(state)`` the
+    computed values in a fixed order; ``one_shot(cols)`` the one-shot
+    functions' values on all rows, in that order; ``exact`` the indices of
+    ``values`` that are integer counts (bit for bit). Float sums are compared
+    at 1e-12 (1e-5 without x64).
+    """
+
+    name: str
+    init: Callable
+    gen: Callable
+    pad: dict
+    update: Callable
+    values: Callable
+    one_shot: Callable
+    exact: tuple = ()
+
+
+def _sg_classes(rng, n, c=3):
+    y = rng.integers(0, c, n)
+    y[:c] = np.arange(c)
+    return {"y": y, "p": rng.integers(0, c, n)}
+
+
+def _sg_binary_prob(rng, n):
+    # dyadic probabilities: float sums are exact in any order
+    return {"y": _binary_labels(rng, n), "p": rng.integers(1, 16, n) / 16}
+
+
+def _sg_binary_scores(rng, n):
+    # k/16 scores are bfloat16 values: the 16-bit histogram is exact
+    return {"y": _binary_labels(rng, n), "s": rng.integers(-16, 17, n) / 16}
+
+
+def _sg_tokens(rng, n):
+    return {"lp": -rng.integers(0, 64, n) / 16}
+
+
+def _sg_queries(rng, n, length=5):
+    y = rng.integers(0, 3, (n, length)) * (rng.random((n, length)) < 0.5)
+    y[:, 0] = np.maximum(y[:, 0], 1)                      # every query has a relevant item
+    s = rng.integers(0, 4, (n, length)) / 4.0             # ties
+    m = rng.random((n, length)) < 0.8
+    m[:, 0] = True
+    return {"y": y, "s": s, "m": m}
+
+
+def _sg_outputs(rng, n):
+    return {"y": _binary_labels(rng, n), "z": rng.integers(-8, 9, n) / 4.0}
+
+
+def _ranking_one_shot(c, k=3):
+    y, s, m = c["y"], c["s"], c["m"]
+    Q, L = y.shape
+    qid = np.broadcast_to(np.arange(Q)[:, None], (Q, L))[m]
+    return [float(R.ndcg(y[m], s[m], qid, k=k).mean),
+            float(R.reciprocal_rank(y[m], s[m], qid).mean),
+            float(R.recall_at_k(y[m], s[m], qid, k=k).mean),
+            np.array([Q, Q, Q])]
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+STATE_ENTRIES = [
+    StateEntry("ConfusionState", lambda xp: calipers.ConfusionState.init(3, xp=xp),
+               _sg_classes, {"y": 7, "p": -1},
+               lambda st, c, m: st.update(c["y"], c["p"], mask=m),
+               lambda st: [st.compute().confusion_matrix, st.compute().accuracy],
+               lambda c: [calipers.confusion_matrix(c["y"], c["p"], labels=[0, 1, 2]),
+                          calipers.accuracy_score(c["y"], c["p"])],
+               exact=(0,)),
+    StateEntry("CalibrationState", lambda xp: calipers.CalibrationState.init(10, xp=xp),
+               _sg_binary_prob, {"y": 3, "p": np.nan},
+               lambda st, c, m: st.update(c["y"], c["p"], mask=m),
+               lambda st: [st.compute(), st.compute("max"), st.diagram().count],
+               lambda c: [calipers.expected_calibration_error(c["y"], c["p"], n_bins=10),
+                          calipers.expected_calibration_error(c["y"], c["p"], n_bins=10,
+                                                              norm="max"),
+                          calipers.reliability_diagram(c["y"], c["p"], n_bins=10).count],
+               exact=(2,)),
+    StateEntry("ProbabilityLossState", lambda xp: calipers.ProbabilityLossState.init(xp=xp),
+               _sg_binary_prob, {"y": 5, "p": 2.0},
+               lambda st, c, m: st.update(c["y"], c["p"], mask=m),
+               lambda st: list(st.compute()) + [st.weight],
+               lambda c: [calipers.log_loss(c["y"], c["p"]),
+                          calipers.brier_score_loss(c["y"], c["p"]), len(c["y"])],
+               exact=(2,)),
+    StateEntry("NLLState", lambda xp: calipers.NLLState.init(xp=xp),
+               _sg_tokens, {"lp": np.nan},
+               lambda st, c, m: st.update(c["lp"], mask=m, num_bytes=0),
+               lambda st: [st.compute().perplexity, st.compute().nll_per_token, st.tokens],
+               lambda c: [calipers.perplexity(c["lp"]), -float(np.mean(c["lp"])), len(c["lp"])],
+               exact=(2,)),
+    StateEntry("ROCHistogramState", lambda xp: calipers.ROCHistogramState.init(16, xp=xp),
+               _sg_binary_scores, {"y": 2, "s": np.inf},
+               lambda st, c, m: st.update(c["y"], c["s"], mask=m),
+               lambda st: [st.compute().roc_auc, st.compute().average_precision,
+                           st.neg.sum(), st.pos.sum()],
+               lambda c: [calipers.roc_auc_score(c["y"], c["s"]),
+                          calipers.average_precision_score(c["y"], c["s"]),
+                          int(np.sum(c["y"] == 0)), int(np.sum(c["y"] == 1))],
+               exact=(2, 3)),
+    StateEntry("QueryMeanState", lambda xp: calipers.QueryMeanState.init(xp=xp),
+               _sg_queries, {"y": -5, "s": np.nan, "m": False},
+               lambda st, c, m: st.update(calipers.ranking_batch_metrics(
+                   c["y"], c["s"], c["m"], query_mask=m, k=3)),
+               lambda st: list(st.compute().mean) + [st.compute().count],
+               _ranking_one_shot, exact=(3,)),
+    StateEntry("StateCollection",
+               lambda xp: calipers.StateCollection.init({
+                   "cm": calipers.ConfusionState.init(2, xp=xp),
+                   "roc": calipers.ROCHistogramState.init(16, xp=xp),
+                   "loss": calipers.ProbabilityLossState.init(xp=xp)}),
+               _sg_outputs, {"y": 9, "z": np.nan},
+               lambda st, c, m: st.update(labels=c["y"], logits=c["z"], mask=m),
+               lambda st: [st.compute()["cm"].confusion_matrix, st.compute()["roc"].roc_auc,
+                           st.compute()["loss"].log_loss],
+               lambda c: [calipers.confusion_matrix(c["y"], (c["z"] >= 0).astype(int),
+                                                    labels=[0, 1]),
+                          calipers.roc_auc_score(c["y"], c["z"]),
+                          calipers.log_loss(c["y"], _sigmoid(c["z"]))],
+               exact=(0,)),
+]
+
+STATE_REGISTRY = {e.name: e for e in STATE_ENTRIES}
+assert len(STATE_REGISTRY) == len(STATE_ENTRIES), "duplicate state registry names"
+
+
+def public_states():
+    """Public classes that keep the state protocol (``update_outputs`` and ``takes``)."""
+    out = {}
+    for name in calipers.__all__:
+        obj = getattr(calipers, name)
+        if isinstance(obj, type) and (hasattr(obj, "takes") and hasattr(obj, "update_outputs")
+                                      or obj is calipers.StateCollection):
+            out[name] = obj
+    return out

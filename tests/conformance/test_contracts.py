@@ -598,3 +598,106 @@ def test_bucketed_entries_compile_once_per_power_of_two(name):
             warnings.simplefilter("ignore")
             e.fn(*args, **kwargs, **e.options)
     assert C.cache_info()["misses"] - before <= 3, name
+
+
+# --------------------------------------------------------------------------
+# streaming states: any split into batches, merged in any order, equals one shot
+# --------------------------------------------------------------------------
+
+from registry import STATE_ENTRIES, STATE_REGISTRY, public_states  # noqa: E402
+
+STATE_BACKENDS = ["numpy", "jax_eager", "jax_jit", "jax_jit_x32"]
+STATE_SPLITS = 3        # random splits per (state, backend)
+
+
+def test_every_public_state_has_a_state_entry():
+    public = public_states()
+    missing = sorted(set(public) - set(STATE_REGISTRY))
+    assert not missing, f"public states without a StateEntry in registry.py: {missing}"
+    stale = sorted(set(STATE_REGISTRY) - set(public))
+    assert not stale, f"StateEntry names that are not public states: {stale}"
+
+
+def _state_xp(backend):
+    return np if backend == "numpy" else jnp
+
+
+def _state_batches(entry, cols, rng, width):
+    """A random split of the rows into batches, each padded to ``width`` rows with the
+    entry's garbage (masked); one batch is empty and one is all padding."""
+    n = len(next(iter(cols.values())))
+    cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, 4), replace=False))
+    parts = np.split(rng.permutation(n), cuts) + [np.arange(0)]   # an all-padding batch
+    out = []
+    for idx in parts:
+        pad = width - len(idx)
+        batch = {}
+        for k, v in cols.items():
+            fill = np.full((pad,) + v.shape[1:], entry.pad[k], dtype=np.result_type(
+                v.dtype, np.asarray(entry.pad[k]).dtype))
+            batch[k] = np.concatenate([v[idx].astype(fill.dtype), fill])
+        out.append((batch, np.arange(width) < len(idx)))
+    return out
+
+
+def _convert_state_input(backend, a):
+    if backend == "numpy":
+        return a
+    if backend == "jax_jit_x32" and a.dtype.itemsize == 8:
+        a = a.astype({"f": np.float32, "i": np.int32}.get(a.dtype.kind, a.dtype))
+    return jnp.asarray(a)
+
+
+def _merge_in_random_order(states, rng):
+    states = list(states)
+    while len(states) > 1:
+        i, j = sorted(rng.choice(len(states), size=2, replace=False))
+        a, b = states[i], states[j]
+        merged = a.merge(b) if rng.random() < 0.5 else b.merge(a)
+        states = [s for t, s in enumerate(states) if t not in (i, j)] + [merged]
+    return states[0]
+
+
+@pytest.mark.parametrize("backend", STATE_BACKENDS)
+@pytest.mark.parametrize("name", sorted(STATE_REGISTRY))
+def test_state_split_merge_equals_one_shot(name, backend):
+    entry = STATE_REGISTRY[name]
+    xp = _state_xp(backend)
+    with context(backend):
+        def step(state, cols, mask):
+            return entry.update(state, cols, mask)
+
+        jstep = jax.jit(step) if backend.startswith("jax_jit") else step
+        for seed in range(STATE_SPLITS):
+            rng = np.random.default_rng(seed)
+            cols = entry.gen(rng, N)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                want = entry.one_shot(cols)
+                states = []
+                for batch, mask in _state_batches(entry, cols, rng, N):
+                    b = {k: _convert_state_input(backend, v) for k, v in batch.items()}
+                    m = _convert_state_input(backend, mask)
+                    states.append(jstep(entry.init(xp), b, m))
+                merged = _merge_in_random_order(states, rng)
+                got = entry.values(merged)
+            assert len(got) == len(want)
+            for i, (g, w) in enumerate(zip(got, want)):
+                g, w = as_np(g), as_np(w)
+                if i in entry.exact:
+                    np.testing.assert_array_equal(g, w, err_msg=f"{name} value {i} (counts)")
+                else:
+                    rtol = 1e-5 if backend == "jax_jit_x32" else 1e-12
+                    np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * 1e-2,
+                                               err_msg=f"{name} value {i}")
+            if backend.startswith("jax"):
+                # the psum of the states' fields is their merge (leafwise sums: integer
+                # fields bit for bit, float sums to the rounding of another order)
+                summed = jax.tree.map(lambda *xs: sum(xs[1:], xs[0]), *states)
+                for f, g in zip(jax.tree.leaves(summed), jax.tree.leaves(merged)):
+                    f, g = np.asarray(f), np.asarray(g)
+                    if f.dtype.kind in "iub":
+                        np.testing.assert_array_equal(f, g)
+                    else:
+                        np.testing.assert_allclose(f, g, rtol=1e-6 if f.dtype == np.float32
+                                                   else 1e-12)

@@ -56,8 +56,11 @@ from .._core import xp as B
 from .._core import validation as V
 from .._core.compile import compiled, program
 from .._core.exceptions import UndefinedMetricWarning
-from .states import (_bad, _batch_total_flag, _check_host_ints, _drop_masked, _fill_one,
-                     _fill_zero, _integral, _namespace, _row_mask, _state_xp, _to, merge)
+from .base import (bad as _bad, batch_total_flag as _batch_total_flag,
+                   check_host_ints as _check_host_ints, drop_masked as _drop_masked,
+                   fill_one as _fill_one, fill_zero as _fill_zero, integral as _integral,
+                   merge, namespace as _namespace, row_mask as _row_mask, state_xp as _state_xp,
+                   streaming_state, to as _to)
 
 __all__ = [
     "ROCHistogramState",
@@ -185,6 +188,7 @@ def _check_bits(bits, fmt):
         raise ValueError(f"bits must be in 16 .. 24, got {bits}")
 
 
+@streaming_state(takes=("labels", "scores"))
 class ROCHistogramState(NamedTuple):
     """Streaming, mergeable ROC AUC and average precision: a histogram over an order key.
 
@@ -415,10 +419,6 @@ class ROCHistogramState(NamedTuple):
         add = type(self)(hist[:M], hist[M:], xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
-    def merge(self, other):
-        """Add two states of the same class and resolution (what ``psum`` does)."""
-        return merge(self, other)
-
     @compiled
     def compute(self) -> ROCHistogramSummary:
         """AUC, AP and their bounds (see the class notes); float64 (float32 without x64)."""
@@ -466,6 +466,13 @@ class ROCHistogramState(NamedTuple):
             what = "AUC and AP are" if bool(no_ap) else "AUC is"
             B.warn_undefined(f"ROC {what} undefined: the state has only one class; NaN")
         return ROCHistogramSummary(*[B.finalize(v, xp) for v in vals])
+
+    def _from_outputs(self, out, **options):
+        """Labels and the rows' ranking scores: ``logits`` as they are (no sigmoid: the
+        finest key), else ``scores``, else ``probs``."""
+        who = type(self).__name__
+        return self.update(out.labels(who), out.ranking_scores(who), mask=out.get("mask"),
+                           sample_weight=out.get("sample_weight"), **options)
 
     def roc_curve(self):
         """``(fpr, tpr, thresholds)`` from the bins, one point per bin (static length).
@@ -703,6 +710,7 @@ class QueryMeanSummary(NamedTuple):
     n_undefined: Any  #: undefined queries (left out of the mean)
 
 
+@streaming_state(takes=("labels", "scores"))
 class QueryMeanState(NamedTuple):
     """Mergeable mean of per-query values over defined queries, for ``m`` metrics.
 
@@ -789,9 +797,18 @@ class QueryMeanState(NamedTuple):
         add = QueryMeanState(total, cnt, nu, xp.astype(bad, self.invalid.dtype))
         return merge(self, add)
 
-    def merge(self, other):
-        """Add two states with the same number of metrics (what ``psum`` does)."""
-        return merge(self, other)
+    def _from_outputs(self, out, k=10, gain="linear", relevance_level=None):
+        """A padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
+        ``logits``), ``mask`` (Q, L) or (Q,); per-query NDCG@k, reciprocal rank and
+        recall@k by :func:`ranking_batch_metrics` (``k`` static, default 10)."""
+        if self.total.shape[0] != 3:
+            raise ValueError("a QueryMeanState fed from model outputs holds the 3 metrics of "
+                             "ranking_batch_metrics: make it with init(3)")
+        who = "QueryMeanState"
+        src = out.require(who, "scores", "logits")
+        batch = ranking_batch_metrics(out.labels(who), out.get(src), out.get("mask"), k=k,
+                                      gain=gain, relevance_level=relevance_level)
+        return self.update(batch)
 
     def compute(self) -> QueryMeanSummary:
         """Means over defined queries, counts of defined and undefined queries."""

@@ -51,7 +51,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import array_api_compat
 import numpy as np
 
 from .._core import xp as B
@@ -69,216 +68,13 @@ __all__ = [
 ]
 
 
-def _namespace(xp):
-    if xp is None or xp is np:
-        return B.numpy_namespace()
-    return xp
-
-
-def _state_xp(state):
-    return array_api_compat.array_namespace(state[0])
-
-
-def _to(xp, *arrays):
-    """Inputs in the state's namespace (lists, scalars and NumPy arrays are converted)."""
-    out = []
-    for a in arrays:
-        if a is None:
-            out.append(None)
-        elif isinstance(a, (list, tuple, int, float, np.ndarray, np.generic)):
-            a = np.asarray(a)
-            out.append(a if B.is_numpy(xp) else xp.asarray(a))
-        else:
-            out.append(a)
-    return out
-
-
-def _invalid_inc(state, invalid, xp):
-    return state.invalid + xp.astype(invalid, state.invalid.dtype)
-
-
-# --------------------------------------------------------------------------
-# padding masks
-# --------------------------------------------------------------------------
-
-def _row_mask(mask, n, xp):
-    """``mask`` (n,) -> ``(keep or None, invalid)``: boolean, or 0/1 numbers.
-
-    Raises ``ValueError`` naming ``mask`` for a wrong shape or dtype, and
-    eagerly for values other than 0/1 (the flag under ``jit``).
-    """
-    if mask is None:
-        return None, xp.asarray(False)
-    B.check_numeric("mask", mask, xp)
-    if tuple(mask.shape) != (n,):
-        raise ValueError(f"mask must have one entry per row, shape ({n},), got shape "
-                         f"{tuple(mask.shape)}")
-    if xp.isdtype(mask.dtype, "bool"):
-        return mask, xp.asarray(False)
-    bad = V.fail_if(~((mask == 0) | (mask == 1)), "mask",
-                    "must be boolean or 0/1 (True or 1 keeps a row, False or 0 is padding)",
-                    xp, values=mask)
-    return mask == 1, bad
-
-
-def _fill_one(a, xp):
-    """A valid stand-in for a padding row: 1 (a label or probability), or the one-hot
-    row of class 1 for 2-D inputs (a probability row that sums to 1 exactly)."""
-    if a.ndim == 1:
-        return xp.ones_like(a)
-    cols = xp.arange(a.shape[1], device=B.device(a)) == 1
-    return xp.broadcast_to(xp.reshape(xp.astype(cols, a.dtype), (1, -1)), a.shape)
-
-
-def _fill_zero(a, xp):
-    return xp.zeros_like(a)
-
-
-def _drop_masked(keep, arrays, fills, xp):
-    """Take padding rows out of play: ``(keep or None, arrays)``.
-
-    Concrete arrays on a namespace with boolean indexing: the kept rows only
-    (the one-shot functions' view of the batch, label inference included), and
-    ``keep`` becomes None. Traced (or without boolean indexing): padding rows
-    are replaced by valid stand-ins (``fills``), so garbage in them never
-    makes the batch invalid; the caller gives them weight 0 with ``keep``.
-    """
-    if keep is None:
-        return None, arrays
-    if not B.is_traced(keep, *arrays) and B.supports_data_dependent_shapes(xp):
-        if bool(xp.all(keep)):
-            return None, arrays
-        return None, [None if a is None else a[keep, ...] for a in arrays]
-    out = []
-    for a, fill in zip(arrays, fills):
-        if a is None:
-            out.append(None)
-            continue
-        k = keep if a.ndim == 1 else xp.reshape(keep, (-1,) + (1,) * (a.ndim - 1))
-        out.append(xp.where(k, a, fill(a, xp)))
-    return keep, out
-
-
-# --------------------------------------------------------------------------
-# merging, with the integer count limits
-# --------------------------------------------------------------------------
-
-def _count_totals(state):
-    """The integer totals of a state that must stay within its count dtype (may be empty).
-
-    Every integer field is a sum of non-negative counts bounded by one of these
-    totals, so checking the totals checks every field (and the cumulative
-    sums ``compute`` takes of them).
-    """
-    fn = getattr(type(state), "_count_totals", None)
-    return () if fn is None else tuple(fn(state))
-
-
-def _limit_text(dtype, xp):
-    limit = int(xp.iinfo(dtype).max)
-    bits = limit.bit_length() + 1
-    hint = ("; JAX without x64 counts in int32: enable jax_enable_x64 for int64 counts"
-            if bits == 32 else "")
-    return limit, f"{limit} (2**{bits - 1} - 1, the int{bits} limit{hint})"
-
-
-def _limit_flag(name, before, added, xp):
-    """Check ``before + added <= limit`` for non-negative integer totals.
-
-    Eagerly (concrete values) a ``ValueError`` that states the limit; under
-    ``jit`` the 0-d flag (recorded so that a compiled eager call raises too).
-    ``before`` must be within the limit (every update and merge keeps it so);
-    ``added`` may have wrapped already only where the caller flags it.
-    """
-    flag = xp.asarray(False)
-    for a, b in zip(before, added):
-        limit, text = _limit_text(a.dtype, xp)
-        if not B.is_traced(a, b):
-            ta = [int(v) for v in np.asarray(B.to_numpy(a)).reshape(-1).tolist()]
-            tb = [int(v) for v in np.asarray(B.to_numpy(b)).reshape(-1).tolist()]
-            for x, y in zip(ta, tb):
-                if x + y > limit:
-                    raise ValueError(f"{name}: a count would reach {x + y}, past the limit "
-                                     f"{text}; counts never wrap")
-            continue
-        bad = (b < 0) | (a < 0) | (b > limit - a)
-        flag = flag | V.fail_if(bad, name, f"counts must stay at most {text}", xp)
-    return flag
-
-
-def _batch_total_flag(name, int_total, values, dtype, xp):
-    """Flag a batch whose integer sum wrapped in ``dtype`` (under ``jit``).
-
-    ``int_total`` is the sum in ``dtype``, ``values`` the summed values. A sum
-    past the limit ``L`` but below ``2**bits`` wraps once, to a negative
-    number; a larger one is seen in the float sum (within rounding of the
-    truth, far above ``1.5 L``). No false alarm below the limit.
-    """
-    limit, text = _limit_text(dtype, xp)
-    fsum = xp.sum(xp.astype(values, B.acc_float(xp)))
-    bad = (int_total < 0) | (fsum > 1.5 * limit)
-    return V.fail_if(bad, name, f"must sum to at most {text}", xp)
-
-
-def _check_host_ints(name, a, dtype, xp):
-    """Eagerly: NumPy / Python integers that would not fit the state's count dtype.
-
-    A NumPy int64 array converted to JAX without x64 becomes int32 with its
-    large values wrapped; refuse it before the conversion, stating the limit.
-    """
-    if a is None or not xp.isdtype(dtype, "integral"):
-        return
-    if not isinstance(a, (list, tuple, int, np.ndarray, np.generic)) or isinstance(a, bool):
-        return
-    h = np.asarray(a)
-    if h.dtype.kind not in "iu" or h.size == 0:
-        return
-    limit, text = _limit_text(dtype, xp)
-    total = float(np.sum(np.abs(h.astype(np.float64))))
-    if total > limit / 2:      # near or past the limit: the exact sum in Python integers
-        exact = sum(abs(int(v)) for v in h.reshape(-1).tolist())
-        if exact > limit:
-            raise ValueError(f"{name} sums to {exact}, past the limit {text} of this "
-                             "state's counts; counts never wrap")
-
-
-def merge(a, b):
-    """Merge two states of the same class: field-wise sums (what ``psum`` does).
-
-    Integer totals are checked against their dtype's limit first: eagerly a
-    ``ValueError`` stating the limit, under ``jit`` the merge counted in
-    ``invalid`` (``compute`` NaN). ``psum`` itself cannot check.
-    """
-    if type(a) is not type(b):
-        raise ValueError(f"cannot merge a {type(a).__name__} with a {type(b).__name__}")
-    for name, x, y in zip(a._fields, a, b):
-        if tuple(x.shape) != tuple(y.shape):
-            raise ValueError(f"cannot merge states whose {name} shapes differ: "
-                             f"{tuple(x.shape)} and {tuple(y.shape)}")
-    out = [x + y for x, y in zip(a, b)]
-    ta, tb = _count_totals(a), _count_totals(b)
-    if ta:
-        xp = _state_xp(a)
-        flag = _limit_flag(type(a).__name__, ta, tb, xp)
-        i = a._fields.index("invalid")
-        out[i] = out[i] + xp.astype(flag, out[i].dtype)
-    return type(a)(*out)
-
-
-def _bad(state, xp):
-    """Invalid batches, or a negative count (a ``psum`` that wrapped): compute gives NaN."""
-    bad = state.invalid > 0
-    for t in _count_totals(state):
-        bad = bad | xp.any(t < 0)
-    return bad
-
-
-def _integral(a):
-    return array_api_compat.array_namespace(a).isdtype(a.dtype, "integral")
-
-
-def _nan_if_invalid(state, value, xp):
-    return B.nan_if(_bad(state, xp), value, xp)
+from .base import (  # noqa: E402  (the shared protocol helpers, under their old names here)
+    bad as _bad, batch_total_flag as _batch_total_flag, check_host_ints as _check_host_ints,
+    count_totals as _count_totals, drop_masked as _drop_masked, fill_one as _fill_one,
+    fill_zero as _fill_zero, finish, integral as _integral, limit_flag as _limit_flag,
+    limit_text as _limit_text, merge, namespace as _namespace,
+    nan_if_invalid as _nan_if_invalid, row_mask as _row_mask, state_xp as _state_xp,
+    streaming_state, to as _to)
 
 
 # --------------------------------------------------------------------------
@@ -290,6 +86,7 @@ class ConfusionSummary(NamedTuple):
     accuracy: object          #: trace / total; NaN when empty or invalid
 
 
+@streaming_state(takes=("labels", "preds"))
 class ConfusionState(NamedTuple):
     """Confusion counts of a K-class problem (K = 2 for binary 0/1 labels).
 
@@ -361,9 +158,6 @@ class ConfusionState(NamedTuple):
         return merge(self, ConfusionState(xp.reshape(add, (K, K)),
                                           xp.astype(invalid, self.invalid.dtype)))
 
-    def merge(self, other):
-        return merge(self, other)
-
     @compiled
     def compute(self):
         xp = _state_xp(self)
@@ -373,14 +167,19 @@ class ConfusionState(NamedTuple):
         eye = xp.astype(xp.reshape(xp.arange(K), (-1, 1)) == xp.reshape(xp.arange(K), (1, -1)), f)
         total = xp.sum(c)
         accv = xp.sum(c * eye) / xp.where(total > 0, total, 1.0)
-        accv = _nan_if_invalid(self, B.nan_if(total == 0, accv, xp), xp)
-        return ConfusionSummary(self.counts, B.finalize(accv, xp))
+        return ConfusionSummary(self.counts, finish(self, B.nan_if(total == 0, accv, xp)))
+
+    def _from_outputs(self, out, **options):
+        who = "ConfusionState"
+        return self.update(out.labels(who), out.predictions(who), mask=out.get("mask"),
+                           sample_weight=out.get("sample_weight"), **options)
 
 
 # --------------------------------------------------------------------------
 # calibration bins
 # --------------------------------------------------------------------------
 
+@streaming_state(takes=("labels", "probs"))
 class CalibrationState(NamedTuple):
     """Equal-width calibration bins: weight, confidence sum and outcome sum per bin.
 
@@ -477,9 +276,6 @@ class CalibrationState(NamedTuple):
                                xp.reshape(Ob, shape), xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
-    def merge(self, other):
-        return merge(self, other)
-
     @compiled
     def compute(self, norm="l1"):
         """Expected calibration error (``norm`` ``"l1"``, ``"l2"`` or ``"max"``)."""
@@ -487,8 +283,12 @@ class CalibrationState(NamedTuple):
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         value = xp.mean(_cal.ece_from_bins(W, self.conf_sum, self.outcome_sum, norm, xp))
-        value = B.nan_if(xp.sum(W) == 0, value, xp)
-        return B.finalize(_nan_if_invalid(self, value, xp), xp)
+        return finish(self, B.nan_if(xp.sum(W) == 0, value, xp))
+
+    def _from_outputs(self, out, **options):
+        who = "CalibrationState"
+        return self.update(out.labels(who), out.probabilities(who), mask=out.get("mask"),
+                           sample_weight=out.get("sample_weight"), **options)
 
     def diagram(self):
         """:class:`calipers.ReliabilityDiagram` data from the bins."""
@@ -521,6 +321,7 @@ class NLLSummary(NamedTuple):
     bits_per_byte: object  #: NLL / (ln 2 * bytes); NaN when no bytes were counted
 
 
+@streaming_state(takes=("token_logprobs", "num_bytes"))
 class NLLState(NamedTuple):
     """Sums for perplexity and bits per byte: total NLL (nats), tokens, bytes.
 
@@ -574,9 +375,6 @@ class NLLState(NamedTuple):
         add = NLLState(xp.sum(nll), tokens, nbytes, xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
-    def merge(self, other):
-        return merge(self, other)
-
     @compiled
     def compute(self):
         xp = _state_xp(self)
@@ -585,8 +383,23 @@ class NLLState(NamedTuple):
         nb = xp.astype(self.bytes, f)
         mean = B.nan_if(tok == 0, self.nll / xp.where(tok > 0, tok, 1.0), xp)
         bpb = B.nan_if(nb == 0, self.nll / (math.log(2.0) * xp.where(nb > 0, nb, 1.0)), xp)
-        vals = [B.finalize(_nan_if_invalid(self, v, xp), xp) for v in (xp.exp(mean), mean, bpb)]
-        return NLLSummary(*vals)
+        return NLLSummary(*finish(self, xp.exp(mean), mean, bpb))
+
+    def _from_outputs(self, out, **options):
+        """``token_logprobs=`` as given, or the log-softmax of ``logits`` (..., V) at
+        ``labels`` (...): the log-likelihood of each target token."""
+        who = "NLLState"
+        if "token_logprobs" in out:
+            lp = out.get("token_logprobs")
+        else:
+            out.require(who, "token_logprobs", "logits")
+            logp = out.log_probabilities(who)
+            xp = out._xp()
+            (lab,) = _to(xp, out.labels(who))
+            idx = xp.reshape(xp.astype(lab, B.acc_int(xp)), tuple(lab.shape) + (1,))
+            lp = xp.take_along_axis(logp, idx, axis=-1)[..., 0]
+        return self.update(lp, mask=out.get("mask"), num_bytes=out.get("num_bytes") or 0,
+                           **options)
 
 
 # --------------------------------------------------------------------------
@@ -598,6 +411,7 @@ class ProbabilityLossSummary(NamedTuple):
     brier: object
 
 
+@streaming_state(takes=("labels", "probs"))
 class ProbabilityLossState(NamedTuple):
     """Sums of per-row log loss and Brier score and of the weights.
 
@@ -682,14 +496,15 @@ class ProbabilityLossState(NamedTuple):
                                    xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
-    def merge(self, other):
-        return merge(self, other)
-
     @compiled
     def compute(self):
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         safe = xp.where(W > 0, W, 1.0)
-        vals = [B.finalize(_nan_if_invalid(self, B.nan_if(W == 0, s / safe, xp), xp), xp)
-                for s in (self.log_loss_sum, self.brier_sum)]
-        return ProbabilityLossSummary(*vals)
+        return ProbabilityLossSummary(*finish(
+            self, *[B.nan_if(W == 0, s / safe, xp) for s in (self.log_loss_sum, self.brier_sum)]))
+
+    def _from_outputs(self, out, **options):
+        who = "ProbabilityLossState"
+        return self.update(out.labels(who), out.probabilities(who), mask=out.get("mask"),
+                           sample_weight=out.get("sample_weight"), **options)
