@@ -229,9 +229,7 @@ def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_s
         B.check_1d("sample_weight", sample_weight)
     B.check_same_length(y_true=y_true, **{score_name: y_score}, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
-    B.check_numeric(score_name, y_score, xp)
-    if xp.isdtype(y_score.dtype, "bool"):
-        raise ValueError(f"{score_name} must be numeric scores, not booleans")
+    V.check_real_values(score_name, y_score, xp, "numeric scores")
     V.check_finite(score_name, y_score, xp)
     y, invalid = V.binary_labels(y_true, xp, pos_label=pos_label)
     if sample_weight is not None:

@@ -366,9 +366,7 @@ class ROCHistogramState(NamedTuple):
         if sample_weight is not None:
             B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, y_score=y_score, sample_weight=sample_weight)
-        B.check_numeric("y_score", y_score, xp)
-        if xp.isdtype(y_score.dtype, "bool"):
-            raise ValueError("y_score must be numeric scores, not booleans")
+        V.check_real_values("y_score", y_score, xp, "numeric scores")
         fmt = self.score_dtype
         if fmt == "float16" and _dtype_name(y_score.dtype) != "float16":
             raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
@@ -641,8 +639,7 @@ def ranking_batch_metrics(y_true, y_score, mask=None, *, query_mask=None, k=10, 
     ks, is_seq = R.check_k(k, required=True)
     if len(set(ks)) != len(ks):
         raise ValueError(f"k must not repeat a cut-off, got {k!r}")
-    if gain not in ("linear", "exponential"):
-        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    gain = V.choice(gain, "gain", ("linear", "exponential"))
     if B.is_jax(xp) and not B.is_traced(y_true, y_score, mask):
         # eager JAX: check values here, then one compiled program (not three)
         R.value_checks(xp, xp.where(mask, y_true, xp.zeros_like(y_true)),
