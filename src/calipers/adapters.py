@@ -125,7 +125,7 @@ def clu_metric(state: Any, **options: Any) -> type:
     opts = dict(options)
 
     @flax.struct.dataclass
-    class CalipersCLUMetric(cm.Metric):
+    class CalipersCLUMetric(cm.Metric):  # type: ignore[name-defined]
         """A calipers state as a ``clu.metrics.Metric``."""
 
         state: Any
