@@ -230,10 +230,11 @@ def test_offpolicy_values_match_library(capsys, logged_file):
     w = np.minimum(pe[np.arange(len(r)), act] / prop, 4)
     assert o["estimates"]["ips"]["estimate"] == pytest.approx(np.mean(w * r))
     assert o["effective_sample_size"] == pytest.approx(w.sum() ** 2 / (w ** 2).sum())
-    # a hand loop over resampled rows for SNIPS (NumPy's generator, as documented)
-    rng = np.random.default_rng(5)
-    idx = rng.integers(0, len(r), size=(200, len(r)))
-    snips = (w[idx] * r[idx]).sum(1) / w[idx].sum(1)
+    # a hand loop over resampled rows for SNIPS: the one resampler's multinomial row
+    # counts (paired_bootstrap's plain rows), the rows repeated by their counts explicitly
+    from calipers._bootstrap.ratio import replicate_counts
+    idx = [np.repeat(np.arange(len(r)), c) for c in replicate_counts(len(r), 200, 5)]
+    snips = np.array([(w[i] * r[i]).sum() / w[i].sum() for i in idx])
     lo, hi = np.percentile(snips, [2.5, 97.5])
     e = o["estimates"]["snips"]
     assert (e["ci_low"], e["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))

@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 
 import calipers
 from calipers import (CalibrationState, ConfusionState, MergeableState, NLLState,
@@ -91,6 +90,7 @@ def test_numpy_state_with_data_refuses_a_jax_batch_naming_both(name):
 def test_torch_batches(name):
     """A NumPy state fed torch tensors: empty, it becomes a torch state (before: a torch
     dtype error); a JAX state fed torch names both namespaces."""
+    torch = pytest.importorskip("torch")
     make, batch = STATES[name]
     tb = [torch.asarray(np.asarray(a)) for a in batch()]
     s = make().update(*tb)
