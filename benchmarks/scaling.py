@@ -7,8 +7,7 @@ In one run, on the same inputs, it times
   heavily tied scores, calipers on NumPy and JAX (jit) against scikit-learn,
   torchmetrics (exact, CPU; if installed), scipy's ``mannwhitneyu``, one
   ``np.sort`` / ``jnp.sort`` of the same scores (the floor) and one
-  ``np.argsort`` / ``jnp.argsort`` (the design card's target: AUC and AP
-  within 1.5x of it);
+  ``np.argsort`` / ``jnp.argsort``;
 * per-query NDCG@10 for 10^3 ... 10^5 queries x 100 documents against
   scikit-learn, ranx and pytrec_eval (those installed);
 * the paired bootstrap of an AUC difference (n = 10^5, B = 10^3 and 10^4)
@@ -16,7 +15,13 @@ In one run, on the same inputs, it times
   (references timed on a few replicates and scaled), and its peak memory
   against B;
 * grouped AUC over 10^5 groups against a per-group loop (timed on a subset and
-  scaled).
+  scaled);
+* the backends a user brings (section ``backends``): torch CPU tensors against
+  the NumPy call on the same memory (AUC, AP, a paired bootstrap), eager JAX
+  over 50 random input lengths per family (XLA compilations counted, time
+  against the NumPy calls on the same inputs), a small JAX paired bootstrap
+  against NumPy, and ``import calipers`` against ``import numpy`` in fresh
+  processes (and whether JAX was imported).
 It prints a table of medians and ratios (calipers / reference, calipers /
 sort floor), the log-log slope of time against n from 10^5 to 10^7 for each
 calipers function, and peak memory per score; it writes the table as JSON and
@@ -94,7 +99,6 @@ def bench_binary(sizes, quick):
             y, s = binary_data(n, tied)
             r = repeats(n, quick)
             record(section, "np.sort (floor)", n, median_time(lambda: np.sort(s), r))
-            # the design card's floor for AUC and AP: within 1.5x of one argsort
             record(section, "np.argsort (target floor)", n, median_time(lambda: np.argsort(s), r))
             record(section, "calipers roc_auc_score", n,
                    median_time(lambda: calipers.roc_auc_score(y, s), r))
@@ -217,6 +221,146 @@ def bench_bootstrap(quick):
     return mem
 
 
+# --------------------------------------------------------------------------- backends
+
+class _CompileCount:
+    """Counts XLA compilations from JAX's compile log while active."""
+
+    def __init__(self):
+        import logging
+
+        class H(logging.Handler):
+            n = 0
+
+            def emit(self, record):
+                if "Finished XLA compilation" in record.getMessage():
+                    H.n += 1
+        self.h = H(logging.DEBUG)
+        self.loggers = [logging.getLogger(n) for n in ("jax._src.interpreters.pxla",
+                                                       "jax._src.dispatch", "jax")]
+
+    def __enter__(self):
+        import jax
+        jax.config.update("jax_log_compiles", True)
+        for lg in self.loggers:
+            lg.addHandler(self.h)
+            lg.setLevel(10)
+            lg.propagate = False
+        return self
+
+    def __exit__(self, *exc):
+        import jax
+        jax.config.update("jax_log_compiles", False)
+        for lg in self.loggers:
+            lg.removeHandler(self.h)
+
+    @property
+    def n(self):
+        return self.h.n
+
+
+def bench_backends(quick):
+    """torch CPU tensors, eager JAX over changing lengths, and the import."""
+    import subprocess
+    import sys
+
+    n = 10**5 if quick else 10**6
+    y, s = binary_data(n, False)
+    r = repeats(n, quick)
+    if have("torch"):
+        import torch
+        ty, ts = torch.from_numpy(y), torch.from_numpy(s)
+        for name, fn in (("roc_auc_score", calipers.roc_auc_score),
+                         ("average_precision_score", calipers.average_precision_score)):
+            fn(ty, ts)
+            record("backends", f"calipers {name} torch-cpu", n, median_time(lambda: fn(ty, ts), r))
+            record("backends", f"numpy {name} (same memory)", n,
+                   median_time(lambda: fn(ty.numpy(), ts.numpy()), r))
+        m = 10**4
+        yb, a = binary_data(m, False, seed=3)
+        b = a + np.random.default_rng(4).normal(size=m)
+        tb = [torch.from_numpy(v) for v in (yb, a, b)]
+        for label, args in (("calipers paired_bootstrap B=200 torch-cpu", tb),
+                            ("numpy paired_bootstrap B=200 (same memory)",
+                             [t.numpy() for t in tb])):
+            record("backends", label, m, median_time(
+                lambda: calipers.paired_bootstrap(calipers.roc_auc_score, *args,
+                                                  n_resamples=200, seed=0), 1 if quick else 3))
+    else:
+        SKIPPED.append("backends: torch not installed")
+    if have("jax"):
+        import jax
+        import jax.numpy as jnp
+        lengths = np.random.default_rng(0).integers(100, 5001, 50).tolist()
+
+        def binary(k):
+            g = np.random.default_rng(k)
+            return (g.integers(0, 2, k), g.random(k))
+
+        def surv(k):
+            g = np.random.default_rng(k)
+            return (g.random(k) < 0.7, g.exponential(size=k), g.normal(size=k))
+
+        def selective(k):
+            g = np.random.default_rng(k)
+            return (g.random(k), g.integers(0, 2, k), g.integers(0, 2, k))
+
+        families = (("roc_auc_score", calipers.roc_auc_score, binary),
+                    ("average_precision_score", calipers.average_precision_score, binary),
+                    ("log_loss", calipers.log_loss, binary),
+                    ("aurc", calipers.aurc, selective),
+                    ("concordance_index_censored", calipers.concordance_index_censored, surv))
+        for name, fn, make in families:
+            inputs = [make(k) for k in lengths]
+            jin = [[jnp.asarray(v) for v in args] for args in inputs]
+            t = time.perf_counter()
+            with _CompileCount() as cc:
+                for args in jin:
+                    jax.block_until_ready(fn(*args))
+            tj = time.perf_counter() - t
+            t = time.perf_counter()
+            for args in inputs:
+                fn(*args)
+            tn = time.perf_counter() - t
+            record("backends", f"calipers {name} eager-jax 50 lengths", 50, tj,
+                   compiles=cc.n, distinct_lengths=len(set(lengths)))
+            record("backends", f"numpy {name} 50 lengths", 50, tn)
+        k = 171
+        yb, a = binary_data(k, False, seed=5)
+        b = a + np.random.default_rng(6).normal(size=k)
+        jb = [jnp.asarray(v) for v in (yb, a, b)]
+        calipers.paired_bootstrap(calipers.roc_auc_score, *jb, n_resamples=1000, seed=0)
+        with _CompileCount() as cc:
+            tj = median_time(lambda: calipers.paired_bootstrap(
+                calipers.roc_auc_score, *jb, n_resamples=1000, seed=1), 3)
+        record("backends", "calipers paired_bootstrap n=171 B=1000 eager-jax", k, tj,
+               compiles_after_warmup=cc.n)
+        record("backends", "numpy paired_bootstrap n=171 B=1000", k, median_time(
+            lambda: calipers.paired_bootstrap(calipers.roc_auc_score, yb, a, b,
+                                              n_resamples=1000, seed=1), 3))
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+
+    def fresh(code):
+        times = []
+        out = ""
+        for _ in range(3 if quick else 9):
+            t = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            times.append(time.perf_counter() - t)
+        return float(np.median(times)), out.strip()
+
+    t_cal, jax_loaded = fresh("import sys, calipers; print('jax' in sys.modules)")
+    t_np, _ = fresh("import numpy")
+    t_py, _ = fresh("pass")
+    record("backends", "calipers import (fresh process)", 1, t_cal,
+           jax_imported=jax_loaded == "True", jax_installed=have("jax"))
+    record("backends", "numpy import (fresh process)", 1, t_np)
+    record("backends", "python start-up (fresh process)", 1, t_py)
+
+
 # --------------------------------------------------------------------------- NDCG and GAUC
 
 def ranking_data(n_queries, docs=100, seed=2):
@@ -333,6 +477,8 @@ def table():
                 for rk in REFERENCES.get(_base(ck), []):
                     if rk in at:
                         print(f"    {ck} / {rk} = {cv / at[rk]:.4f}")
+    if any(r["section"] == "backends" for r in RESULTS):
+        backend_ratios()
 
 
 # Which reference measures the same quantity as each calipers function.
@@ -345,6 +491,27 @@ REFERENCES = {
     "paired_bootstrap": ["sklearn loop (scaled)", "scipy.stats.bootstrap paired (scaled)"],
     "grouped_roc_auc": ["sklearn per-group loop (scaled)"],
 }
+
+
+def backend_ratios():
+    """The backends section's ratios: each calipers row against its NumPy / import twin."""
+    at = {r["impl"]: r for r in RESULTS if r["section"] == "backends"}
+    print("\n[backends] ratios")
+    for impl, row in at.items():
+        if impl.startswith("calipers import"):
+            twin = "numpy import (fresh process)"
+        elif impl.startswith("calipers "):
+            twin = impl.replace("calipers ", "numpy ", 1)
+            for tag in (" torch-cpu", " eager-jax 50 lengths", " eager-jax"):
+                twin = twin.replace(tag, " (same memory)" if tag == " torch-cpu" else
+                                    " 50 lengths" if "50" in tag else "")
+        else:
+            continue
+        if twin in at:
+            extra = {k: v for k, v in row.items()
+                     if k not in ("section", "impl", "n", "seconds")}
+            print(f"  {impl:52s} {row['seconds']:9.4f} s / {twin} = "
+                  f"{row['seconds'] / at[twin]['seconds']:7.2f}  {extra if extra else ''}")
 
 
 def _base(impl):
@@ -388,7 +555,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
-    p.add_argument("--skip", nargs="*", default=[], choices=["binary", "bootstrap", "ndcg", "gauc"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["binary", "bootstrap", "ndcg", "gauc", "backends"])
     p.add_argument("--from-json", metavar="PATH",
                    help="measure nothing: print the table and redraw the plot of an earlier run")
     a = p.parse_args()
@@ -420,6 +587,9 @@ def main():
     if "gauc" not in a.skip:
         print("grouped AUC")
         bench_gauc(a.quick)
+    if "backends" not in a.skip:
+        print("backends: torch CPU, eager JAX, import")
+        bench_backends(a.quick)
     table()
     print("\n=== log-log slope of time against n, 10^5 .. 10^7 (n log n ~ 1.05-1.1) ===")
     slopes = {}

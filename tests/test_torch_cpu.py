@@ -50,3 +50,33 @@ def test_torch_errors_name_the_argument():
     y, p = _data(torch.float64)
     with pytest.raises(ValueError, match="y_score"):
         calipers.roc_auc_score(y, p[:10])
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "average_precision", "log_loss", "brier"])
+@pytest.mark.parametrize("resampling", ["multinomial", "poisson"])
+def test_torch_paired_bootstrap_runs_on_the_same_memory_as_numpy(metric, resampling):
+    y, p = _data(torch.float64)
+    q = torch.from_numpy(np.round(np.random.default_rng(8).random(300), 2))
+    kw = dict(n_resamples=60, seed=3, resampling=resampling)
+    got = calipers.paired_bootstrap(metric, y, p, q, **kw)
+    want = calipers.paired_bootstrap(metric, y.numpy(), p.numpy(), q.numpy(), **kw)
+    assert got.difference == want.difference
+    np.testing.assert_array_equal(got.bootstrap_distribution, want.bootstrap_distribution)
+    assert got.confidence_interval == want.confidence_interval
+    ra, rb = calipers.paired_bootstrap_replicates(metric, y, p, q, **kw)
+    na, nb = calipers.paired_bootstrap_replicates(metric, y.numpy(), p.numpy(), q.numpy(), **kw)
+    assert isinstance(ra, torch.Tensor) and ra.dtype == torch.float64
+    np.testing.assert_array_equal(ra.numpy(), na)
+    np.testing.assert_array_equal(rb.numpy(), nb)
+
+
+def test_torch_paired_bootstrap_user_metric_still_gets_tensors():
+    y, p = _data(torch.float64)
+    seen = []
+
+    def metric(yt, s, sample_weight=None):
+        seen.append(type(s))
+        return calipers.brier_score_loss(yt, s, sample_weight=sample_weight)
+
+    calipers.paired_bootstrap_replicates(metric, y, p, 1 - p, n_resamples=4, seed=0)
+    assert seen and all(t is torch.Tensor for t in seen)

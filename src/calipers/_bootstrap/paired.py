@@ -51,6 +51,7 @@ import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
+from .._core.compile import to_torch, torch_cpu_views
 from .engine import (
     _compiled_draw, _compiled_pair, _default_batch, _is_trace_error, _run_jax_chunks, _run_loop)
 from .kernels import (
@@ -428,6 +429,17 @@ def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_
     metric, kind, name = _resolve_metric(metric, resample_by)
     _check_counts_options(n_resamples, batch, resampling, stratify, groups, block_length,
                           row_ids)
+    if kind == "fast":
+        # torch CPU tensors: the same procedure on NumPy views of their memory
+        views, arrays = torch_cpu_views(y_true, y_score_a, y_score_b, sample_weight, groups,
+                                        row_ids)
+        if views:
+            out = paired_bootstrap_replicates(
+                metric, *arrays[:3], sample_weight=arrays[3], n_resamples=n_resamples,
+                stratify=stratify, groups=arrays[4], num_groups=num_groups,
+                block_length=block_length, resampling=resampling, resample_by=resample_by,
+                batch=batch, seed=seed, workers=workers, row_ids=arrays[5])
+            return to_torch(out)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)
     _check_workers(workers, xp)
@@ -805,6 +817,11 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     method_l = V.choice(method_l, "method", ("percentile", "basic", "bca"))
     alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
     V.positive_int(jackknife_groups, "jackknife_groups", minimum=2)
+    if kind == "fast" and devices is None:
+        # torch CPU tensors: the same procedure on NumPy views of their memory (the
+        # result holds Python floats and NumPy arrays on either path)
+        _, (y_true, y_score_a, y_score_b, sample_weight, groups, row_ids) = torch_cpu_views(
+            y_true, y_score_a, y_score_b, sample_weight, groups, row_ids)
     xp, y_true, a, b, sw, groups = _prepare_arrays(y_true, y_score_a, y_score_b,
                                                    sample_weight, groups, kind)
     if B.is_traced(y_true, a, b, sw, groups, row_ids):

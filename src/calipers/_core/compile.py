@@ -301,6 +301,46 @@ def _torch_cpu_call(fn, args, kwargs):
 _NOT_ARRAYS = object()
 
 
+def torch_cpu_views(*arrays):
+    """NumPy views of torch CPU tensors, for functions that are not ``compiled()``.
+
+    Returns ``(True, views)`` when some argument is a torch tensor and every
+    tensor among them is a strided CPU tensor NumPy can view (the rest NumPy
+    arrays, Python data or ``None``), else ``(False, arrays)``. The views share
+    memory with the tensors (``tensor.detach().numpy()``: no copy). Used where a
+    whole procedure (the paired bootstrap of a calipers fast metric) is the
+    same on either memory and NumPy's kernels are the faster ones.
+    """
+    if "torch" not in sys.modules:
+        return False, arrays
+    import torch
+
+    found = False
+    for v in arrays:
+        if isinstance(v, torch.Tensor):
+            if v.device.type != "cpu" or v.dtype in (torch.bfloat16, torch.complex32) or \
+                    v.layout != torch.strided:
+                return False, arrays
+            found = True
+        elif v is not None and B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
+            return False, arrays
+    if not found:
+        return False, arrays
+    try:
+        return True, tuple(v.detach().numpy() if isinstance(v, torch.Tensor) else v
+                           for v in arrays)
+    except (RuntimeError, TypeError):  # a tensor without NumPy memory (functorch, meta)
+        return False, arrays
+
+
+def to_torch(out):
+    """NumPy arrays (or a tuple of them) as torch CPU tensors, sharing memory."""
+    import torch
+
+    wrapped = _to_torch(out, torch)
+    return out if wrapped is _NOT_ARRAYS else wrapped
+
+
 def _to_torch(out, torch):
     if isinstance(out, (np.ndarray, np.generic)):
         a = np.asarray(out)
