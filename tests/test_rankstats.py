@@ -484,3 +484,40 @@ def test_jax_binary_paths_with_one_class(x64, weighted):
     assert np.isnan(auc) and ap == 1.0
     auc, ap = _jax_binary(np.zeros(4, dtype=np.int32), s, w, jit=True, x64=x64, dt=dt)
     assert np.isnan(auc) and np.isnan(ap)
+
+
+# --------------------------------------------------------------------------
+# the packed keys-only sort: exact zeros beside other magnitudes stay on it
+# --------------------------------------------------------------------------
+
+_GRID = st.sampled_from([0.0, -0.0, 0.1, -0.1, 1.5, -1.5, 2.0, 7.25, -1000.0, 1e300, -3e-300,
+                         5e-324])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), _GRID), min_size=2, max_size=40))
+def test_packed_sort_with_zeros_is_exact(rows):
+    y = np.array([r[0] for r in rows], dtype=np.int64)
+    s = np.array([r[1] for r in rows], dtype=np.float64)
+    pk = R.packed_sort(y, s)
+    if pk is None:      # spans beyond the packed range (1e300 beside 5e-324): other path
+        return
+    # the keys hold every score exactly (-0.0 as 0.0) and the labels in the low bit
+    np.testing.assert_array_equal(np.sort(R._unpack(pk.keys, pk)), np.sort(s + 0.0))
+    assert sorted((pk.keys & 1).tolist()) == sorted(y.tolist())
+    P, N = int(y.sum()), int((1 - y).sum())
+    if P and N:
+        want = sum(Fraction(1) if a > b else Fraction(1, 2) if a == b else 0
+                   for a, ya in zip(s, y) if ya for b, yb in zip(s, y) if not yb)
+        assert Fraction(R.packed_roc_auc(pk), 2) == want
+
+
+def test_scores_rounded_to_a_grid_with_zeros_take_the_packed_sort():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 5000)
+    s = np.round(rng.normal(size=5000) + y, 1)       # about 3% exact zeros
+    assert (s == 0).any()
+    pk = R.packed_sort(y, s)
+    assert pk is not None and pk.zero_gap
+    relu = np.maximum(rng.normal(size=5000), 0.0)     # half exact zeros, no negatives
+    assert R.packed_sort(y, relu) is not None
