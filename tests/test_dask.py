@@ -65,3 +65,16 @@ def test_nan_score_raises():
     bad = dask.delayed({"y": np.array([0, 1]), "a": np.array([np.nan, .1])})
     with pytest.raises(ValueError, match="finite"):
         cd.roc_auc_score([p[0], bad], "y", "a")
+
+
+def test_dask_array_to_one_shot_refused():
+    import dask.array as darr
+
+    y = darr.from_array(Y, chunks=50)
+    s = darr.from_array(A, chunks=50)
+    with pytest.raises(ValueError, match=r"is a dask array.*calipers\.dask"):
+        calipers.roc_auc_score(Y, s)
+    with pytest.raises(ValueError, match=r"dask array.*calipers\.dask"):
+        calipers.average_precision_score(y, A)
+    # computed first, the same call gives the in-memory answer
+    assert calipers.roc_auc_score(y.compute(), s.compute()) == calipers.roc_auc_score(Y, A)
