@@ -19,7 +19,7 @@ score ranges, combined in score order as Python integers
 (``U2 = sum_r U2_r + 2 sum_r P_r N_below_r``) and divided once:
 the same double as :func:`calipers.roc_auc_score`. The paired Poisson
 bootstrap draws row ``j``'s count from (seed, replicate, global row id ``j``)
-(:func:`calipers._bootstrap.resample.poisson_counts`), so its AUC and
+(:func:`calipers.bootstrap_counts`), so its AUC and
 accuracy replicates equal
 ``paired_bootstrap_replicates(..., resampling="poisson")`` on the
 concatenated rows bit for bit; log-loss replicates are float sums in another

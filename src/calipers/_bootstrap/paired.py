@@ -385,14 +385,28 @@ def _resolve_devices(devices):
         return None
     import jax
 
-    if devices == "all":
-        return list(jax.devices())
+    # In a multi-process JAX job (jax.distributed) jax.devices() lists every
+    # process's devices; the replicates come back to this process's host, so
+    # only its own (addressable) devices can run them.
+    if isinstance(devices, str) and devices == "all":
+        return list(jax.local_devices())
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        avail = jax.devices()
+        avail = jax.local_devices()
         if not 1 <= devices <= len(avail):
-            raise ValueError(f"devices={devices} but {len(avail)} JAX devices are available")
+            raise ValueError(f"devices={devices} but this process has {len(avail)} JAX devices")
         return list(avail[:devices])
-    return list(devices)
+    devs = list(devices)
+    here = jax.process_index()
+    other = sorted({d.process_index for d in devs if d.process_index != here})
+    if other:
+        raise ValueError(
+            f"devices includes devices of other JAX processes {other} (this is process {here} "
+            f"of {jax.process_count()}): paired_bootstrap runs on this process's devices only; "
+            "pass devices=jax.local_devices() (or 'all'), or for one bootstrap over the rows of "
+            "every process add per-process replicate sums of "
+            "calipers.bootstrap_counts(row_ids, ...) (or PairedBootstrapState) with a "
+            "cross-process psum")
+    return devs
 
 
 # --------------------------------------------------------------------------
@@ -746,7 +760,14 @@ def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None
     devices : None, int, "all" or a list of JAX devices
         Shard each chunk's replicates over these devices
         (``jax.sharding.NamedSharding`` over a one-axis mesh). The replicates
-        are identical to the single-device ones for the same key.
+        are identical to the single-device ones for the same key. ``"all"``
+        and an int count this process's devices (``jax.local_devices()``);
+        in a multi-process job (``jax.distributed``) a list holding another
+        process's device is a ``ValueError``: each process bootstraps the
+        rows it was given, and one bootstrap over every process's rows adds
+        per-process replicate sums of :func:`calipers.bootstrap_counts` by
+        global row id (or :class:`calipers.PairedBootstrapState`) with a
+        cross-process ``psum``.
     workers : int or None
         NumPy / array-api-strict: threads evaluating replicates (NumPy releases
         the GIL in the draws, gathers and prefix sums); memory O(workers * n).

@@ -87,6 +87,13 @@ def as_arrays(*args: Any, names=None, **named: Any):
     ``np.asarray`` of a JAX bfloat16 array gives; ``float8_*``; ``int4``)
     are widened exactly to float32 / int8 (:func:`widen_extension`), so
     every metric accepts them and gives float32-accurate results.
+
+    Dask arrays are a ``ValueError`` naming the argument: a one-shot
+    function needs all the rows in memory at once (the sort-based ones would
+    rechunk to one chunk and compute the graph again at each step), so the
+    message points to :mod:`calipers.dask` (per-partition states and merges,
+    the exact AUC by score ranges, the bootstrap by global row id) or to
+    ``.compute()`` first.
     """
     if named:
         if args:
@@ -94,6 +101,7 @@ def as_arrays(*args: Any, names=None, **named: Any):
         names, args = tuple(named), tuple(named.values())
     if names is None:
         names = tuple(f"argument {i}" for i in range(len(args)))
+    _refuse_dask(args, names)
     foreign: dict = {}  # non-NumPy namespace -> first argument name using it
     for name, a in zip(names, args):
         if a is not None and is_array(a) and not array_api_compat.is_numpy_array(a):
@@ -119,6 +127,20 @@ def as_arrays(*args: Any, names=None, **named: Any):
         except Exception as exc:  # ragged lists, objects, strings on JAX
             raise ValueError(f"could not convert {name} to an array: {exc}") from exc
     return xp, out
+
+
+def _refuse_dask(args, names) -> None:
+    """``ValueError`` for a Dask array among ``args`` (Dask is never imported here)."""
+    dask_array = sys.modules.get("dask.array")
+    if dask_array is None:
+        return
+    for name, a in zip(names, args):
+        if isinstance(a, dask_array.Array):
+            raise ValueError(
+                f"{name} is a dask array: calipers' one-shot functions need the rows in memory; "
+                "use calipers.dask (reduce_states with a mergeable state, roc_auc_score, "
+                "paired_bootstrap_replicates) over the partitions, or call .compute() on it "
+                "first if it fits in memory")
 
 
 def _is_extension(a) -> bool:

@@ -1,0 +1,195 @@
+"""calipers.dask on a 2-worker LocalCluster against one process, in one run.
+
+    python benchmarks/distributed.py [--n 1000000] [--partitions 8] [--resamples 100]
+                                     [--repeat 3] [--smoke]
+
+Rows per second of
+
+* states: a ``ConfusionState`` and a ``ROCHistogramState`` (16 bits) per
+  partition, merged in a tree (``calipers.dask.reduce_states``);
+* the paired Poisson bootstrap of accuracy and of ROC AUC
+  (``calipers.dask.paired_bootstrap_replicates``);
+
+on a ``distributed.LocalCluster`` of 2 worker processes (1 thread each) and in
+this process (the same graph on the synchronous scheduler, and the one-shot
+calipers call on the concatenated rows), reported as ratios to this process's
+one-shot call. Partitions are made on the workers from a seed (as a log is read
+where it lies), so the cluster never receives the rows from here; the graph
+columns include making them, the one-shot column has the rows in memory. Every
+distributed result is checked against the one-process result (integer counts
+bit for bit). Then the peak resident memory of each worker (``ru_maxrss``, on
+a fresh cluster) for two partition sizes, beside the partition's bytes.
+
+Apache Beam is not measured: calipers has no Beam extra (apache-beam caps
+pyarrow, protobuf and numpy below the versions calipers is tested with).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+# This file's name is the package's: take its folder off the path before importing it.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [q for q in sys.path if Path(q or ".").resolve() != HERE]
+
+import numpy as np  # noqa: E402
+
+import dask  # noqa: E402
+import distributed  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("_timing", HERE / "_timing.py")
+_timing = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_timing)
+median_time = _timing.median_time
+
+import calipers  # noqa: E402
+import calipers.dask as cd  # noqa: E402
+
+COLS = ("y", "a", "b", "pa", "pb", "row_id")
+BYTES_PER_ROW = 8 * len(COLS)
+
+
+def load(i, j, seed=0):
+    """Rows ``i .. j - 1`` of the log, made from (seed, i): the same wherever it runs."""
+    rng = np.random.default_rng([seed, i])
+    m = j - i
+    y = rng.integers(0, 2, m)
+    a = np.round(np.clip(0.25 * y + rng.random(m), 0, 1), 4)
+    b = np.round(np.clip(0.15 * y + rng.random(m), 0, 1), 4)
+    return {"y": y, "a": a, "b": b, "pa": (a > 0.6).astype(np.int64),
+            "pb": (b > 0.55).astype(np.int64), "row_id": np.arange(i, j, dtype=np.int64)}
+
+
+def parts(n, p):
+    cuts = np.linspace(0, n, p + 1).astype(int)
+    return [dask.delayed(load, pure=True)(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+
+
+def whole(n, p):
+    cuts = np.linspace(0, n, p + 1).astype(int)
+    ps = [load(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+    return {k: np.concatenate([q[k] for q in ps]) for k in COLS}
+
+
+def init():
+    return (calipers.ConfusionState.init(2), calipers.ROCHistogramState.init(16))
+
+
+def update(s, p):
+    return (s[0].update(p["y"], p["pa"]), s[1].update(p["y"], p["a"]))
+
+
+class Pair:
+    """Two states merged together (reduce_states merges one object per partition)."""
+
+    def __init__(self, states):
+        self.states = states
+
+    def update(self, p):
+        return Pair(update(self.states, p))
+
+    def merge(self, other):
+        return Pair(tuple(x.merge(y) for x, y in zip(self.states, other.states)))
+
+
+def cases(n, p, B, data):
+    y, a, b, pa, pb, ids = (data[k] for k in COLS)
+
+    def states(**compute):
+        return cd.reduce_states(parts(n, p), lambda: Pair(init()), lambda s, q: s.update(q),
+                                compute=compute).states
+
+    def one_states():
+        return update(init(), data)
+
+    def boot(metric, **compute):
+        cols = ("pa", "pb") if metric == "accuracy" else ("a", "b")
+        return cd.paired_bootstrap_replicates(parts(n, p), metric, "y", *cols, n_resamples=B,
+                                              seed=3, row_id="row_id", compute=compute)
+
+    def one_boot(metric):
+        m = calipers.accuracy_score if metric == "accuracy" else metric
+        xa, xb = (pa, pb) if metric == "accuracy" else (a, b)
+        return calipers.paired_bootstrap_replicates(m, y, xa, xb, n_resamples=B, seed=3,
+                                                    resampling="poisson", row_ids=ids)
+
+    return [("states (confusion + 16-bit histogram)", states, one_states),
+            (f"paired bootstrap, accuracy, B={B}", lambda **c: boot("accuracy", **c),
+             lambda: one_boot("accuracy")),
+            (f"paired bootstrap, ROC AUC, B={B}", lambda **c: boot("roc_auc", **c),
+             lambda: one_boot("roc_auc"))]
+
+
+def same(x, y):
+    if isinstance(x, tuple) and hasattr(x[0], "counts"):       # the two states
+        return (np.array_equal(x[0].counts, y[0].counts) and np.array_equal(x[1].pos, y[1].pos)
+                and np.array_equal(x[1].neg, y[1].neg))
+    return all(np.array_equal(u, v, equal_nan=True) for u, v in zip(x, y))
+
+
+def cluster(**kw):
+    return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                    dashboard_address=None, silence_logs=logging.ERROR, **kw)
+
+
+def peak_rss():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024    # Linux: KiB
+
+
+def machine():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        return next(line.split(":", 1)[1].strip() for line in out.splitlines()
+                    if line.startswith("Model name"))
+    except Exception:
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--resamples", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks, not timings")
+    args = ap.parse_args()
+    if args.smoke:
+        args.n, args.partitions, args.resamples, args.repeat = 20_000, 4, 10, 1
+    n, p, B, r = args.n, args.partitions, args.resamples, args.repeat
+    print(f"machine: {machine()}; n = {n}, {p} partitions, 2 workers x 1 thread; "
+          f"median of {r}")
+    data = whole(n, p)
+    with cluster() as cl, distributed.Client(cl) as client:
+        client.wait_for_workers(2)
+        print(f"{'':42s} {'one-shot rows/s':>16s} {'sync graph':>11s} {'2 workers':>10s}")
+        for name, dist, one in cases(n, p, B, data):
+            ref = one()
+            assert same(dist(scheduler=client), ref), name
+            assert same(dist(scheduler="sync"), ref), name
+            t_one = median_time(one, r)
+            t_sync = median_time(lambda: dist(scheduler="sync"), r)
+            t_dist = median_time(lambda: dist(scheduler=client), r)
+            print(f"{name:42s} {n / t_one:16.3g} {t_one / t_sync:10.2f}x {t_one / t_dist:9.2f}x")
+    print("\npeak worker memory (ru_maxrss, fresh cluster), states + accuracy bootstrap:")
+    for q in (max(2, p // 2), 2 * p):
+        with cluster() as cl, distributed.Client(cl) as client:
+            client.wait_for_workers(2)
+            base = client.run(peak_rss)
+            for _, dist, _ in cases(n, q, B, data)[:2]:
+                dist(scheduler=client)
+            peaks = client.run(peak_rss)
+        part_mb = n / q * BYTES_PER_ROW / 2**20
+        print(f"  {q:3d} partitions, {part_mb:8.1f} MiB a partition: peak "
+              + ", ".join(f"{peaks[w] / 2**20:.0f} MiB (idle {base[w] / 2**20:.0f})"
+                          for w in sorted(peaks)))
+
+
+if __name__ == "__main__":
+    main()
