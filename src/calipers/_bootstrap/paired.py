@@ -497,13 +497,20 @@ def _traced_replicates(s: _Setup, seed, n_resamples, batch):
     return ra.reshape(-1)[:n_resamples], rb.reshape(-1)[:n_resamples]
 
 
-def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=None):
-    """Eager engine choice: float64 NumPy arrays (metric A, metric B, difference)."""
+def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=None,
+                words=None):
+    """Eager engine choice: float64 NumPy arrays (metric A, metric B, difference).
+
+    ``words``: the seed already as :func:`seed_words` gives it (``seed`` is then not
+    read), so that several runs on one ``None`` or Generator seed draw the same counts.
+    """
     xp = s.xp
+    if words is None:
+        words = seed_words(seed)
     if B.is_jax(xp):
         import jax.numpy as jnp
 
-        words = jnp.asarray(seed_words(seed), dtype=jnp.uint32)
+        words = jnp.asarray(words, dtype=jnp.uint32)
         if s.kind != "indices":
             try:
                 return _run_jax_chunks(s.kernel_a, s.state_a, s.kernel_b, s.state_b, s.design,
@@ -523,7 +530,7 @@ def _replicates(s: _Setup, seed, n_resamples, batch, devices, progress, workers=
     # uint8 counts where the consumer (the NumPy AUC kernel) widens its own sums
     small = B.is_numpy(xp) and isinstance(s.kernel_a, _AUCSplitKernel) \
         and isinstance(s.kernel_b, _AUCSplitKernel)
-    np_draw = numpy_drawer(s.design, s.design_data, seed_words(seed), small)
+    np_draw = numpy_drawer(s.design, s.design_data, words, small)
     if B.is_numpy(xp):
         draw = np_draw
     else:   # array-api-strict, torch: NumPy's draws (the same integers), converted
