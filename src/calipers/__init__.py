@@ -273,7 +273,7 @@ __all__ += [
 ]
 
 # many models in one bootstrap: simultaneous (max-T) intervals, Romano-Wolf p-values
-from ._bootstrap.many import ManyModelsResult, many_models_bootstrap
+from ._bootstrap.paired import ManyModelsResult, many_models_bootstrap
 
 __all__ += [
     "ManyModelsResult",
