@@ -31,77 +31,8 @@ import math
 import numpy as np
 
 from .._core import validation as V
-from .._core.results import ConfidenceInterval, result_type
 
-__all__ = ["ManyModelsResult"]
-
-
-@result_type(meta=("comparisons", "n_resamples", "confidence_level", "design", "resampling"))
-class ManyModelsResult:
-    """What :func:`many_models_bootstrap` returns (``m`` comparisons of ``K`` models).
-
-    Attributes
-    ----------
-    comparisons : tuple of (int, int)
-        Comparison ``j`` is ``(a, b)``: the difference ``metric(model a) -
-        metric(model b)``, models numbered by their position in ``y_scores``.
-    estimates : ndarray (K,), float64
-        Each model's metric on the full data.
-    difference : ndarray (m,), float64
-        The full-data differences ``d_j``.
-    confidence_interval : ConfidenceInterval of ndarrays (m,)
-        Marginal percentile interval of each difference alone (each covers
-        its own difference with probability about ``confidence_level``).
-    simultaneous_interval : ConfidenceInterval of ndarrays (m,)
-        Max-T interval ``d_j -+ critical_value * standard_error_j``: all ``m``
-        intervals cover their differences at once with probability about
-        ``confidence_level``.
-    critical_value : float
-        ``c``, the type-7 (linear interpolation, NumPy's default)
-        ``confidence_level`` quantile of ``max_j |d*_j - d_j| / sd_j``.
-    standard_error : ndarray (m,), float64
-        Bootstrap standard deviation (ddof=1) ``sd_j`` of each difference.
-    pvalue : ndarray (m,), float64
-        Unadjusted two-sided bootstrap p-value of "no difference" for each
-        comparison alone: the share of replicates with ``|d*_j - d_j| / s_j
-        >= |d_j| / s_j`` (the null distribution is the replicates centred at
-        the estimate). No +1 correction: 0 means below ``1 / n_resamples``.
-    pvalue_romano_wolf : ndarray (m,), float64
-        Romano-Wolf step-down adjusted p-values (family-wise error rate over
-        the ``m`` comparisons); ``>= pvalue`` and non-decreasing in the order
-        of decreasing ``|d_j| / s_j``.
-    bootstrap_distribution : ndarray (n_resamples, m), float64
-        Replicated differences, NaN where undefined.
-    distributions : ndarray (n_resamples, K), float64
-        Replicated metric of each model on the same resamples (NaN where
-        undefined).
-    n_undefined : int
-        Replicates in which any comparison was undefined; left out of every
-        interval, critical value and p-value.
-    n_resamples : int
-    confidence_level : float
-    design : str
-        ``"rows"``, ``"stratified rows"``, ``"clusters"`` or ``"moving blocks"``.
-    resampling : str
-        ``"multinomial"`` or ``"poisson"``.
-    """
-
-    comparisons: tuple
-    estimates: np.ndarray
-    difference: np.ndarray
-    confidence_interval: ConfidenceInterval
-    simultaneous_interval: ConfidenceInterval
-    critical_value: float
-    standard_error: np.ndarray
-    pvalue: np.ndarray
-    pvalue_romano_wolf: np.ndarray
-    bootstrap_distribution: np.ndarray
-    distributions: np.ndarray
-    n_undefined: int
-    n_resamples: int
-    confidence_level: float
-    design: str = "rows"
-    resampling: str = "multinomial"
+__all__: list[str] = []
 
 
 def comparison_pairs(k, comparisons, baseline):
