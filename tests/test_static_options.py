@@ -47,6 +47,8 @@ def _plot(fn):
 CALLS = {
     "paired_bootstrap": lambda **kw: calipers.paired_bootstrap(
         "roc_auc", _Y, _A, _B, n_resamples=50, seed=0, **kw),
+    "many_models_bootstrap": lambda **kw: calipers.many_models_bootstrap(
+        "roc_auc", _Y, _A, _B, _A + _B, n_resamples=50, seed=0, **kw),
     "paired_unit_bootstrap": lambda **kw: calipers.paired_unit_bootstrap(
         _A, _B, n_resamples=50, seed=0, **kw),
     "delong_test": lambda **kw: calipers.delong_test(_Y, _A, _B, **kw),

@@ -271,3 +271,11 @@ __all__ += [
     "bradley_terry",
     "bradley_terry_bootstrap",
 ]
+
+# many models in one bootstrap: simultaneous (max-T) intervals, Romano-Wolf p-values
+from ._bootstrap.paired import ManyModelsResult, many_models_bootstrap
+
+__all__ += [
+    "ManyModelsResult",
+    "many_models_bootstrap",
+]

@@ -5,7 +5,9 @@ prints n, prevalence, and per model ROC AUC, average precision, and, where
 the scores are probabilities, log loss and Brier score, each with a paired
 bootstrap percentile interval; for two or more models, every later model is
 compared with the first by a paired bootstrap of the difference (with
-DeLong's test beside it for ROC AUC).
+DeLong's test beside it for ROC AUC); with three or more models, also
+simultaneous (max-T) intervals and Romano-Wolf step-down p-values over the
+comparisons with the first model, from one bootstrap on shared resamples.
 
 With --time/--event (survival) it gives Harrell's and Uno's C per model instead, and with
 --propensity/--reward/--target (logged data) off-policy estimates of a new policy's value.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -184,10 +187,75 @@ def compute(y, scores: dict, *, n_resamples=1000, confidence_level=0.95, seed=0,
                     entry["delong"] = "clustered (Obuchowski 1997)" if groups is not None \
                         else "DeLong et al. 1988"
                 cmp["metrics"][key] = entry
+        if len(eligible) > 2 and base == names[0]:
+            _simultaneous(out, key, fn, y, [scores[k] for k in eligible], eligible,
+                          n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+                          stratify=strat, groups=groups, progress=progress)
     _adjust(out)
     out["warnings"] = list(_DESIGN_WARNINGS)
     _DESIGN_WARNINGS.clear()
     return out
+
+
+def _simultaneous(out, key, fn, y, score_list, model_names, *, n_resamples, confidence_level,
+                  seed, stratify, groups, progress) -> None:
+    """Max-T intervals and Romano-Wolf p-values over one metric's comparisons with the first model.
+
+    One :func:`calipers.many_models_bootstrap` with the report's seed and design: the
+    family is the comparisons of this metric against the baseline (each later model
+    minus the first), on the same resamples as the paired rows above.
+    """
+    from calipers import BootstrapDesignWarning, UndefinedMetricWarning
+
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        warnings.simplefilter("always", BootstrapDesignWarning)
+        res = calipers.many_models_bootstrap(
+            fn, y, *score_list, baseline=0, n_resamples=n_resamples,
+            confidence_level=confidence_level, seed=seed, stratify=stratify, groups=groups,
+            progress=progress)
+    for w in caught:
+        msg = str(w.message)
+        if issubclass(w.category, BootstrapDesignWarning) and msg not in _DESIGN_WARNINGS:
+            _DESIGN_WARNINGS.append(msg)
+    out["simultaneous"] = {
+        "method": "max-T (studentised by the bootstrap SD) and Romano-Wolf step-down p-values",
+        "family": "per metric: every later model minus the first",
+        "baseline": model_names[0]}
+    for j, (a, _b) in enumerate(res.comparisons):
+        entry = _comparison_entry(out, model_names[a], model_names[0])["metrics"][key]
+        entry.update({
+            "simultaneous_ci_low": _num(res.simultaneous_interval.low[j]),
+            "simultaneous_ci_high": _num(res.simultaneous_interval.high[j]),
+            "critical_value": _num(res.critical_value),
+            "pvalue_max_t_unadjusted": _num(res.pvalue[j]),
+            "pvalue_romano_wolf": _num(res.pvalue_romano_wolf[j]),
+            "n_comparisons": len(res.comparisons),
+        })
+
+
+def render_simultaneous(rep: dict, titles: dict, tablefmt: str) -> list[str]:
+    """The table of simultaneous intervals and Romano-Wolf p-values (three or more models)."""
+    from tabulate import tabulate
+
+    if "simultaneous" not in rep:
+        return []
+    floor_b = max(1e-4, 1.0 / rep["n_resamples"])
+    rows = []
+    for key in titles:    # one family per metric: its rows together
+        for c in rep["comparisons"]:
+            m = c["metrics"].get(key)
+            if m is None or "pvalue_romano_wolf" not in m:
+                continue
+            rows.append([f"{c['a']} - {c['b']}", titles[key], _fmt(m["difference"]),
+                         f"[{_fmt(m['simultaneous_ci_low'])}, {_fmt(m['simultaneous_ci_high'])}]",
+                         _p(m["pvalue_romano_wolf"], floor_b)])
+    level = f"{100 * rep['confidence_level']:g}%"
+    return ["", f"all comparisons with {rep['simultaneous']['baseline']} at once, per metric "
+            f"(max-T {level} intervals, Romano-Wolf step-down p):",
+            tabulate(rows, headers=["comparison", "metric", "difference",
+                                    "simultaneous interval", "p (Romano-Wolf)"],
+                     tablefmt=tablefmt, disable_numparse=True)]
 
 
 # --------------------------------------------------------------------------- decisions
@@ -373,6 +441,7 @@ def render_text(rep: dict, path: str, markdown: bool = False) -> str:
     lines += render_comparisons(
         rep, titles, rep["n_resamples"], fmt, extra_head=delong,
         extra=lambda key, m: _p(m.get("delong_pvalue")) if "delong_pvalue" in m else "")
+    lines += render_simultaneous(rep, titles, fmt)
     for msg in rep.get("warnings", []):
         lines += ["", warning_line(msg)]
     if "selective" in rep:
@@ -506,6 +575,8 @@ def run(args) -> int:
         raise InputError(f"{path}: column {label!r} has only label {int(y[0])}; "
                          "ROC AUC and AP need both classes")
     n_runs = len(METRICS) * max(1, len(scores) - 1)  # an upper bound for the bar
+    if len(scores) > 2:   # the simultaneous intervals: one more run per comparison
+        n_runs += len(METRICS) * (len(scores) - 1)
     if args.selective:
         n_runs += max(1, len(scores) - 1)
     groups = extras.get(args.groups) if args.groups else None
