@@ -23,6 +23,11 @@ As a check the full-data ratings of the two must agree (both fix the mean at 100
 
     python benchmarks/arena.py                                  # 10^6 battles, 100 models
     python benchmarks/arena.py --n-battles 100000 --reference-resamples 20
+
+Both sides spend their time in BLAS (calipers' 100 x 100 Newton solves, the reference's
+lbfgs products with its 19,800 x 100 design): on a machine shared with other jobs, a
+multi-threaded BLAS can be many times slower than one thread, so set
+``OPENBLAS_NUM_THREADS`` (the output prints it) and compare ratios at the same setting.
 """
 
 from __future__ import annotations
@@ -115,8 +120,12 @@ def main(argv=None):
     n, K, B = args.n_battles, args.n_models, args.n_resamples
     Bref = args.reference_resamples or B
     a, b, outcome = make_battles(n, K, seed=args.seed)
-    print(f"machine: {cpu_name()}, {__import__('os').cpu_count()} cores; numpy "
-          f"{np.__version__}, scikit-learn {__import__('sklearn').__version__}")
+    import os
+
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; numpy {np.__version__}, "
+          f"scikit-learn {__import__('sklearn').__version__}; BLAS threads: "
+          f"{threads or 'library default'}")
     print(f"{n} battles of {K} models ({int(np.sum(outcome == 0.5))} ties); B = {B}")
 
     t = time.perf_counter()
