@@ -60,7 +60,8 @@ def _placements(y01, s, xp):
 
 
 def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
-    """AUCs and the covariance matrix of the AUC estimates of k models.
+    """AUCs, the covariance of the AUC estimates of k models, and the number of
+    independent units (rows, or clusters holding a row).
 
     Without ``groups``: DeLong et al. (1988), rows independent. With
     ``groups``: Obuchowski (1997), clusters independent, rows within a
@@ -85,7 +86,7 @@ def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
             return s10 / xp.where(P > 0, P, 1.0) + s01 / xp.where(N > 0, N, 1.0)
 
         undefined = (P < 2) | (N < 2)
-        return aucs, cov, undefined, invalid
+        return aucs, cov, undefined, invalid, P + N
 
     from .._kernels import segments as S
 
@@ -119,7 +120,7 @@ def _delong_parts(y_true, scores, xp, groups=None, num_groups=None):
         return s10 / Pd + s01 / Nd + 2 * s11 / (Pd * Nd)
 
     undefined = (i10 < 2) | (i01 < 2)
-    return aucs, cov, undefined, invalid
+    return aucs, cov, undefined, invalid, i_all
 
 
 def _prepare_scores(y_true, *scores, names, groups=None):
@@ -153,6 +154,57 @@ def _norm_sf(z, xp):
     return xp.asarray(0.5 * math.erfc(float(z) / math.sqrt(2)), dtype=B.acc_float(xp))
 
 
+def _t_sf(t, df, xp):
+    """Upper tail of Student's t with ``df`` degrees of freedom.
+
+    JAX (jit-safe, ``df`` may be traced): ``P(|T| > |t|) = I_x(df/2, 1/2)`` with
+    ``x = df / (df + t^2)``, the regularised incomplete beta function
+    (``jax.scipy.special.betainc``), halved and reflected. Elsewhere
+    ``scipy.stats.t.sf`` on host floats.
+    """
+    if B.is_jax(xp):
+        import jax.scipy.special as jss
+
+        d = xp.astype(df, t.dtype)
+        finite = xp.where(xp.isinf(t), 0.0, t)
+        x = xp.where(xp.isinf(t), 0.0, d / (d + finite * finite))
+        half = 0.5 * jss.betainc(d / 2, xp.asarray(0.5, dtype=t.dtype), x)
+        return xp.where(t > 0, half, 1 - half)
+    stats = B.scipy_stats("delong_test(small_sample=True)")
+    return xp.asarray(float(stats.t.sf(float(t), float(df))), dtype=B.acc_float(xp))
+
+
+def _t_quantile(confidence_level: float, df, xp):
+    """The ``(1 + confidence_level) / 2`` quantile of Student's t with ``df`` degrees of freedom.
+
+    JAX: 64 bisection steps on ``x = df / (df + q^2)`` in (0, 1], where the two-sided tail
+    ``I_x(df/2, 1/2)`` equals ``1 - confidence_level`` (``lax.fori_loop``, jit-safe with a
+    traced ``df``), then ``q = sqrt(df (1 - x) / x)``. Elsewhere ``scipy.stats.t.ppf``.
+    """
+    if B.is_jax(xp):
+        import jax
+        import jax.scipy.special as jss
+
+        f = B.acc_float(xp)
+        d = xp.astype(df, f)
+        alpha = xp.asarray(1 - confidence_level, dtype=f)
+        half = xp.asarray(0.5, dtype=f)
+
+        def step(_, lo_hi):
+            lo, hi = lo_hi
+            mid = (lo + hi) / 2
+            below = jss.betainc(d / 2, half, mid) < alpha   # tail increases with x
+            return xp.where(below, mid, lo), xp.where(below, hi, mid)
+
+        lo, hi = jax.lax.fori_loop(0, 64, step, (xp.asarray(0.0, dtype=f),
+                                                 xp.asarray(1.0, dtype=f)))
+        x = (lo + hi) / 2
+        return xp.sqrt(d * (1 - x) / x)
+    stats = B.scipy_stats("delong_test(small_sample=True)")
+    q = float(stats.t.ppf((1 + confidence_level) / 2, float(df))) if float(df) >= 1 else math.nan
+    return xp.asarray(q, dtype=B.acc_float(xp))
+
+
 def _warn_if(undefined, what):
     if not B.is_traced(undefined) and bool(undefined):
         B.warn_undefined(what)
@@ -160,7 +212,7 @@ def _warn_if(undefined, what):
 
 def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
                 alternative: str = "two-sided", groups=None,
-                num_groups: int | None = None) -> DeLongResult:
+                num_groups: int | None = None, small_sample: bool = False) -> DeLongResult:
     """DeLong's test for two correlated ROC AUCs measured on the same examples.
 
     ``z = (AUC_A - AUC_B) / sqrt(Var)``, ``Var = (S10_AA + S10_BB - 2 S10_AB) / P
@@ -195,6 +247,22 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
         integers in ``0 .. num_groups - 1`` with ``num_groups`` static.
     num_groups : int, optional
         The number of clusters, required under ``jit``.
+    small_sample : bool, default False
+        Refer the statistic to Student's t with ``C - 1`` degrees of freedom
+        instead of the standard normal, for the p-value and the interval
+        ``difference +- t_{C-1} * standard_error``; ``C`` is the number of
+        clusters holding a row (with ``groups``), else the number of rows.
+        This is the small-number-of-clusters correction of cluster-robust
+        inference (Bester, Conley & Hansen 2011; Cameron & Miller 2015,
+        section VI): with few clusters the variance estimate is itself
+        noisy and normal quantiles are too short. The statistic and the
+        standard error are unchanged: Obuchowski's variance already carries
+        the ``C / (C - 1)`` factor of the cluster-robust ("CR1") variance (the
+        ``I10 / (I10 - 1)``, ``I01 / (I01 - 1)`` and ``I / (I - 1)`` above),
+        so no second factor is applied. As ``C`` grows the result tends to
+        the normal one. Eagerly the t distribution is ``scipy.stats.t``
+        (the ``stats`` extra; ``ImportError`` without scipy), on JAX the
+        regularised incomplete beta function (jit-safe).
 
     Returns
     -------
@@ -214,10 +282,11 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     """
     V.confidence_level(confidence_level)
     alternative = V.choice(alternative, "alternative", ("two-sided", "less", "greater"))
+    small_sample = V.choice(small_sample, "small_sample", (False, True))
     xp, y, (a, b), g, bad_scores = _prepare_scores(y_true, y_score_a, y_score_b,
                                                    names=("y_score_a", "y_score_b"),
                                                    groups=groups)
-    aucs, cov, undefined, invalid = _delong_parts(y, [a, b], xp, g, num_groups)
+    aucs, cov, undefined, invalid, units = _delong_parts(y, [a, b], xp, g, num_groups)
     invalid = invalid | bad_scores
     var = cov(0, 0) + cov(1, 1) - 2 * cov(0, 1)
     var = xp.where(var > 0, var, 0.0)     # rounding can make an exact 0 slightly negative
@@ -227,16 +296,25 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     z = xp.where(zero, 0.0, diff / xp.where(se > 0, se, 1.0))
     inf = xp.full_like(diff, math.inf)
     z = xp.where((se == 0) & (diff != 0), xp.where(diff > 0, inf, -inf), z)
+    if small_sample:
+        df = xp.where(units > 1, units - 1, 1.0)    # units < 2 is undefined (NaN) anyway
+
+        def sf(v):
+            return _t_sf(v, df, xp)
+    else:
+        def sf(v):
+            return _norm_sf(v, xp)
     if alternative == "two-sided":
-        p = 2 * _norm_sf(xp.abs(z), xp)
+        p = 2 * sf(xp.abs(z))
         p = xp.where(p > 1, 1.0, p)
     elif alternative == "greater":
-        p = _norm_sf(z, xp)
+        p = sf(z)
     else:
-        p = _norm_sf(-z, xp)
+        p = sf(-z)
     p = xp.where(zero, 1.0, xp.astype(p, z.dtype))
     bad = undefined | invalid
-    q = Q.normal_quantile(confidence_level)
+    q = (_t_quantile(confidence_level, df, xp) if small_sample
+         else Q.normal_quantile(confidence_level))
     lo, hi = diff - q * se, diff + q * se
     out = [B.finalize(B.nan_if(bad, v, xp), xp) for v in (z, p, aucs[0], aucs[1], diff, se, lo, hi)]
     _warn_if(undefined & ~invalid,
@@ -257,7 +335,7 @@ def delong_roc_variance(y_true, y_score):
     :func:`delong_test`.
     """
     xp, y, (s,), _, bad_scores = _prepare_scores(y_true, y_score, names=("y_score",))
-    aucs, cov, undefined, invalid = _delong_parts(y, [s], xp)
+    aucs, cov, undefined, invalid, _ = _delong_parts(y, [s], xp)
     invalid = invalid | bad_scores
     bad = undefined | invalid
     _warn_if(undefined & ~invalid, "DeLong's variance needs at least 2 positives and 2 "

@@ -14,7 +14,7 @@ import sys
 from ._errors import InputError
 
 # Subcommand modules, in the order ``calipers --help`` lists them.
-_SUBCOMMANDS = ["report", "trec"]
+_SUBCOMMANDS = ["report", "trec", "arena"]
 
 
 def build_parser() -> argparse.ArgumentParser:
