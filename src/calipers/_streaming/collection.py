@@ -159,7 +159,7 @@ class StateCollection(Mapping):
         return type(self)({n: merge(st, other.states[n]) for n, st in self.states.items()},
                           self.options, self.names)
 
-    def compute(self) -> dict:
+    def compute(self) -> dict[str, Any]:
         """``{name: state.compute()}`` (each state's own summary)."""
         return {name: st.compute() for name, st in self.states.items()}
 
