@@ -20,3 +20,30 @@ def test_mypy_clean_over_src():
     proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def test_public_api_result_types_under_mypy_strict():
+    """tests/typing/check_api.py asserts the result types of the main API (``assert_type``):
+    concrete result classes for results and states."""
+    pytest.importorskip("mypy")
+    import os
+
+    env = dict(os.environ, MYPYPATH=str(ROOT / "src"))
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                           "--no-incremental", str(ROOT / "tests" / "typing" / "check_api.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    # the check can fail: a wrong assert_type is an error
+    bad = ROOT / "tests" / "typing" / "check_api.py"
+    wrong = bad.read_text().replace("assert_type(res, BootstrapResult)",
+                                    "assert_type(res, DeLongResult)")
+    assert wrong != bad.read_text()
+    tmp = ROOT / "tests" / "typing" / "_wrong_check.py"
+    tmp.write_text(wrong)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mypy", "--strict",
+                               "--follow-imports=silent", "--no-incremental", str(tmp)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    finally:
+        tmp.unlink()
+    assert proc.returncode == 1 and "assert-type" in proc.stdout, proc.stdout[-3000:]

@@ -25,8 +25,12 @@ from ._streaming.collection import StateCollection
 __all__ = ["nnx_metric", "clu_metric"]
 
 
-def _check_state(state: Any, who: str) -> None:
+def _check_state(state: Any, who: str, options: dict) -> None:
     if isinstance(state, StateCollection):
+        if options:
+            raise ValueError(f"{who}: a StateCollection holds its own static options; pass "
+                             f"{sorted(options)} as StateCollection.init(..., options="
+                             "{name: {...}}), not to the adapter")
         return
     if not (isinstance(state, tuple) and hasattr(state, "update_outputs")
             and hasattr(state, "compute")):
@@ -60,6 +64,18 @@ def _import(what: str):
                           "'calipers[flax]'") from exc
 
 
+def _get(var: Any) -> Any:
+    """A Flax variable's value (``get_value`` since flax 0.12, ``.value`` before)."""
+    return var.get_value() if hasattr(var, "get_value") else var.value
+
+
+def _set(var: Any, value: Any) -> None:
+    if hasattr(var, "set_value"):
+        var.set_value(value)
+    else:
+        var.value = value
+
+
 @functools.lru_cache(maxsize=None)
 def _nnx_class():
     nnx = _import("nnx")
@@ -72,18 +88,18 @@ def _nnx_class():
             self.state = nnx.metrics.MetricState(state)
 
         def reset(self) -> None:
-            self.state.value = _empty(self.state.value)
+            _set(self.state, _empty(_get(self.state)))
 
         def update(self, **outputs: Any) -> None:
-            self.state.value = _feed(self.state.value, self.options, outputs)
+            _set(self.state, _feed(_get(self.state), self.options, outputs))
 
         def merge(self, other: Any) -> None:
             """Add another wrapper's state (or a state) into this one."""
-            st = other.state.value if isinstance(other, CalipersNNXMetric) else other
-            self.state.value = self.state.value.merge(st)
+            st = _get(other.state) if isinstance(other, CalipersNNXMetric) else other
+            _set(self.state, _get(self.state).merge(st))
 
         def compute(self) -> Any:
-            return self.state.value.compute()
+            return _get(self.state).compute()
 
     return CalipersNNXMetric
 
@@ -97,11 +113,12 @@ def nnx_metric(state: Any, **options: Any) -> Any:
     state's summary; ``metric.reset()`` empties it; ``metric.merge(other)``
     adds another one. ``options`` are the state's static routing options
     (``k=5`` for a :class:`calipers.QueryMeanState`). The current state is
-    ``metric.state.value``: a pytree, so ``jax.lax.psum`` reduces it.
-    Raises ``ValueError`` for something that is not a state, ``ImportError``
+    ``metric.state.get_value()``: a pytree, so ``jax.lax.psum`` reduces it.
+    Raises ``ValueError`` for something that is not a state, or for ``options`` beside
+    a collection (which holds its own), ``ImportError``
     without flax.
     """
-    _check_state(state, "nnx_metric")
+    _check_state(state, "nnx_metric", options)
     return _nnx_class()(state, **options)
 
 
@@ -117,7 +134,7 @@ def clu_metric(state: Any, **options: Any) -> type:
     options. Raises ``ValueError`` for something that is not a state,
     ``ImportError`` without clu.
     """
-    _check_state(state, "clu_metric")
+    _check_state(state, "clu_metric", options)
     cm = _import("clu")
     import flax.struct
 

@@ -23,6 +23,7 @@ from .._core import xp as B
 from .._kernels import rankstats as R
 from .._core import validation as V
 from .._core.compile import compiled
+from .._core.types import Array, ArrayLike
 
 __all__ = [
     "roc_curve",
@@ -97,8 +98,10 @@ def _result(value, d: _Binary, undefined, what: str):
 # --------------------------------------------------------------------------
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def roc_auc_score(y_true, y_score, *, sample_weight=None, max_fpr=None, pos_label=None,
-                  multi_class="raise", average="macro", labels=None):
+def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
+                  max_fpr: float | None = None, pos_label: Any = None,
+                  multi_class: str = "raise", average: str | None = "macro",
+                  labels: ArrayLike = None) -> float | Array:
     """Area under the ROC curve of a binary problem, ties counted exactly.
 
     AUC is the Mann-Whitney statistic: the share of (positive, negative) pairs
@@ -226,8 +229,9 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # --------------------------------------------------------------------------
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def average_precision_score(y_true, y_score, *, sample_weight=None, pos_label=None,
-                            average="macro"):
+def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
+                            sample_weight: ArrayLike = None, pos_label: Any = None,
+                            average: str | None = "macro") -> float | Array:
     """Average precision, the non-interpolated step sum over distinct thresholds.
 
     ``AP = sum_j (R_j - R_{j-1}) * P_j`` over the distinct score thresholds in

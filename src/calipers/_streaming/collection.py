@@ -32,7 +32,7 @@ def _freeze(options: Mapping) -> tuple:
     return tuple(out)
 
 
-@result_type(meta=("options",))
+@result_type(meta=("options", "names"))
 class StateCollection(Mapping):
     """Named states updated from one model output, merged and ``psum``-med as one pytree.
 
@@ -70,6 +70,10 @@ class StateCollection(Mapping):
         The states, by name.
     options : tuple
         Static options per state name, ``((name, ((option, value), ...)), ...)``.
+    names : tuple of str
+        The state names in the order given to :meth:`init` (static): iteration,
+        ``states`` and ``compute`` keep it, also after ``jit`` (whose pytree
+        flattening sorts dictionary keys).
 
     Examples
     --------
@@ -84,6 +88,13 @@ class StateCollection(Mapping):
 
     states: dict
     options: tuple = ()
+    names: tuple = ()
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            object.__setattr__(self, "names", tuple(self.states))
+        elif tuple(self.states) != self.names:
+            object.__setattr__(self, "states", {n: self.states[n] for n in self.names})
 
     @classmethod
     def init(cls, states: Mapping[str, Any], *,
@@ -108,7 +119,7 @@ class StateCollection(Mapping):
         if unknown:
             raise ValueError(f"options for {unknown}, which are not states of this collection "
                              f"({sorted(states)})")
-        return cls(states, _freeze(options))
+        return cls(states, _freeze(options), tuple(states))
 
     # the mapping interface ---------------------------------------------------
     def __getitem__(self, name: str) -> Any:
@@ -134,7 +145,7 @@ class StateCollection(Mapping):
         out = Outputs(**outputs)
         new = {name: type(st)._from_outputs(st, out, **self._options(name))
                for name, st in self.states.items()}
-        return type(self)(new, self.options)
+        return type(self)(new, self.options, self.names)
 
     def merge(self, other: "StateCollection") -> "StateCollection":
         """State-wise merge (what ``psum`` of two collections' fields does, with the
@@ -146,12 +157,13 @@ class StateCollection(Mapping):
         if other.options != self.options:
             raise ValueError("cannot merge collections with different static options")
         return type(self)({n: merge(st, other.states[n]) for n, st in self.states.items()},
-                          self.options)
+                          self.options, self.names)
 
-    def compute(self) -> dict:
+    def compute(self) -> dict[str, Any]:
         """``{name: state.compute()}`` (each state's own summary)."""
         return {name: st.compute() for name, st in self.states.items()}
 
     def empty(self) -> "StateCollection":
         """The same collection with every state emptied (a reset)."""
-        return type(self)({n: empty_like(st) for n, st in self.states.items()}, self.options)
+        return type(self)({n: empty_like(st) for n, st in self.states.items()}, self.options,
+                          self.names)

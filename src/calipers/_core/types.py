@@ -1,0 +1,17 @@
+"""Type aliases of the public signatures.
+
+``ArrayLike``: what a metric accepts as data (an array of any array-API namespace, a NumPy
+array, a nested list, a scalar). ``Array``: an array of the caller's namespace, which a
+function returns where the value stays on the caller's device (JAX, torch, array-api-strict);
+NumPy callers get Python floats. The array-API standard has no static array type shared by
+its namespaces, so both are ``Any`` to the type checker: they name intent in signatures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+__all__ = ["Array", "ArrayLike"]
+
+Array: TypeAlias = Any
+ArrayLike: TypeAlias = Any
