@@ -271,3 +271,10 @@ __all__ += [
     "bradley_terry",
     "bradley_terry_bootstrap",
 ]
+
+# richer streaming states: confusion summaries, regression, mean, top-k and multiclass AUC
+from ._streaming.states import ConfusionMetrics  # noqa: E402
+
+__all__ += [
+    "ConfusionMetrics",
+]

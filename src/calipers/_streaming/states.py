@@ -57,11 +57,13 @@ from .._core import xp as B
 from .._core import validation as V
 from .._core.compile import compiled
 from .. import _calibration as _cal
+from .. import _classification as _clf
 from .. import _language as _lang
 from .. import _probability as _prob
 
 __all__ = [
     "ConfusionState",
+    "ConfusionMetrics",
     "CalibrationState",
     "NLLState",
     "ProbabilityLossState",
@@ -84,6 +86,28 @@ from .base import (  # noqa: E402  (the shared protocol helpers, under their old
 class ConfusionSummary(NamedTuple):
     confusion_matrix: object  #: (K, K) counts, rows true class, columns predicted
     accuracy: object          #: trace / total; NaN when empty or invalid
+
+
+class ConfusionMetrics(NamedTuple):
+    """What :meth:`ConfusionState.summary` returns (a pytree; 0-d values, or (L,) per class).
+
+    Each value is the one-shot function's on the streamed rows: precision,
+    recall and F-beta as :func:`calipers.precision_recall_fscore_support`,
+    specificity as :func:`calipers.specificity_score` (all with the given
+    ``average``), the rest as :func:`calipers.accuracy_score`,
+    :func:`calipers.balanced_accuracy_score`, :func:`calipers.matthews_corrcoef`
+    and :func:`calipers.cohen_kappa_score` (those four take no ``average``).
+    """
+
+    precision: object
+    recall: object
+    fbeta: object
+    specificity: object
+    support: object            #: (L,) true count per class with ``average=None``, else None
+    accuracy: object
+    balanced_accuracy: object
+    matthews_corrcoef: object
+    cohen_kappa: object
 
 
 @streaming_state(takes=("labels", "preds"))
@@ -168,6 +192,92 @@ class ConfusionState(NamedTuple):
         total = xp.sum(c)
         accv = xp.sum(c * eye) / xp.where(total > 0, total, 1.0)
         return ConfusionSummary(self.counts, finish(self, B.nan_if(total == 0, accv, xp)))
+
+    def summary(self, *, average=None, beta=1.0, zero_division="nan", pos_label=1, labels=None,
+                adjusted=False, kappa_weights=None) -> ConfusionMetrics:
+        """Every confusion-matrix metric of the streamed rows (:class:`ConfusionMetrics`).
+
+        The counts go through the one-shot functions' own formulas
+        (``calipers._classification``: :func:`confusion_metrics`,
+        ``balanced_accuracy_from_counts``, ``mcc_from_counts``,
+        ``kappa_from_confusion``), so a state fed any split of the rows
+        equals the one-shot functions on all rows.
+
+        Parameters
+        ----------
+        average : {None, "binary", "micro", "macro", "weighted"}
+            For precision, recall, F-beta and specificity, as
+            :func:`calipers.precision_recall_fscore_support` (default None:
+            one value per class). ``"binary"`` needs ``num_classes=2``.
+        beta : float >= 0
+            F-beta's beta (``inf`` gives recall).
+        zero_division : "nan" (default), NaN, 0, 1 or "warn"
+            As the one-shot functions: the value of a ratio with a zero
+            denominator; ``"nan"`` values are left out of the averages.
+        pos_label : {0, 1}
+            The positive class index for ``average="binary"``.
+        labels : sequence of class indices, optional
+            The classes to report (and average over); all by default.
+        adjusted : bool
+            Chance-adjusted balanced accuracy.
+        kappa_weights : {None, "linear", "quadratic"}
+            Cohen's kappa disagreement weights (``weights=`` of
+            :func:`calipers.cohen_kappa_score`).
+
+        Returns
+        -------
+        ConfusionMetrics
+            Floats (float64; float32 on JAX without x64). Undefined values
+            (no rows, constant labels for MCC, zero expected disagreement for
+            kappa, a zero denominator under ``zero_division="nan"``) are NaN
+            with an :class:`UndefinedMetricWarning` eagerly; every value is
+            NaN once the state is invalid (under ``jit``).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``average``, ``zero_division`` or ``kappa_weights``, a
+            negative ``beta``, ``average="binary"`` with more than two
+            classes, ``labels`` that are not class indices.
+        """
+        kappa_weights = V.choice(kappa_weights, "kappa_weights", (None, "linear", "quadratic"))
+        adjusted = V.choice(adjusted, "adjusted", (False, True))
+        return self._summary(average, float(beta) if not isinstance(beta, bool) else beta,
+                             zero_division, pos_label,
+                             None if labels is None else tuple(np.asarray(labels).tolist()),
+                             adjusted, kappa_weights)
+
+    @compiled(nan_ok=True)
+    def _summary(self, average, beta, zero_division, pos_label, labels, adjusted, kappa_weights):
+        xp = _state_xp(self)
+        f = B.acc_float(xp)
+        bad = _bad(self, xp)
+        final, support = _clf.confusion_metrics(self.counts, average=average, beta=beta,
+                                                zero_division=zero_division,
+                                                pos_label=pos_label, labels=labels, invalid=bad)
+        c = xp.astype(self.counts, f)
+        total = xp.sum(c)
+        tp = xp.sum(c * xp.astype(xp.eye(c.shape[0], dtype=xp.bool, device=B.device(c)), f),
+                    axis=1)
+        true, pred = xp.sum(c, axis=1), xp.sum(c, axis=0)
+        acc = B.nan_if(total == 0, xp.sum(tp) / xp.where(total > 0, total, 1.0), xp)
+        ba, ba_undef, _ = _clf.balanced_accuracy_from_counts(tp, true, adjusted, xp)
+        mcc, mcc_undef = _clf.mcc_from_counts(tp, pred, true, total, xp)
+        kappa, k_empty, k_none = _clf.kappa_from_confusion(c, kappa_weights, math.nan, xp)
+        for undefined, what in ((total == 0, "accuracy (no rows)"),
+                                (ba_undef, "balanced accuracy (no class present"
+                                 + (", or one with adjusted=True)" if adjusted else ")")),
+                                (mcc_undef, "MCC (both y_true and y_pred constant, or no rows)"),
+                                (k_empty | k_none, "Cohen's kappa (no rows, or zero expected "
+                                 "disagreement)")):
+            V.warn_if(undefined & ~bad, f"ConfusionState: {what} is undefined; NaN", xp)
+        prec, rec, fb, spec = (final[k] for k in ("precision", "recall", "f-score",
+                                                  "specificity"))
+        if support is not None:
+            support = xp.where(bad, xp.full_like(support, -1), support) \
+                if _integral(support) else B.nan_if(bad, support, xp)
+        return ConfusionMetrics(*finish(self, prec, rec, fb, spec), support,
+                                *finish(self, acc, ba, mcc, kappa))
 
     def _from_outputs(self, out, **options):
         who = "ConfusionState"
