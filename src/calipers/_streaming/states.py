@@ -312,16 +312,28 @@ class CalibrationState(NamedTuple):
     invalid: object
 
     @classmethod
-    def init(cls, n_bins=15, *, num_classes=None, xp=None, weighted=False):
-        """An empty state; ``num_classes`` only for ``mode="classwise"`` updates."""
+    def init(cls, n_bins=15, *, num_classes=None, xp=None, weighted=False, from_logits=False):
+        """An empty state; ``num_classes`` only for ``mode="classwise"`` updates.
+
+        ``from_logits=True``: ``update`` takes logits, binned as
+        :func:`calipers.expected_calibration_error` with ``from_logits=True``
+        does (sigmoid / softmax); such a state is a subclass and merges only
+        with states made the same way."""
         _cal.check_options(n_bins, "uniform")
+        from_logits = V.choice(from_logits, "from_logits", (False, True))
         xp = _namespace(xp)
         C = 1 if num_classes is None else int(num_classes)
         f = B.acc_float(xp)
         wdt = f if weighted else B.acc_int(xp)
         shape = (C, int(n_bins))
-        return cls(xp.zeros(shape, dtype=wdt), xp.zeros(shape, dtype=f),
-                   xp.zeros(shape, dtype=f), xp.zeros((), dtype=B.acc_int(xp)))
+        klass = _LogitCalibrationState if from_logits else CalibrationState
+        return klass(xp.zeros(shape, dtype=wdt), xp.zeros(shape, dtype=f),
+                     xp.zeros(shape, dtype=f), xp.zeros((), dtype=B.acc_int(xp)))
+
+    @property
+    def from_logits(self) -> bool:
+        """True when ``update`` takes logits (``init(from_logits=True)``)."""
+        return False
 
     def _count_totals(self):
         if _integral(self.weight):
@@ -353,7 +365,7 @@ class CalibrationState(NamedTuple):
         if y_true.shape[0] == 0:
             return self                      # nothing unmasked: adds nothing
         # weights are checked here, not by channels: a zero total is fine for a batch
-        d = _cal.channels(y_true, y_prob, None, mode)
+        d = _cal.channels(y_true, y_prob, None, mode, self.from_logits)
         invalid = d.invalid | bad_m
         f = B.acc_float(xp)
         rw = d.w
@@ -382,7 +394,7 @@ class CalibrationState(NamedTuple):
         else:
             Wb = B.segment_sum(wt, ids, C * nb, xp)
         shape = (C, nb)
-        add = CalibrationState(xp.reshape(Wb, shape), xp.reshape(Sb, shape),
+        add = type(self)(xp.reshape(Wb, shape), xp.reshape(Sb, shape),
                                xp.reshape(Ob, shape), xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
@@ -397,8 +409,9 @@ class CalibrationState(NamedTuple):
 
     def _from_outputs(self, out, **options):
         who = "CalibrationState"
-        return self.update(out.labels(who), out.probabilities(who), mask=out.get("mask"),
-                           sample_weight=out.get("sample_weight"), **options)
+        return self.update(out.labels(who), _probs_or_logits(self, out, who),
+                           mask=out.get("mask"), sample_weight=out.get("sample_weight"),
+                           **options)
 
     def diagram(self):
         """:class:`calipers.ReliabilityDiagram` data from the bins."""
@@ -419,6 +432,16 @@ class CalibrationState(NamedTuple):
             lower = xp.broadcast_to(xp.reshape(lower, (1, -1)), W.shape)
             upper = xp.broadcast_to(xp.reshape(upper, (1, -1)), W.shape)
         return _cal.ReliabilityDiagram(conf, accv, count, lower, upper)
+
+
+class _LogitCalibrationState(CalibrationState):
+    """:class:`CalibrationState` fed logits (``init(from_logits=True)``)."""
+
+    __slots__ = ()
+
+    @property
+    def from_logits(self) -> bool:
+        return True
 
 
 # --------------------------------------------------------------------------
@@ -542,12 +565,23 @@ class ProbabilityLossState(NamedTuple):
     invalid: object
 
     @classmethod
-    def init(cls, *, xp=None, weighted=False):
+    def init(cls, *, xp=None, weighted=False, from_logits=False):
+        """An empty state. ``from_logits=True``: ``update`` takes logits (as
+        :func:`calipers.log_loss` with ``from_logits=True``: log-sigmoid /
+        log-softmax, nothing clipped); such a state is a subclass and merges
+        only with states made the same way."""
+        from_logits = V.choice(from_logits, "from_logits", (False, True))
         xp = _namespace(xp)
         f = B.acc_float(xp)
-        return cls(xp.zeros((), dtype=f), xp.zeros((), dtype=f),
-                   xp.zeros((), dtype=f if weighted else B.acc_int(xp)),
-                   xp.zeros((), dtype=B.acc_int(xp)))
+        klass = _LogitProbabilityLossState if from_logits else ProbabilityLossState
+        return klass(xp.zeros((), dtype=f), xp.zeros((), dtype=f),
+                     xp.zeros((), dtype=f if weighted else B.acc_int(xp)),
+                     xp.zeros((), dtype=B.acc_int(xp)))
+
+    @property
+    def from_logits(self) -> bool:
+        """True when ``update`` takes logits (``init(from_logits=True)``)."""
+        return False
 
     def _count_totals(self):
         return (self.weight,) if _integral(self.weight) else ()
@@ -576,19 +610,27 @@ class ProbabilityLossState(NamedTuple):
             keep, [y_true, y_prob, sample_weight], [_fill_one, _fill_one, _fill_zero], xp)
         if y_prob.shape[0] == 0:
             return self                      # nothing unmasked: adds nothing
+        logits = self.from_logits
         if y_prob.ndim == 2:
             _, onehot, p, w, invalid, _ = _prob.prepare_multiclass(y_true, y_prob,
-                                                                   sample_weight, None)
+                                                                   sample_weight, None, logits)
+            # the one-shot log_loss's rows (clipped at the probabilities' epsilon,
+            # or log-softmax of logits)
+            ll = xp.astype(_prob.multiclass_log_loss_rows(onehot, p, xp, logits), f)
+            if logits:
+                p = _prob.probabilities_of(p, xp)
             onehot, p = xp.astype(onehot, f), xp.astype(p, f)
             K = p.shape[1]
-            # clip as the one-shot log_loss: at the epsilon of the probabilities' dtype
-            eps = float(xp.finfo(B.out_float(xp, y_prob)).eps)
-            ll = -xp.sum(onehot * xp.log(xp.clip(p, eps, 1 - eps)), axis=1)
             diff = p - onehot
             br = xp.sum(diff * diff, axis=1) * (0.5 if K < 3 else 1.0)
         else:  # the very per-row formulas of log_loss / brier_score_loss
-            _, y, p, w, invalid, _ = _prob.prepare_prob(y_true, y_prob, sample_weight)
-            ll = xp.astype(_prob.binary_log_loss_rows(y, p, xp), f)
+            _, y, p, w, invalid, _ = _prob.prepare_prob(y_true, y_prob, sample_weight,
+                                                        from_logits=logits)
+            if logits:
+                ll = xp.astype(_prob.binary_log_loss_logit_rows(y, p, xp), f)
+                p = _prob.probabilities_of(p, xp)
+            else:
+                ll = xp.astype(_prob.binary_log_loss_rows(y, p, xp), f)
             br = xp.astype(_prob.binary_brier_rows(y, p, xp), f)
         invalid = invalid | bad_m
         if w is None and keep is None:
@@ -602,7 +644,7 @@ class ProbabilityLossState(NamedTuple):
             wf = xp.astype(w, f)
             ws = xp.sum(wf)
             lsum, bsum = xp.sum(wf * ll), xp.sum(wf * br)
-        add = ProbabilityLossState(lsum, bsum, xp.astype(ws, self.weight.dtype),
+        add = type(self)(lsum, bsum, xp.astype(ws, self.weight.dtype),
                                    xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
@@ -616,5 +658,26 @@ class ProbabilityLossState(NamedTuple):
 
     def _from_outputs(self, out, **options):
         who = "ProbabilityLossState"
-        return self.update(out.labels(who), out.probabilities(who), mask=out.get("mask"),
-                           sample_weight=out.get("sample_weight"), **options)
+        return self.update(out.labels(who), _probs_or_logits(self, out, who),
+                           mask=out.get("mask"), sample_weight=out.get("sample_weight"),
+                           **options)
+
+
+class _LogitProbabilityLossState(ProbabilityLossState):
+    """:class:`ProbabilityLossState` fed logits (``init(from_logits=True)``)."""
+
+    __slots__ = ()
+
+    @property
+    def from_logits(self) -> bool:
+        return True
+
+
+def _probs_or_logits(state, out, who):
+    """What a state's ``update`` takes from model outputs: ``logits`` for a
+    ``from_logits`` state (required), else probabilities (``probs``, or the
+    sigmoid / softmax of ``logits``)."""
+    if state.from_logits:
+        out.require(f"{who}(from_logits=True)", "logits")
+        return out.get("logits")
+    return out.probabilities(who)
