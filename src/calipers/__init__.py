@@ -273,8 +273,15 @@ __all__ += [
 ]
 
 # richer streaming states: confusion summaries, regression, mean, top-k and multiclass AUC
-from ._streaming.states import ConfusionMetrics  # noqa: E402
+from ._streaming.states import (  # noqa: E402
+    ConfusionMetrics, MeanState, MeanSummary, RegressionState, RegressionSummary,
+    TopKAccuracyState)
 
 __all__ += [
     "ConfusionMetrics",
+    "MeanState",
+    "MeanSummary",
+    "RegressionState",
+    "RegressionSummary",
+    "TopKAccuracyState",
 ]

@@ -1193,6 +1193,28 @@ def check_label_scores(yt, s, w, xp, traced):
     return yt, invalid
 
 
+def top_k_hits(ti, s, k, xp):
+    """(n,) bool: the true class index ``ti`` is among the ``k`` highest of ``s`` (n, C)."""
+    return top_k_rank(ti, s, xp) < k
+
+
+def top_k_rank(ti, s, xp):
+    """(n,) integer rank (0 = first) of the true class index ``ti`` among the scores (n, C).
+
+    The tie rule of :func:`top_k_accuracy_score` (scikit-learn's): among equal
+    scores the higher column index ranks first, so the rank of ``j`` is
+    ``#{i: s_i > s_j} + #{i > j: s_i == s_j}`` and ``j`` is a top-k hit iff
+    it is below ``k``. Shared with the streaming top-k state.
+    """
+    C = s.shape[1]
+    ti_c = xp.reshape(ti, (-1, 1))
+    ti_safe = xp.clip(ti_c, 0, C - 1)
+    s_true = xp.take_along_axis(s, ti_safe, axis=1)
+    cols = xp.reshape(xp.arange(C, dtype=ti.dtype, device=B.device(s)), (1, C))
+    ahead = (s > s_true) | ((s == s_true) & (cols > ti_c))
+    return xp.sum(xp.astype(ahead, B.acc_int(xp)), axis=1)
+
+
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None,
                          labels=None):
@@ -1293,13 +1315,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
             pred = xp.astype(sf >= thr, B.acc_int(xp))
             hit = pred == ti
     else:
-        ti_c = xp.reshape(ti, (-1, 1))
-        ti_safe = xp.clip(ti_c, 0, C - 1)
-        s_true = xp.take_along_axis(s, ti_safe, axis=1)
-        cols = xp.reshape(xp.arange(C, dtype=ti.dtype), (1, C))
-        ahead = (s > s_true) | ((s == s_true) & (cols > ti_c))
-        rank = xp.sum(xp.astype(ahead, B.acc_int(xp)), axis=1)
-        hit = rank < k
+        hit = top_k_hits(ti, s, k, xp)
     cdt = R.count_dtype(xp, w)
     ww = xp.ones(yt.shape[0], dtype=cdt) if w is None else xp.astype(w, cdt)
     hits = xp.sum(ww * xp.astype(hit, cdt))
