@@ -228,3 +228,122 @@ def test_confusion_summary_jit_equals_eager_and_invalid_is_nan():
                                                  jnp.asarray([0, 5]), jnp.asarray([0, 1]))
     s = bad.summary(average="macro")
     assert all(math.isnan(float(v)) for v in s if v is not None)
+
+
+# --------------------------------------------------------------------------
+# RegressionState, MeanState, TopKAccuracyState
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_regression_state_equals_sklearn_weighted(mode):
+    from calipers import RegressionState
+    with _ctx(mode):
+        rng = np.random.default_rng(4)
+        y = rng.normal(2.0, 3.0, 50)
+        p = y + rng.normal(0, 1.0, 50)
+        w = rng.random(50)
+        st = stream(mode, lambda: RegressionState.init(xp=_xp(mode), weighted=True),
+                    lambda s, a, b, c, m: s.update(a, b, sample_weight=c, mask=m),
+                    [y, p, w], [np.nan, np.inf, -1.0], 2)
+        out = st.compute()
+        tol = 2e-5 if mode == "jax_jit_x32" else 1e-9
+        for got, want in ((out.mean_squared_error, skm.mean_squared_error(y, p, sample_weight=w)),
+                          (out.root_mean_squared_error,
+                           skm.root_mean_squared_error(y, p, sample_weight=w)),
+                          (out.mean_absolute_error,
+                           skm.mean_absolute_error(y, p, sample_weight=w)),
+                          (out.r2, skm.r2_score(y, p, sample_weight=w))):
+            np.testing.assert_allclose(float(got), want, rtol=tol)
+
+
+def test_regression_state_constant_and_errors():
+    from calipers import RegressionState
+    const = RegressionState.init().update([1.5, 1.5, 1.5], [1.0, 2.0, 1.5])
+    with pytest.warns(UndefinedMetricWarning):
+        assert math.isnan(float(const.compute().r2))
+    assert float(const.compute(force_finite=True).r2) == \
+        skm.r2_score([1.5, 1.5, 1.5], [1.0, 2.0, 1.5], force_finite=True)
+    with pytest.warns(UndefinedMetricWarning):
+        assert math.isnan(float(RegressionState.init().compute().mean_squared_error))
+    with pytest.raises(ValueError, match="y_pred must be finite"):
+        RegressionState.init().update([1.0], [np.nan])
+    with pytest.raises(ValueError, match="weighted=True"):
+        RegressionState.init().update([1.0], [1.0], sample_weight=[1.0])
+    big = RegressionState(*[np.asarray(v) for v in (np.iinfo(np.int64).max, 0.0, 0.0, 0.0,
+                                                       0.0, 0)])
+    with pytest.raises(ValueError, match="limit"):
+        big.update([1.0], [1.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mean_state_equals_numpy_average(mode):
+    from calipers import MeanState
+    with _ctx(mode):
+        rng = np.random.default_rng(8)
+        v = rng.normal(size=40)
+        w = rng.integers(0, 5, 40) / 4.0
+        st = stream(mode, lambda: MeanState.init(xp=_xp(mode), weighted=True),
+                    lambda s, a, c, m: s.update(a, sample_weight=c, mask=m),
+                    [v, w], [np.nan, -3.0], 5)
+        out = st.compute()
+        _close(out.mean, np.average(v, weights=w), mode)
+        _close(out.weight, w.sum(), mode)
+        assert int(out.count) == 40
+        st = stream(mode, lambda: MeanState.init(xp=_xp(mode)),
+                    lambda s, a, m: s.update(a, mask=m), [v], [np.inf], 6)
+        _close(st.compute().mean, np.mean(v), mode)
+        assert int(st.compute().weight) == int(st.compute().count) == 40
+
+
+def test_mean_state_undefined_and_jit_invalid():
+    from calipers import MeanState
+    with pytest.warns(UndefinedMetricWarning):
+        assert math.isnan(float(MeanState.init().compute().mean))
+    with pytest.raises(ValueError, match="values must be finite"):
+        MeanState.init().update([1.0, np.nan])
+    bad = jax.jit(lambda s, v: s.update(v))(MeanState.init(xp=jnp), jnp.asarray([1.0, jnp.nan]))
+    assert math.isnan(float(bad.compute().mean))
+
+
+def _topk_brute(y, s, k):
+    """Brute force of scikit-learn's rule: sort columns by (score desc, column desc)."""
+    hits = 0
+    for yi, row in zip(y, s):
+        order = sorted(range(len(row)), key=lambda j: (-row[j], -j))
+        hits += yi in order[:k]
+    return hits / len(y)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_top_k_state_equals_one_shot_and_brute_force(mode):
+    from calipers import TopKAccuracyState
+    with _ctx(mode):
+        rng = np.random.default_rng(9)
+        y = rng.integers(0, 5, 60)
+        s = rng.integers(0, 3, (60, 5)) / 2.0            # many ties
+        st = stream(mode, lambda: TopKAccuracyState.init(5, xp=_xp(mode)),
+                    lambda t, a, b, m: t.update(a, b, mask=m), [y, s], [17, np.nan], 7)
+        assert int(np.asarray(st.rank_counts).sum()) == 60
+        for k in (1, 2, 4, 5):
+            _close(st.compute(k), _topk_brute(y, s, k), mode)
+            _close(st.compute(k), skm.top_k_accuracy_score(y, s, k=k, labels=range(5)), mode)
+        w = rng.random(60)
+        st = stream(mode, lambda: TopKAccuracyState.init(5, xp=_xp(mode), weighted=True),
+                    lambda t, a, b, c, m: t.update(a, b, sample_weight=c, mask=m),
+                    [y, s, w], [17, np.nan, -1.0], 8)
+        _close(st.compute(2), skm.top_k_accuracy_score(y, s, k=2, labels=range(5),
+                                                       sample_weight=w), mode)
+
+
+def test_top_k_state_errors():
+    from calipers import TopKAccuracyState
+    with pytest.raises(ValueError, match="shape"):
+        TopKAccuracyState.init(3).update([0], [[0.1, 0.2]])
+    with pytest.raises(ValueError, match="y_true"):
+        TopKAccuracyState.init(3).update([3], [[0.1, 0.2, 0.3]])
+    with pytest.raises(ValueError, match="k must be"):
+        TopKAccuracyState.init(3).compute(0)
+    with pytest.raises(ValueError, match="num_classes"):
+        TopKAccuracyState.init(1)
+    with pytest.warns(UndefinedMetricWarning):
+        assert math.isnan(float(TopKAccuracyState.init(3).compute(1)))
