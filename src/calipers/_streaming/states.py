@@ -49,7 +49,7 @@ in fields, so ``psum`` over a state adds only data.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -849,7 +849,7 @@ class MeanSummary(NamedTuple):
     mean: object    #: Σ w v / Σ w; NaN with no weight
     total: object   #: Σ w v
     weight: object  #: Σ w (the row count for an unweighted state)
-    count: object   #: rows added (unmasked), an integer
+    count: Any   #: rows added (unmasked), an integer
 
 
 @streaming_state(takes=("scores",))
@@ -870,7 +870,7 @@ class MeanState(NamedTuple):
 
     total: object
     weight: object
-    count: object
+    count: Any
     invalid: object
 
     @classmethod
