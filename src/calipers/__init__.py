@@ -272,10 +272,25 @@ __all__ += [
     "bradley_terry_bootstrap",
 ]
 
+<<<<<<< HEAD
 # many models in one bootstrap: simultaneous (max-T) intervals, Romano-Wolf p-values
 from ._bootstrap.paired import ManyModelsResult, many_models_bootstrap
 
 __all__ += [
     "ManyModelsResult",
     "many_models_bootstrap",
+]
+
+# richer streaming states: confusion summaries, regression, mean and top-k accuracy
+from ._streaming.states import (  # noqa: E402
+    ConfusionMetrics, MeanState, MeanSummary, RegressionState, RegressionSummary,
+    TopKAccuracyState)
+
+__all__ += [
+    "ConfusionMetrics",
+    "MeanState",
+    "MeanSummary",
+    "RegressionState",
+    "RegressionSummary",
+    "TopKAccuracyState",
 ]

@@ -89,8 +89,44 @@ def _weights(sample_weight, n, xp):
     return xp.astype(sample_weight, acc), invalid
 
 
-def _prepare_probs(y_true, y_prob, sample_weight):
-    """Validate; return xp, P (n, K) acc float, class index (n,), w, invalid, out dtype, one_d."""
+# --------------------------------------------------------------------------
+# logits: the stable maps to (log-)probabilities, shared by the probability family
+# --------------------------------------------------------------------------
+
+def softplus(x, xp):
+    """``log(1 + exp(x))`` without overflow: ``max(x, 0) + log1p(exp(-|x|))``."""
+    return xp.maximum(x, xp.zeros_like(x)) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def sigmoid(z, xp):
+    """``1 / (1 + exp(-z))`` without overflow (``exp`` of a non-positive number only)."""
+    e = xp.exp(-xp.abs(z))
+    return xp.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def log_softmax(z, xp):
+    """``z - logsumexp(z)`` over the last axis (shifted by the row maximum)."""
+    m = xp.max(z, axis=-1, keepdims=True)
+    return z - m - xp.log(xp.sum(xp.exp(z - m), axis=-1, keepdims=True))
+
+
+def softmax(z, xp):
+    e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+def check_logits(name, z, xp):
+    """Logits must be real numbers (not booleans) and finite: ``ValueError`` naming
+    ``name`` eagerly, the invalid flag under ``jit``."""
+    V.check_real_values(name, z, xp, "real-valued logits (from_logits=True)")
+    return V.check_finite(name, z, xp)
+
+
+def _prepare_probs(y_true, y_prob, sample_weight, from_logits=False):
+    """Validate; return xp, P (n, K) acc float, class index (n,), w, invalid, out dtype, one_d.
+
+    ``from_logits``: ``y_prob`` holds logits (1-D: of class 1; 2-D: per class),
+    turned into probabilities by a stable sigmoid / softmax."""
     xp, (y_true, y_prob, sample_weight) = B.as_arrays(y_true, y_prob, sample_weight)
     V.check_1d("y_true", y_true)
     if y_prob.ndim not in (1, 2):
@@ -104,6 +140,10 @@ def _prepare_probs(y_true, y_prob, sample_weight):
     acc = B.acc_float(xp)
     out = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, acc)
+    bad_z = xp.asarray(False)
+    if from_logits:
+        bad_z = check_logits("y_prob", y_prob, xp)
+        p = sigmoid(p, xp) if p.ndim == 1 else softmax(p, xp)
     one_d = p.ndim == 1
     if one_d:
         y, invalid = V.binary_labels(y_true, xp)
@@ -113,14 +153,18 @@ def _prepare_probs(y_true, y_prob, sample_weight):
             raise ValueError(f"2-D y_prob needs at least 2 columns, got {p.shape[1]}")
         y, invalid = check_class_index("y_true", y_true, p.shape[1], xp)
         P = p
-    invalid = invalid | V.check_probabilities("y_prob", p, xp)
+    if from_logits:
+        invalid = invalid | bad_z
+    else:
+        invalid = invalid | V.check_probabilities("y_prob", p, xp)
     w, bad_w = _weights(sample_weight, p.shape[0], xp)
     invalid = invalid | bad_w
     return xp, P, y, w, invalid, out, one_d
 
 
-def channels(y_true, y_prob, sample_weight, mode) -> _Cal:
-    xp, P, y, w, invalid, out, one_d = _prepare_probs(y_true, y_prob, sample_weight)
+def channels(y_true, y_prob, sample_weight, mode, from_logits=False) -> _Cal:
+    xp, P, y, w, invalid, out, one_d = _prepare_probs(y_true, y_prob, sample_weight,
+                                                      from_logits)
     if mode is None:
         mode = "positive" if one_d else "top_label"
     if mode not in _MODES:
@@ -234,7 +278,7 @@ def ece_from_bins(Wb, Sb, Ob, norm, xp):
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
-                               norm="l1", sample_weight=None):
+                               norm="l1", sample_weight=None, from_logits=False):
     """Expected calibration error (Naeini et al. 2015; Guo et al. 2017).
 
     ``ECE = sum_b (W_b / W) |acc_b - conf_b|`` over bins of the confidence,
@@ -257,6 +301,11 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
         ``"positive"`` for 1-D and ``"top_label"`` for 2-D ``y_prob``.
     norm : ``"l1"`` (ECE), ``"l2"`` or ``"max"`` (maximum calibration error)
     sample_weight : array (n,), optional
+    from_logits : bool, default False
+        ``y_prob`` holds logits: 1-D the logit of class 1 (binned as
+        ``sigmoid(z)``), 2-D one logit per class (binned as ``softmax(z)``
+        over the last axis), each computed without overflow; logits must be
+        finite (no [0, 1] check).
 
     Returns a 0-d float in [0, 1].
 
@@ -279,7 +328,8 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     0.475...
     """
     check_options(n_bins, strategy, norm)
-    d = channels(y_true, y_prob, sample_weight, mode)
+    from_logits = V.choice(from_logits, "from_logits", (False, True))
+    d = channels(y_true, y_prob, sample_weight, mode, from_logits)
     Wb, Sb, Ob, _, _ = _bin_stats(d, int(n_bins), strategy)
     xp = d.xp
     value = xp.mean(ece_from_bins(Wb, Sb, Ob, norm, xp))
@@ -301,7 +351,7 @@ class ReliabilityDiagram:
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight", nan_ok=True)
 def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
-                        sample_weight=None):
+                        sample_weight=None, from_logits=False):
     """Reliability-diagram data: per bin the mean confidence, the accuracy and the count.
 
     Same binning and modes as :func:`expected_calibration_error` (whose L1
@@ -312,12 +362,14 @@ def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=N
 
     scikit-learn's ``calibration_curve`` returns ``(prob_true, prob_pred)``
     for non-empty bins only; here empty bins are kept so positions are fixed
-    (and shapes static under ``jit``). Errors as
+    (and shapes static under ``jit``). ``from_logits=True``: ``y_prob`` holds
+    logits, as :func:`expected_calibration_error`. Errors as
     :func:`expected_calibration_error`; under ``jit`` invalid input gives NaN
     confidence and accuracy.
     """
     check_options(n_bins, strategy)
-    d = channels(y_true, y_prob, sample_weight, mode)
+    from_logits = V.choice(from_logits, "from_logits", (False, True))
+    d = channels(y_true, y_prob, sample_weight, mode, from_logits)
     xp = d.xp
     Wb, Sb, Ob, lower, upper = _bin_stats(d, int(n_bins), strategy)
     empty = Wb == 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import array_api_compat
 import numpy as np
 
 from ._core import xp as B
@@ -511,13 +512,74 @@ def _metrics_from_counts(c: _Counts, *, beta, zero_division, average, sample_wei
     return final, support
 
 
+def counts_from_confusion(cm, xp, *, average=None, pos_label=1, labels=None):
+    """Per-class counts of a (K, K) confusion matrix (rows true, columns predicted).
+
+    The counts :func:`confusion_metrics` (and every one-shot function of the
+    precision / recall family) works from: true positives (the diagonal),
+    predicted totals (column sums), true totals (row sums) and the total.
+    ``average="binary"`` keeps class ``pos_label`` (an index, K must be 2);
+    otherwise ``labels`` (class indices, default all) selects the classes.
+    """
+    K = cm.shape[0]
+    tp_all = xp.sum(cm * xp.astype(xp.eye(K, dtype=xp.bool, device=B.device(cm)), cm.dtype),
+                    axis=1)
+    pred_all = xp.sum(cm, axis=0)
+    true_all = xp.sum(cm, axis=1)
+    total = xp.sum(cm)
+    if average == "binary":
+        if K != 2:
+            raise ValueError(f"average='binary' needs two classes, this confusion matrix has {K}; "
+                             "choose another average ('micro', 'macro', 'weighted' or None)")
+        if isinstance(pos_label, bool) or pos_label not in (0, 1):
+            raise ValueError(f"pos_label must be the class index 0 or 1 with average='binary', "
+                             f"got {pos_label!r}")
+        sel = np.asarray([int(pos_label)])
+    elif labels is None:
+        sel = np.arange(K)
+    else:
+        sel = static_labels(labels)
+        if not np.all((sel >= 0) & (sel < K) & (sel == np.round(sel))) or \
+                len(set(sel.tolist())) != sel.shape[0]:
+            raise ValueError(f"labels must be distinct class indices in 0..{K - 1}, got "
+                             f"{sel.tolist()}")
+        sel = sel.astype(np.int64)
+    idx = xp.asarray(sel, dtype=B.acc_int(xp), device=B.device(cm))
+    tp, pred, true = (xp.take(a, idx) for a in (tp_all, pred_all, true_all))
+    return _Counts(tp, pred, true, xp.broadcast_to(total, tp.shape), sel)
+
+
+def confusion_metrics(cm, *, average=None, beta=1.0, zero_division="nan", pos_label=1,
+                      labels=None, invalid=None, warn_for=("precision", "recall", "f-score")):
+    """Precision, recall, F-beta, specificity and support from a (K, K) confusion matrix.
+
+    The formulas, averaging and ``zero_division`` rules of
+    :func:`precision_recall_fscore_support` and :func:`specificity_score`
+    (the one-shot functions compute the same counts and call the same
+    formula, :func:`_metrics_from_counts`). ``pos_label`` and ``labels`` are
+    class indices. Returns ``(dict of 0-d or (L,) floats, support or None)``.
+    """
+    V.choice(average, "average", (None, "binary", "micro", "macro", "weighted"))
+    _check_beta(beta)
+    xp = array_api_compat.array_namespace(cm)
+    c = counts_from_confusion(cm, xp, average=average, pos_label=pos_label, labels=labels)
+    inv = xp.asarray(False) if invalid is None else invalid
+    return _metrics_from_counts(c, beta=beta, zero_division=zero_division, average=average,
+                                sample_weight=None, warn_for=tuple(warn_for), xp=xp,
+                                out=B.acc_float(xp), invalid=inv, traced=B.is_traced(cm))
+
+
+def _check_beta(beta):
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
+            or math.isnan(float(beta)) or beta < 0:
+        raise ValueError(f"beta must be a non-negative number, got {beta!r}")
+
+
 def _prf(y_true, y_pred, *, beta, labels, pos_label, average, warn_for, sample_weight,
          zero_division, num_classes, ignore_index, threshold):
     V.choice(average, "average", _AVERAGES)
     V.zero_division(zero_division)
-    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
-            or math.isnan(float(beta)) or beta < 0:
-        raise ValueError(f"beta must be a non-negative number, got {beta!r}")
+    _check_beta(beta)
     if average == "binary":
         if labels is not None:
             lab = np.asarray(labels)
@@ -912,6 +974,79 @@ def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore
     return _scalar_result(value, d.invalid, xp, d.out)
 
 
+def balanced_accuracy_from_counts(tp, true, adjusted, xp):
+    """Balanced accuracy from per-class true positives and true totals (floats).
+
+    The mean recall over classes with positive true weight; ``adjusted``
+    rescales chance to 0. Returns ``(score, undefined, K)``: NaN (and
+    ``undefined`` True) when no class is present, or one with ``adjusted``.
+    The formula of :func:`balanced_accuracy_score` and the streaming state.
+    """
+    present = true > 0
+    K = xp.sum(xp.astype(present, tp.dtype))
+    rec = tp / xp.where(present, true, xp.asarray(1.0, dtype=true.dtype))
+    one = xp.asarray(1.0, dtype=tp.dtype)
+    score = xp.sum(xp.where(present, rec, xp.asarray(0.0, dtype=tp.dtype))) / \
+        xp.where(K > 0, K, one)
+    undefined = K == 0
+    if adjusted:
+        chance = 1 / xp.where(K > 0, K, one)
+        undefined = undefined | (K == 1)
+        score = (score - chance) / xp.where(K > 1, 1 - chance, one)
+    return B.nan_if(undefined, score, xp), undefined, K
+
+
+def mcc_from_counts(tp, pred, true, s, xp):
+    """Matthews correlation (Gorodkin's R_K) from per-class counts (floats) and the total.
+
+    The formula and degenerate-marginal rules of :func:`matthews_corrcoef`
+    (also the streaming state's): 0 when exactly one side is constant, NaN
+    (``undefined`` True) when both are. Returns ``(value, undefined)``.
+    """
+    c = xp.sum(tp)
+    cov_tp = c * s - xp.sum(true * pred)
+    cov_pp = s * s - xp.sum(pred * pred)
+    cov_tt = s * s - xp.sum(true * true)
+    # constancy from the number of classes with weight, not from float
+    # cancellation of s^2 - p.p
+    const_p = xp.sum(xp.astype(pred > 0, B.acc_int(xp))) <= 1
+    const_t = xp.sum(xp.astype(true > 0, B.acc_int(xp))) <= 1
+    one = xp.asarray(1.0, dtype=s.dtype)
+    den = xp.sqrt(xp.where(const_p | const_t, one, cov_pp * cov_tt))
+    value = xp.where(const_p | const_t, xp.asarray(0.0, dtype=s.dtype), cov_tp / den)
+    undefined = const_p & const_t
+    return B.nan_if(undefined, value, xp), undefined
+
+
+def kappa_from_confusion(O, weights, replace_undefined_by, xp):
+    """Cohen's kappa of a float confusion matrix ``O`` (rows rater 1, columns rater 2).
+
+    The formula of :func:`cohen_kappa_score` (also the streaming state's).
+    Returns ``(value, empty, no_expected)``: ``replace_undefined_by`` where no
+    weight is left (``empty``) or the expected disagreement is zero.
+    """
+    L = O.shape[0]
+    r = xp.sum(O, axis=1)
+    c = xp.sum(O, axis=0)
+    s = xp.sum(r)
+    one = xp.asarray(1.0, dtype=O.dtype)
+    E = r[:, None] * c[None, :] / xp.where(s > 0, s, one)
+    i = xp.astype(xp.arange(L, device=B.device(O)), O.dtype)
+    diff = i[:, None] - i[None, :]
+    if weights is None:
+        W = xp.astype(diff != 0, O.dtype)
+    elif weights == "linear":
+        W = xp.abs(diff)
+    else:
+        W = diff * diff
+    num = xp.sum(W * O)
+    den = xp.sum(W * E)
+    undefined = (s == 0) | (den == 0)
+    value = 1 - num / xp.where(undefined, one, den)
+    value = xp.where(undefined, xp.asarray(float(replace_undefined_by), dtype=O.dtype), value)
+    return value, s == 0, (s > 0) & (den == 0)
+
+
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=False,
                             num_classes=None, labels=None, ignore_index=None, threshold=None):
@@ -942,18 +1077,7 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
     # scikit-learn's warning (its words); such classes are left out of the mean
     V.warn_if(xp.any((_f(xp.take(pred, sel), xp) > 0) & (true == 0)) & ~invalid,
               "y_pred contains classes not in y_true", xp, UserWarning)
-    present = true > 0
-    K = xp.sum(xp.astype(present, tp.dtype))
-    rec = tp / xp.where(present, true, xp.asarray(1.0, dtype=true.dtype))
-    one = xp.asarray(1.0, dtype=tp.dtype)
-    score = xp.sum(xp.where(present, rec, xp.asarray(0.0, dtype=tp.dtype))) / \
-        xp.where(K > 0, K, one)
-    undefined = K == 0
-    if adjusted:
-        chance = 1 / xp.where(K > 0, K, one)
-        undefined = undefined | (K == 1)
-        score = (score - chance) / xp.where(K > 1, 1 - chance, one)
-    score = B.nan_if(undefined, score, xp)
+    score, undefined, K = balanced_accuracy_from_counts(tp, true, adjusted, xp)
     V.warn_if(undefined & ~invalid & (K == 0), "balanced accuracy is undefined: no class has "
               "positive true weight; returning NaN", xp)
     V.warn_if(undefined & ~invalid & (K != 0), "balanced accuracy is undefined: adjusted=True "
@@ -994,20 +1118,7 @@ def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
     lab = _resolve_labels(d, None, num_classes)
     (_, _, ww, tp, pred, true), invalid = _multiclass_label_counts(d, lab)
     tp, pred, true = _f(tp, xp), _f(pred, xp), _f(true, xp)
-    c = xp.sum(tp)
-    s = _f(xp.sum(ww), xp)
-    cov_tp = c * s - xp.sum(true * pred)
-    cov_pp = s * s - xp.sum(pred * pred)
-    cov_tt = s * s - xp.sum(true * true)
-    # constancy from the number of classes with weight, not from float
-    # cancellation of s^2 - p.p
-    const_p = xp.sum(xp.astype(pred > 0, B.acc_int(xp))) <= 1
-    const_t = xp.sum(xp.astype(true > 0, B.acc_int(xp))) <= 1
-    one = xp.asarray(1.0, dtype=s.dtype)
-    den = xp.sqrt(xp.where(const_p | const_t, one, cov_pp * cov_tt))
-    value = xp.where(const_p | const_t, xp.asarray(0.0, dtype=s.dtype), cov_tp / den)
-    undefined = const_p & const_t
-    value = B.nan_if(undefined, value, xp)
+    value, undefined = mcc_from_counts(tp, pred, true, _f(xp.sum(ww), xp), xp)
     V.warn_if(undefined & ~invalid, "MCC is undefined when both y_true and y_pred are constant "
               "(or the total weight is zero); returning NaN", xp)
     return _scalar_result(value, invalid, xp, d.out)
@@ -1046,32 +1157,14 @@ def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
         V.fail_if(~_any_label_in(d, lab), "At least one label in `labels` must be present in "
                   "`y1`", f"(labels={np.asarray(labels).tolist()})", xp)
     cm, invalid = _full_confusion(d, lab)
-    O = _f(cm, xp)
-    L = O.shape[0]
-    r = xp.sum(O, axis=1)
-    c = xp.sum(O, axis=0)
-    s = xp.sum(r)
-    one = xp.asarray(1.0, dtype=O.dtype)
-    E = r[:, None] * c[None, :] / xp.where(s > 0, s, one)
-    i = xp.astype(xp.arange(L), O.dtype)
-    diff = i[:, None] - i[None, :]
-    if weights is None:
-        W = xp.astype(diff != 0, O.dtype)
-    elif weights == "linear":
-        W = xp.abs(diff)
-    else:
-        W = diff * diff
-    num = xp.sum(W * O)
-    den = xp.sum(W * E)
-    undefined = (s == 0) | (den == 0)
-    value = 1 - num / xp.where(undefined, one, den)
-    value = xp.where(undefined, xp.asarray(float(replace_undefined_by), dtype=O.dtype), value)
+    value, empty, no_expected = kappa_from_confusion(_f(cm, xp), weights, replace_undefined_by,
+                                                     xp)
     # no sample left (none with both labels in `labels`): scikit-learn's words
-    V.warn_if((s == 0) & ~invalid, "`y2` contains no labels that are present in both `y1` and "
+    V.warn_if(empty & ~invalid, "`y2` contains no labels that are present in both `y1` and "
               "`labels`: no sample is left, Cohen's kappa is undefined; returning "
               f"{replace_undefined_by}", xp)
     # zero expected disagreement: both raters use one and the same label (scikit-learn's words)
-    V.warn_if((s > 0) & (den == 0) & ~invalid, "`y1`, `y2` and `labels` have only one label in "
+    V.warn_if(no_expected & ~invalid, "`y1`, `y2` and `labels` have only one label in "
               "common: zero expected disagreement, Cohen's kappa is undefined; returning "
               f"{replace_undefined_by}", xp)
     return _scalar_result(value, invalid, xp, d.out)
@@ -1098,6 +1191,28 @@ def check_label_scores(yt, s, w, xp, traced):
     if xp.isdtype(yt.dtype, "bool"):
         yt = xp.astype(yt, B.acc_int(xp))
     return yt, invalid
+
+
+def top_k_hits(ti, s, k, xp):
+    """(n,) bool: the true class index ``ti`` is among the ``k`` highest of ``s`` (n, C)."""
+    return top_k_rank(ti, s, xp) < k
+
+
+def top_k_rank(ti, s, xp):
+    """(n,) integer rank (0 = first) of the true class index ``ti`` among the scores (n, C).
+
+    The tie rule of :func:`top_k_accuracy_score` (scikit-learn's): among equal
+    scores the higher column index ranks first, so the rank of ``j`` is
+    ``#{i: s_i > s_j} + #{i > j: s_i == s_j}`` and ``j`` is a top-k hit iff
+    it is below ``k``. Shared with the streaming top-k state.
+    """
+    C = s.shape[1]
+    ti_c = xp.reshape(ti, (-1, 1))
+    ti_safe = xp.clip(ti_c, 0, C - 1)
+    s_true = xp.take_along_axis(s, ti_safe, axis=1)
+    cols = xp.reshape(xp.arange(C, dtype=ti.dtype, device=B.device(s)), (1, C))
+    ahead = (s > s_true) | ((s == s_true) & (cols > ti_c))
+    return xp.sum(xp.astype(ahead, B.acc_int(xp)), axis=1)
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
@@ -1200,13 +1315,7 @@ def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=
             pred = xp.astype(sf >= thr, B.acc_int(xp))
             hit = pred == ti
     else:
-        ti_c = xp.reshape(ti, (-1, 1))
-        ti_safe = xp.clip(ti_c, 0, C - 1)
-        s_true = xp.take_along_axis(s, ti_safe, axis=1)
-        cols = xp.reshape(xp.arange(C, dtype=ti.dtype), (1, C))
-        ahead = (s > s_true) | ((s == s_true) & (cols > ti_c))
-        rank = xp.sum(xp.astype(ahead, B.acc_int(xp)), axis=1)
-        hit = rank < k
+        hit = top_k_hits(ti, s, k, xp)
     cdt = R.count_dtype(xp, w)
     ww = xp.ones(yt.shape[0], dtype=cdt) if w is None else xp.astype(w, cdt)
     hits = xp.sum(ww * xp.astype(hit, cdt))

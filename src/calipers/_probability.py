@@ -14,6 +14,7 @@ import numpy as np
 from ._core import xp as B
 from ._core import validation as V
 from ._core.compile import compiled
+from ._calibration import check_logits, log_softmax, sigmoid, softmax, softplus
 
 __all__ = ["log_loss", "brier_score_loss", "probability_sum_tolerance"]
 
@@ -76,7 +77,8 @@ def _not_in(labels):
     return lambda i, v: f"y_true element {i} is {v!r}, which is not in labels={labels}"
 
 
-def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
+def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None,
+                 from_logits=False):
     if labels is not None and pos_label is not None:
         raise ValueError("give labels or pos_label, not both")
     if V.is_text(y_true):
@@ -110,7 +112,10 @@ def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None):
                         "be binary according to the shape of y_prob.")
     f = B.out_float(xp, y_prob)
     p = xp.astype(y_prob, f)
-    invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)
+    if from_logits:
+        invalid = invalid | bad_y | check_logits("y_prob", y_prob, xp)
+    else:
+        invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)
     invalid = invalid | _weights(sample_weight, xp)
     return xp, y, p, sample_weight, invalid, f
 
@@ -146,8 +151,10 @@ def _one_hot_index(y_true, K, xp):
     return xp.argmax(xp.astype(y_true == 1, B.acc_int(xp)), axis=1), invalid
 
 
-def prepare_multiclass(y_true, y_prob, sample_weight, labels):
-    """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out."""
+def prepare_multiclass(y_true, y_prob, sample_weight, labels, from_logits=False):
+    """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out.
+
+    ``from_logits``: P holds the (finite) logits, unchecked as probabilities."""
     from ._calibration import check_class_index
 
     K = np.shape(y_prob)[1]
@@ -214,7 +221,10 @@ def prepare_multiclass(y_true, y_prob, sample_weight, labels):
             invalid = invalid | onehot_invalid
     cols = xp.reshape(xp.arange(K, dtype=idx.dtype), (1, -1))
     onehot = xp.astype(cols == xp.reshape(idx, (-1, 1)), f)
-    invalid = invalid | V.check_probabilities("y_prob", p, xp, rows_sum_to_one=True)
+    if from_logits:
+        invalid = invalid | check_logits("y_prob", y_prob, xp)
+    else:
+        invalid = invalid | V.check_probabilities("y_prob", p, xp, rows_sum_to_one=True)
     invalid = invalid | _weights(sample_weight, xp)
     return xp, onehot, p, sample_weight, invalid, f
 
@@ -228,6 +238,31 @@ def binary_log_loss_rows(y01, p, xp):
     p = xp.clip(p, eps, 1 - eps)
     y = xp.astype(y01, p.dtype)
     return -(y * xp.log(p) + (1 - y) * xp.log1p(-p))
+
+
+def binary_log_loss_logit_rows(y01, z, xp):
+    """Per-row binary cross-entropy of logits ``z``: ``y softplus(-z) + (1 - y) softplus(z)``.
+
+    ``-log sigmoid(z) = softplus(-z)`` and ``-log(1 - sigmoid(z)) = softplus(z)``,
+    computed without overflow and without clipping: exact for large ``|z|``
+    (``z = 50``, ``y = 0`` gives 50, ``y = 1`` gives ``exp(-50)``).
+    """
+    y = xp.astype(y01, z.dtype)
+    return y * softplus(-z, xp) + (1 - y) * softplus(z, xp)
+
+
+def multiclass_log_loss_rows(onehot, P, xp, from_logits=False):
+    """Per-row multiclass cross-entropy: ``-log_softmax(z)[y]`` from logits, else
+    ``-log p[y]`` with ``p`` clipped to [eps, 1 - eps] at its dtype's epsilon."""
+    if from_logits:
+        return -xp.sum(onehot * log_softmax(P, xp), axis=1)
+    eps = float(xp.finfo(P.dtype).eps)
+    return -xp.sum(onehot * xp.log(xp.clip(P, eps, 1 - eps)), axis=1)
+
+
+def probabilities_of(z, xp):
+    """Probabilities of logits: ``sigmoid`` (1-D) or ``softmax`` over the last axis (2-D)."""
+    return sigmoid(z, xp) if z.ndim == 1 else softmax(z, xp)
 
 
 def binary_brier_rows(y01, p, xp):
@@ -250,7 +285,8 @@ def _weighted_mean(values, w, xp, normalize=True):
 
 @V.keyword_aliases("y_prob", current=("y_proba",), deprecated=("y_pred",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
-def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None):
+def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None,
+             from_logits=False):
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
     Binary (1-D ``y_prob``): ``-mean(y ln p + (1 - y) ln(1 - p))``; multiclass
@@ -291,6 +327,14 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
         takes ``y_true`` as column indices ``0 .. K-1``; scikit-learn instead
         infers the classes from the values present in ``y_true`` (a data-
         dependent shape calipers avoids so that it runs under ``jit``).
+    from_logits : bool, default False
+        ``y_prob`` holds logits (finite real numbers): 1-D the logit of the
+        positive class, with ``log p = -softplus(-z)`` and
+        ``log(1 - p) = -softplus(z)``; 2-D one logit per class, with
+        ``log p = log_softmax(z)`` over the last axis. Nothing is clipped:
+        the loss is exact for large ``|z|`` (a wrong logit of 50 costs 50
+        nats, not the clipped 36.04), so prefer logits when the model has
+        them.
 
     Returns a 0-d float in nats. Under ``jit`` invalid input gives NaN.
 
@@ -308,17 +352,20 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
     6.9078
     """
     # (n, 1) columns are 1-D (scikit-learn: a one-column y_prob is P(positive))
+    from_logits = V.choice(from_logits, "from_logits", (False, True))
     y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
-        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels)
-        eps = float(xp.finfo(p.dtype).eps)
-        p = xp.clip(p, eps, 1 - eps)
-        loss = -xp.sum(onehot * xp.log(p), axis=1)
+        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels,
+                                                          from_logits)
+        loss = multiclass_log_loss_rows(onehot, p, xp, from_logits)
         value, _ = _weighted_mean(loss, w, xp, normalize)
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
-    xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, labels=labels)
-    value, _ = _weighted_mean(binary_log_loss_rows(y, p, xp), w, xp, normalize)
+    xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, labels=labels,
+                                            from_logits=from_logits)
+    rows = binary_log_loss_logit_rows(y, p, xp) if from_logits else \
+        binary_log_loss_rows(y, p, xp)
+    value, _ = _weighted_mean(rows, w, xp, normalize)
     value = xp.astype(B.nan_if(invalid, value, xp), f)
     return B.finalize(value, xp)
 
@@ -326,7 +373,7 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None)
 @V.keyword_aliases("y_prob", current=("y_proba",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
-                     scale_by_half="auto"):
+                     scale_by_half="auto", from_logits=False):
     """Brier score: mean squared difference between forecast probabilities and outcomes.
 
     Binary (1-D ``y_prob`` = P(positive)): ``mean((p - y)**2)``, in [0, 1].
@@ -340,6 +387,9 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     ``True``/``False`` force it (``False`` on 1-D input gives
     ``2 * mean((p - y)**2)``). ``labels`` and the 2-D column order as
     :func:`log_loss`; ``pos_label`` names the positive class of 1-D input.
+    ``from_logits=True``: ``y_prob`` holds finite logits, turned into
+    probabilities by ``sigmoid`` (1-D) or ``softmax`` over the last axis (2-D),
+    both computed without overflow.
 
     Returns a 0-d float. Raises ``ValueError`` as :func:`log_loss`; under
     ``jit`` invalid input gives NaN. See :func:`calipers.brier_decomposition`
@@ -352,11 +402,15 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
     0.1
     """
     scale_by_half = V.choice(scale_by_half, "scale_by_half", ("auto", True, False))
+    from_logits = V.choice(from_logits, "from_logits", (False, True))
     y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         if pos_label is not None:
             raise ValueError("pos_label applies to 1-D y_prob only; use labels for 2-D")
-        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels)
+        xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels,
+                                                          from_logits)
+        if from_logits:
+            p = probabilities_of(p, xp)
         diff = p - onehot
         value, _ = _weighted_mean(xp.sum(diff * diff, axis=1), w, xp)
         half = p.shape[1] < 3 if scale_by_half == "auto" else scale_by_half
@@ -364,7 +418,9 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labe
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
     xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
-                                            labels=labels)
+                                            labels=labels, from_logits=from_logits)
+    if from_logits:
+        p = probabilities_of(p, xp)
     value, _ = _weighted_mean(binary_brier_rows(y, p, xp), w, xp)
     if scale_by_half is False:
         value = 2 * value

@@ -259,6 +259,22 @@ def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=N
     return _aggregate(mae / xp.where(scale == 0, 1.0, scale), d, multioutput)
 
 
+def r2_from_sums(ss_res, ss_tot, force_finite, xp):
+    """``R² = 1 - SS_res / SS_tot`` with the undefined rule of :func:`r2_score`.
+
+    ``SS_tot = 0`` (constant ``y_true``): NaN, or with ``force_finite``
+    scikit-learn's 1.0 (``SS_res = 0``) / 0.0. Returns ``(r2, undefined)``;
+    the one formula of :func:`r2_score` and the streaming regression state.
+    """
+    undefined = ss_tot == 0
+    r2 = 1 - ss_res / xp.where(undefined, 1.0, ss_tot)
+    if force_finite:
+        r2 = xp.where(undefined, xp.astype(ss_res == 0, r2.dtype), r2)
+    else:
+        r2 = B.nan_if(undefined, r2, xp)
+    return r2, undefined
+
+
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average",
              force_finite=False):
@@ -290,12 +306,7 @@ def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average
     # the exactly constant column as constant.
     const = xp.all(d.yt == d.yt[:1, ...], axis=0)
     ss_tot = xp.where(const, 0.0, ss_tot)
-    undefined = ss_tot == 0
-    r2 = 1 - ss_res / xp.where(undefined, 1.0, ss_tot)
-    if force_finite:
-        r2 = xp.where(undefined, xp.astype(ss_res == 0, r2.dtype), r2)
-    else:
-        r2 = B.nan_if(undefined, r2, xp)
+    r2, undefined = r2_from_sums(ss_res, ss_tot, force_finite, xp)
     if isinstance(multioutput, str) and multioutput == "variance_weighted":
         tot = xp.sum(ss_tot)
         # outputs with SS_tot = 0 have zero weight (NaN * 0 would be NaN: mask them);

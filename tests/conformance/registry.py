@@ -790,6 +790,12 @@ EXEMPT = {
     "RankingBatch": "result type (checked through ranking_batch_metrics)",
     "QueryMeanSummary": "result type (of QueryMeanState.compute)",
     "ROCHistogramSummary": "result type (of ROCHistogramState.compute)",
+    "ConfusionMetrics": "result type (of ConfusionState.summary)",
+    "MeanState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
+    "RegressionState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
+    "TopKAccuracyState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
+    "MeanSummary": "result type (of MeanState.compute)",
+    "RegressionSummary": "result type (of RegressionState.compute)",
     "CalibrationSizeWarning": "warning class",
     "BootstrapDesignWarning": "warning class",
     "probability_sum_tolerance": "a constant of the input rule (a float from a dtype), no metric",
@@ -995,6 +1001,20 @@ def _ranking_one_shot(c, k=3):
             np.array([Q, Q, Q])]
 
 
+def _sg_regression(rng, n):
+    # dyadic values: every float sum is exact in any order
+    y = rng.integers(-32, 33, n) / 8
+    return {"y": y, "p": y + rng.integers(-8, 9, n) / 8}
+
+
+def _sg_values(rng, n):
+    return {"v": rng.integers(-64, 65, n) / 16}
+
+
+def _sg_topk(rng, n, c=4):
+    return {"y": rng.integers(0, c, n), "s": rng.integers(0, 3, (n, c)) / 4}   # ties
+
+
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -1003,9 +1023,17 @@ STATE_ENTRIES = [
     StateEntry("ConfusionState", lambda xp: calipers.ConfusionState.init(3, xp=xp),
                _sg_classes, {"y": 7, "p": -1},
                lambda st, c, m: st.update(c["y"], c["p"], mask=m),
-               lambda st: [st.compute().confusion_matrix, st.compute().accuracy],
+               lambda st: [st.compute().confusion_matrix, st.compute().accuracy,
+                           st.summary(average="macro").fbeta,
+                           st.summary(average="weighted").precision,
+                           st.summary().matthews_corrcoef, st.summary().cohen_kappa],
                lambda c: [calipers.confusion_matrix(c["y"], c["p"], labels=[0, 1, 2]),
-                          calipers.accuracy_score(c["y"], c["p"])],
+                          calipers.accuracy_score(c["y"], c["p"]),
+                          calipers.f1_score(c["y"], c["p"], average="macro", labels=[0, 1, 2]),
+                          calipers.precision_score(c["y"], c["p"], average="weighted",
+                                                   labels=[0, 1, 2]),
+                          calipers.matthews_corrcoef(c["y"], c["p"]),
+                          calipers.cohen_kappa_score(c["y"], c["p"])],
                exact=(0,)),
     StateEntry("CalibrationState", lambda xp: calipers.CalibrationState.init(10, xp=xp),
                _sg_binary_prob, {"y": 3, "p": np.nan},
@@ -1058,6 +1086,30 @@ STATE_ENTRIES = [
                           calipers.roc_auc_score(c["y"], c["z"]),
                           calipers.log_loss(c["y"], _sigmoid(c["z"]))],
                exact=(0,)),
+]
+
+STATE_ENTRIES += [
+    StateEntry("RegressionState", lambda xp: calipers.RegressionState.init(xp=xp),
+               _sg_regression, {"y": np.nan, "p": np.inf},
+               lambda st, c, m: st.update(c["y"], c["p"], mask=m),
+               lambda st: list(st.compute()) + [st.weight],
+               lambda c: [calipers.mean_squared_error(c["y"], c["p"]),
+                          calipers.root_mean_squared_error(c["y"], c["p"]),
+                          calipers.mean_absolute_error(c["y"], c["p"]),
+                          calipers.r2_score(c["y"], c["p"]), len(c["y"])],
+               exact=(4,)),
+    StateEntry("MeanState", lambda xp: calipers.MeanState.init(xp=xp),
+               _sg_values, {"v": np.nan},
+               lambda st, c, m: st.update(c["v"], mask=m),
+               lambda st: [st.compute().mean, st.compute().total, st.count],
+               lambda c: [float(np.mean(c["v"])), float(np.sum(c["v"])), len(c["v"])],
+               exact=(2,)),
+    StateEntry("TopKAccuracyState", lambda xp: calipers.TopKAccuracyState.init(4, xp=xp),
+               _sg_topk, {"y": 11, "s": np.nan},
+               lambda st, c, m: st.update(c["y"], c["s"], mask=m),
+               lambda st: [st.compute(1), st.compute(2), st.compute(3)],
+               lambda c: [calipers.top_k_accuracy_score(c["y"], c["s"], k=k, labels=range(4))
+                          for k in (1, 2, 3)]),
 ]
 
 STATE_REGISTRY = {e.name: e for e in STATE_ENTRIES}

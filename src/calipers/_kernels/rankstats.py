@@ -874,12 +874,13 @@ def packed_sort(y01, s, *, zero_gap: bool = True):
     mmin = min(v for v in (mmin_neg, mmin_pos) if v is not None)
     kmin = -(mmax_neg - mmin) - 1 if any_neg else mmin_pos - mmin
     kmax = mmax_pos - mmin if any_pos else -(mmin_neg - mmin) - 1
-    if zero_gap and kmax - kmin > _SPAN and mmin == 0 and (any_neg or mmax_pos > 0):
+    top = mmax_pos if mmax_pos is not None else 0       # mmin == 0 means +0.0 is present
+    if zero_gap and kmax - kmin > _SPAN and mmin == 0 and (any_neg or top > 0):
         # exact zeros beside other magnitudes: close the gap below the smallest other
         mnz = _smallest_nonzero_magnitude(b, mmin_neg)
         closed, mmin = True, mnz - 1
         kmin = -(mmax_neg - mmin) - 1 if any_neg else 0
-        kmax = mmax_pos - mmin if mmax_pos > 0 else 0
+        kmax = top - mmin if top > 0 else 0
     if kmax - kmin > _SPAN:
         return None
     n = s.shape[0]
