@@ -272,7 +272,6 @@ __all__ += [
     "bradley_terry_bootstrap",
 ]
 
-<<<<<<< HEAD
 # many models in one bootstrap: simultaneous (max-T) intervals, Romano-Wolf p-values
 from ._bootstrap.paired import ManyModelsResult, many_models_bootstrap
 
