@@ -399,9 +399,10 @@ def test_one_class_is_undefined_with_a_warning():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: ROCHistogramState.init(12), r"bits must be in 16 \.\. 24"),
-    (lambda: ROCHistogramState.init(25), r"bits must be in 16 \.\. 24"),
-    (lambda: ROCHistogramState.init(20, score_dtype="float16"), "bits must be 16"),
+    (lambda: ROCHistogramState.init(7), r"bits must be in 8 \.\. 24"),
+    (lambda: ROCHistogramState.init(25), r"bits must be in 8 \.\. 24"),
+    (lambda: ROCHistogramState.init(20, score_dtype="float16"),
+     r"bits must be in 8 \.\. 16 with score_dtype"),
     (lambda: ROCHistogramState.init(16, score_dtype="int8"), "score_dtype"),
     (lambda: ROCHistogramState.init(16, score_dtype="float16").update([0, 1], [0.1, 0.2]),
      "keys float16 scores"),
@@ -669,3 +670,52 @@ def test_roc_curve_from_the_state_integrates_to_its_auc(backend):
     bins = _bin_index(s.astype(np.float32), "float32", 16, np)
     edges = _bin_lower_edges("float32", 16, np)
     assert np.all(edges[bins] <= s.astype(np.float32))
+
+
+# --------------------------------------------------------------------------
+# resolutions below 16 bits: coarser bins, the bound still holds and is looser
+# --------------------------------------------------------------------------
+
+def _pairs_auc(y, s):
+    pos, neg = s[y == 1], s[y == 0]
+    d = pos[:, None] - neg[None, :]
+    return ((d > 0).sum() + 0.5 * (d == 0).sum()) / (pos.size * neg.size)
+
+
+@pytest.mark.parametrize("score_dtype", ["float32", "float16"])
+def test_low_resolutions_keep_the_bound_and_merge_exactly(score_dtype):
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 2, 3000)
+    s = (rng.normal(size=3000) + y).astype(np.float16 if score_dtype == "float16" else np.float32)
+    exact = _pairs_auc(y, s.astype(np.float64))
+    top = 16 if score_dtype == "float16" else 24
+    bounds = []
+    for bits in (8, 10, 12, 14, top):
+        st_ = ROCHistogramState.init(bits, score_dtype=score_dtype).update(y, s)
+        out = st_.compute()
+        assert abs(float(out.roc_auc) - exact) <= float(out.roc_auc_bound) + 1e-12
+        bounds.append(float(out.roc_auc_bound))
+        # any split of the rows: the same integer counts
+        parts = [ROCHistogramState.init(bits, score_dtype=score_dtype).update(y[a:b], s[a:b])
+                 for a, b in ((0, 700), (700, 701), (701, 3000))]
+        merged = parts[0].merge(parts[1]).merge(parts[2])
+        for f, g in zip(merged, st_):
+            np.testing.assert_array_equal(np.asarray(f), np.asarray(g))
+        assert np.asarray(st_[0]).shape[-1] == 2 ** bits
+    # a coarser histogram's bins are unions of finer ones: its bound is never smaller
+    assert all(a >= b for a, b in zip(bounds, bounds[1:]))
+    assert bounds[0] > bounds[-1]
+    with pytest.raises(ValueError):
+        ROCHistogramState.init(8, score_dtype=score_dtype).merge(
+            ROCHistogramState.init(10, score_dtype=score_dtype))
+
+
+def test_low_resolution_exact_on_its_own_grid():
+    # scores that are bin lower edges at 10 bits (sign, exponent, 1 mantissa bit) are exact
+    edges = np.asarray(_bin_lower_edges("float32", 10, np), dtype=np.float64)
+    grid = edges[np.isfinite(edges) & (np.abs(edges) > 1e-3) & (np.abs(edges) < 1e3)]
+    rng = np.random.default_rng(3)
+    s = rng.choice(grid, 2000)
+    y = (rng.random(2000) < 0.5 + 0.5 * np.tanh(s / 2)).astype(np.int64)
+    out = ROCHistogramState.init(10).update(y, s).compute()
+    assert float(out.roc_auc) == pytest.approx(_pairs_auc(y, s), abs=1e-12)

@@ -182,10 +182,10 @@ def _check_bits(bits, fmt):
     if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)):
         raise ValueError(f"bits must be an integer, got {bits!r}")
     if fmt == "float16":
-        if bits != 16:
-            raise ValueError(f"bits must be 16 with score_dtype='float16', got {bits}")
-    elif not 16 <= bits <= 24:
-        raise ValueError(f"bits must be in 16 .. 24, got {bits}")
+        if not 8 <= bits <= 16:
+            raise ValueError(f"bits must be in 8 .. 16 with score_dtype='float16', got {bits}")
+    elif not 8 <= bits <= 24:
+        raise ValueError(f"bits must be in 8 .. 24, got {bits}")
 
 
 @streaming_state(takes=("labels", "scores"))
@@ -296,8 +296,12 @@ class ROCHistogramState(NamedTuple):
         Parameters
         ----------
         bits : int
-            16 to 24 with the float32 key (static); exactly 16 with
-            ``score_dtype="float16"``.
+            8 to 24 with the float32 key (static); 8 to 16 with
+            ``score_dtype="float16"``. Below 16 a bin spans ``2**(32 - bits)``
+            float32 values (at 12 bits: the sign, the exponent and 3 mantissa
+            bits, so eight bins per octave): less memory, a looser
+            ``roc_auc_bound`` (reported by :meth:`compute`, as at any
+            resolution).
         score_dtype : {"float32", "float16"}
             The key format. ``"float32"`` takes scores of any real dtype
             (rounded to float32). ``"float16"`` keys float16 scores by their
