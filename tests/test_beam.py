@@ -253,3 +253,18 @@ def test_import_calipers_does_not_import_beam():
             "assert 'apache_beam' not in sys.modules; "
             "calipers.beam.StateCombineFn; assert 'apache_beam' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_auc_bootstrap_state_by_hand_equals_one_update():
+    init = functools.partial(calipers.PairedBootstrapState.init, "roc_auc", B, seed=SEED)
+    fn = cb.StateCombineFn(init, update=lambda s, y, a, b, ids: s.update(y, a, b, row_ids=ids),
+                           batch_size=10)
+    accs = [fn.create_accumulator() for _ in range(3)]
+    for i in range(N):                                # rows dealt to three accumulators
+        fn.add_input(accs[i % 3], (int(Y[i]), float(SCORE[i]), float(PROB_B[i]), int(IDS[i])))
+    accs = [pickle.loads(pickle.dumps(a)) for a in accs]
+    da, db = fn.extract_output(fn.merge_accumulators(accs[::-1]))
+    ea, eb = init().update(Y, SCORE, PROB_B, row_ids=IDS).compute()
+    np.testing.assert_array_equal(da, ea)
+    np.testing.assert_array_equal(db, eb)
+    assert np.isfinite(da).all()
