@@ -20,8 +20,14 @@ distributed result is checked against the one-process result (integer counts
 bit for bit). Then the peak resident memory of each worker (``ru_maxrss``, on
 a fresh cluster) for two partition sizes, beside the partition's bytes.
 
-Apache Beam is not measured: calipers has no Beam extra (apache-beam caps
-pyarrow, protobuf and numpy below the versions calipers is tested with).
+Where Apache Beam is installed (``calipers[beam]``), the same comparison for
+``calipers.beam`` on Beam's DirectRunner (``in_memory`` and
+``multi_processing``, 2 workers): a ``ConfusionState`` through
+``StateCombineFn`` and the accuracy bootstrap through
+``PairedBootstrapCombineFn``, one element per partition (a batch of arrays made
+in the pipeline from a seed), the results written by the workers and read back
+and checked against the one-shot call bit for bit. The Beam columns include the
+pipeline's start-up (worker processes in ``multi_processing``).
 """
 
 from __future__ import annotations
@@ -152,6 +158,66 @@ def machine():
         return "unknown"
 
 
+def beam_cases(n, p, B, data):
+    """``(name, run(mode), one-shot)`` for calipers.beam; ``run`` reads the result back."""
+    import functools
+    import pickle
+    import tempfile
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    import calipers.beam as cbeam
+
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+
+    cuts = np.linspace(0, n, p + 1).astype(int)
+    bounds = [(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+    y, pa, pb, ids = (data[k] for k in ("y", "pa", "pb", "row_id"))
+
+    def element(ij):
+        q = load(*ij)
+        return (0, (q["y"], q["pa"], q["pb"], q["row_id"]))
+
+    def run(fn, mode):
+        with tempfile.TemporaryDirectory() as d:
+            opts = PipelineOptions(runner="DirectRunner", direct_num_workers=2,
+                                   direct_running_mode=mode)
+            with beam.Pipeline(options=opts) as pipe:
+                _ = (pipe | beam.Create(bounds) | beam.Map(element)
+                     | beam.CombinePerKey(fn)
+                     | beam.Map(lambda kv, d=d: pickle.dump(kv[1], open(f"{d}/out.pkl", "wb"))))
+            with open(f"{d}/out.pkl", "rb") as f:
+                return pickle.load(f)
+
+    state_fn = cbeam.StateCombineFn(functools.partial(calipers.ConfusionState.init, 2),
+                                    update=lambda s, y, a, b, ids: s.update(y, a),
+                                    output="state")
+    boot_fn = cbeam.PairedBootstrapCombineFn("accuracy", n_resamples=B, seed=3)
+    return [("states (confusion)", lambda mode: (run(state_fn, mode).counts,),
+             lambda: (calipers.ConfusionState.init(2).update(y, pa).counts,)),
+            (f"paired bootstrap, accuracy, B={B}", lambda mode: run(boot_fn, mode),
+             lambda: calipers.paired_bootstrap_replicates(
+                 calipers.accuracy_score, y, pa, pb, n_resamples=B, seed=3,
+                 resampling="poisson", row_ids=ids))]
+
+
+def bench_beam(n, p, B, r, data):
+    if importlib.util.find_spec("apache_beam") is None:
+        print("\nApache Beam: not installed (pip install calipers[beam])")
+        return
+    print(f"\ncalipers.beam, DirectRunner, one element a partition:")
+    print(f"{'':42s} {'one-shot rows/s':>16s} {'in_memory':>10s} {'2 processes':>12s}")
+    for name, dist, one in beam_cases(n, p, B, data):
+        ref = one()
+        for mode in ("in_memory", "multi_processing"):
+            assert same(dist(mode), ref), (name, mode)
+        t_one = median_time(one, r)
+        t_mem = median_time(lambda: dist("in_memory"), r)
+        t_mp = median_time(lambda: dist("multi_processing"), r)
+        print(f"{name:42s} {n / t_one:16.3g} {t_one / t_mem:9.2f}x {t_one / t_mp:11.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -177,6 +243,7 @@ def main():
             t_sync = median_time(lambda: dist(scheduler="sync"), r)
             t_dist = median_time(lambda: dist(scheduler=client), r)
             print(f"{name:42s} {n / t_one:16.3g} {t_one / t_sync:10.2f}x {t_one / t_dist:9.2f}x")
+    bench_beam(n, p, B, r, data)
     print("\npeak worker memory (ru_maxrss, fresh cluster), states + accuracy bootstrap:")
     for q in (max(2, p // 2), 2 * p):
         with cluster() as cl, distributed.Client(cl) as client:

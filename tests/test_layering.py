@@ -41,6 +41,7 @@ LEVELS = {
     "calipers._bootstrap": 3, "calipers._streaming": 3, "calipers._compare": 3,
     # the public API
     "calipers": 4, "calipers.plot": 4, "calipers.adapters": 4, "calipers.dask": 4,
+    "calipers.beam": 4,
     # the command line, on the public API only
     "calipers.cli": 5, "calipers.__main__": 5,
 }

@@ -1,0 +1,453 @@
+"""calipers on Apache Beam: ``CombineFn``\\ s for mergeable states and the paired Poisson bootstrap.
+
+Install with ``pip install calipers[beam]``. Apache Beam is imported when a
+class of this module is first used, so ``import calipers`` (and
+``import calipers.beam``) never imports it.
+
+* :class:`StateCombineFn` folds elements into any calipers mergeable state
+  (:class:`calipers.ConfusionState`, :class:`calipers.ROCHistogramState`,
+  :class:`calipers.PairedBootstrapState`, ...): ``create_accumulator`` is the
+  empty state of a factory, ``add_input`` the state's ``update``,
+  ``merge_accumulators`` its ``merge``, ``extract_output`` its ``compute``
+  (or the state itself).
+* :class:`PairedBootstrapCombineFn` sums the replicates of the paired Poisson
+  bootstrap of accuracy or log loss, each row drawn by its global row id
+  (:func:`calipers.bootstrap_counts`), and returns ``(dist_a, dist_b)``.
+
+Used with ``beam.CombinePerKey`` over ``(slice key, element)`` pairs they give
+one result per slice; with ``beam.CombineGlobally`` one result.
+
+Elements. An element is a tuple of the columns ``update`` takes (for the
+bootstrap ``(y_true, y_score_a, y_score_b, row_id)``), either one row (the
+items are scalars) or a batch (every item an array of one or more dimensions,
+all with the rows on the first axis); an element that is not a tuple or list
+is one column. Rows are buffered in the accumulator and added ``batch_size``
+at a time, so one-row elements cost one ``update`` per ``batch_size`` rows.
+
+Exactness. Merged states and replicate sums are field-wise sums, so integer
+counts equal one process bit for bit whatever the bundling, the order of the
+elements and the workers: :class:`PairedBootstrapCombineFn` with
+``"accuracy"`` equals ``calipers.paired_bootstrap_replicates(
+calipers.accuracy_score, ..., resampling="poisson", row_ids=ids, seed=seed)``
+on the concatenated rows bit for bit; ``"log_loss"`` replicates are float
+sums in another order and agree to rounding (relative 1e-12).
+
+Accumulators are plain data (a state's fields as arrays, the buffered rows,
+the replicate sums), so Beam can encode them between stages (the DirectRunner's
+``multi_processing`` mode, Dataflow, Flink, Spark); the state's class comes
+from the factory in each worker.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _probability as _prob
+from ._core import validation as V
+from ._bootstrap.resample import bootstrap_counts
+
+__all__ = ["StateCombineFn", "PairedBootstrapCombineFn"]
+
+
+_ELEMENTS = ("auto", "row", "batch")
+
+
+# --------------------------------------------------------------------------
+# elements: one row or a batch of columns
+# --------------------------------------------------------------------------
+
+def _ndim(x) -> int:
+    nd = getattr(x, "ndim", None)
+    return int(nd) if nd is not None else int(np.ndim(x))
+
+
+def _items(element) -> tuple:
+    return tuple(element) if isinstance(element, (tuple, list)) else (element,)
+
+
+def _is_batch(items: tuple, mode: str) -> bool:
+    """Whether the element's items are a batch of columns (``True``) or one row."""
+    if mode != "auto":
+        return mode == "batch"
+    return bool(items) and all(_ndim(x) >= 1 for x in items)
+
+
+def _stack(rows: list) -> tuple:
+    """Buffered rows (tuples of one arity) as a batch of columns."""
+    width = len(rows[0])
+    if any(len(r) != width for r in rows):
+        raise ValueError(f"every row element must have the same number of columns "
+                         f"(the first had {width})")
+    return tuple(np.stack([np.asarray(r[i]) for r in rows]) for i in range(width))
+
+
+class _Accumulator:
+    """A combine's partial result: ``value`` (plain data) and the rows not yet added.
+
+    Picklable by reference to this module, with no Beam or state class in it.
+    """
+
+    __slots__ = ("value", "rows")
+
+    def __init__(self, value, rows=None):
+        self.value = value
+        self.rows = [] if rows is None else rows
+
+    def __getstate__(self):
+        return (self.value, self.rows)
+
+    def __setstate__(self, state):
+        self.value, self.rows = state
+
+    def __repr__(self) -> str:
+        return f"_Accumulator({self.value!r}, {len(self.rows)} buffered rows)"
+
+
+class _Combine:
+    """What the CombineFns share: buffering rows, flushing, merging. Beam-free."""
+
+    _batch_size: int
+    _element: str
+
+    def _empty_value(self):
+        raise NotImplementedError
+
+    def _add_batch(self, value, columns: tuple):
+        raise NotImplementedError
+
+    def _merge_values(self, a, b):
+        raise NotImplementedError
+
+    def _output(self, value):
+        raise NotImplementedError
+
+    # the CombineFn protocol
+    def create_accumulator(self):
+        return _Accumulator(self._empty_value())
+
+    def add_input(self, accumulator, element):
+        items = _items(element)
+        if _is_batch(items, self._element):
+            accumulator.value = self._add_batch(accumulator.value, items)
+            return accumulator
+        accumulator.rows.append(items)
+        if len(accumulator.rows) >= self._batch_size:
+            self._flush(accumulator)
+        return accumulator
+
+    def _flush(self, accumulator):
+        if accumulator.rows:
+            columns = _stack(accumulator.rows)
+            accumulator.rows = []
+            accumulator.value = self._add_batch(accumulator.value, columns)
+        return accumulator
+
+    def compact(self, accumulator):
+        return self._flush(accumulator)
+
+    def merge_accumulators(self, accumulators):
+        out = None
+        for acc in accumulators:
+            self._flush(acc)
+            if out is None:
+                out = acc
+            else:
+                out.value = self._merge_values(out.value, acc.value)
+        return out if out is not None else self.create_accumulator()
+
+    def extract_output(self, accumulator):
+        return self._output(self._flush(accumulator).value)
+
+
+# --------------------------------------------------------------------------
+# any mergeable state
+# --------------------------------------------------------------------------
+
+def _default_update(state, *columns):
+    return state.update(*columns)
+
+
+class _StateCombine(_Combine):
+    """A ``beam.CombineFn`` that folds elements into a calipers mergeable state.
+
+    Parameters
+    ----------
+    init : callable
+        ``init()`` returns the empty state, e.g.
+        ``functools.partial(calipers.ConfusionState.init, 2)`` or
+        ``lambda: calipers.ROCHistogramState.init(16)``. It runs on every
+        worker, so Beam must be able to pickle it (functions, lambdas and
+        partials are).
+    update : callable, optional
+        ``update(state, *columns)`` returns the state with a batch added; the
+        columns are the element's items (for a row element, the buffered
+        rows stacked into arrays). Default ``state.update(*columns)``; give
+        one for keyword arguments, e.g. ``lambda s, y, a, b, ids:
+        s.update(y, a, b, row_ids=ids)`` for
+        :class:`calipers.PairedBootstrapState`.
+    output : {"compute", "state"}
+        ``extract_output`` returns ``state.compute()`` (default) or the
+        merged state (for a further merge; a
+        :class:`calipers.PairedBootstrapState` is of a class made per
+        configuration in each process, so keep ``"compute"`` for it when
+        results cross processes).
+    element : {"auto", "row", "batch"}
+        ``"auto"``: an element whose items all have a dimension is a batch,
+        any other element one row; ``"row"`` / ``"batch"`` say it (rows whose
+        columns are vectors, such as one row of class probabilities).
+    batch_size : int >= 1
+        Buffered rows are added this many at a time (default 4096).
+
+    The accumulator holds the state's fields (arrays) and the buffered rows;
+    merging is ``state.merge``, field-wise sums with the count limits checked,
+    so integer counts equal one process's state bit for bit over any
+    bundling. Errors of ``update`` (labels out of range, NaN scores) and of
+    ``merge`` (states of other configurations) are raised by the pipeline as
+    on one machine; a key with no rows never reaches ``extract_output`` in
+    ``CombinePerKey`` (``CombineGlobally`` of nothing gives the empty state's
+    ``compute()``).
+
+    Examples
+    --------
+    ``(slice, (y_true, y_pred))`` pairs to one confusion summary per slice::
+
+        import apache_beam as beam
+        import functools, calipers
+        from calipers.beam import StateCombineFn
+
+        with beam.Pipeline() as p:
+            (p | beam.Create([("en", (1, 1)), ("en", (0, 1)), ("de", (1, 0))])
+               | beam.CombinePerKey(StateCombineFn(
+                     functools.partial(calipers.ConfusionState.init, 2))))
+    """
+
+    def __init__(self, init: Callable[[], Any], *, update: Callable[..., Any] | None = None,
+                 output: str = "compute", element: str = "auto", batch_size: int = 4096):
+        super().__init__()
+        if not callable(init):
+            raise ValueError(f"init must be a callable returning an empty state, got "
+                             f"{type(init).__name__}")
+        if update is not None and not callable(update):
+            raise ValueError(f"update must be None or a callable (state, *columns) -> state, "
+                             f"got {type(update).__name__}")
+        self._init_fn = init
+        self._update_fn = _default_update if update is None else update
+        self._mode = V.choice(output, "output", ("compute", "state"))
+        self._element = V.choice(element, "element", _ELEMENTS)
+        self._batch_size = V.positive_int(batch_size, "batch_size")
+        self._template: Any = None
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_template"] = None          # the state's class is made again in each worker
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+
+    def _empty(self):
+        if self._template is None:
+            state = self._init_fn()
+            if not (isinstance(state, tuple) and hasattr(state, "merge")
+                    and hasattr(state, "update")):
+                raise ValueError(f"init() must return a calipers mergeable state (a "
+                                 f"NamedTuple with update and merge), got "
+                                 f"{type(state).__name__}")
+            self._template = state
+        return self._template
+
+    def _state(self, fields):
+        empty = self._empty()
+        return empty if fields is None else type(empty)(*fields)
+
+    def _empty_value(self):
+        return None                    # the empty state, made on demand
+
+    def _add_batch(self, value, columns):
+        state = self._update_fn(self._state(value), *columns)
+        return tuple(state)
+
+    def _merge_values(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return tuple(self._state(a).merge(self._state(b)))
+
+    def _output(self, value):
+        state = self._state(value)
+        return state if self._mode == "state" else state.compute()
+
+
+# --------------------------------------------------------------------------
+# the paired Poisson bootstrap by global row id
+# --------------------------------------------------------------------------
+
+_METRICS = ("accuracy", "log_loss")
+
+
+def _check_seed(seed):
+    """A seed every worker turns into the same counts (``None``: fresh entropy, drawn once)."""
+    if seed is None:
+        return np.random.SeedSequence()
+    if isinstance(seed, np.random.Generator):
+        raise ValueError("seed must be None, a non-negative int or a numpy SeedSequence: a "
+                         "Generator advances at each use, so workers would draw different "
+                         "counts")
+    bootstrap_counts(np.zeros(0, np.int64), 0, seed=seed)     # the seed's own checks
+    return seed
+
+
+def _row_ids(ids) -> np.ndarray:
+    ids = np.asarray(ids)
+    if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
+        raise ValueError("row_id must hold non-negative integer global row ids")
+    return ids.astype(np.int64) if ids.dtype.kind == "i" or not ids.size else ids
+
+
+def _log_loss_rows(y, p, name):
+    """Per-row log loss as :func:`calipers.log_loss`: clipped at the probabilities' epsilon."""
+    if y.size and not np.all((y == 0) | (y == 1)):
+        raise ValueError("y_true must hold binary labels 0/1 for log_loss")
+    if p.size and (not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1))):
+        raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
+    eps = float(np.finfo(p.dtype).eps) if p.dtype.kind == "f" else 2.0**-52
+    return _prob.binary_log_loss_rows(y.astype(np.float64),
+                                      np.clip(p.astype(np.float64), eps, 1 - eps), np)
+
+
+class _PairedBootstrapCombine(_Combine):
+    """A ``beam.CombineFn``: the paired Poisson bootstrap of two models, rows drawn by global id.
+
+    Elements are ``(y_true, y_score_a, y_score_b, row_id)``: one row (scalars)
+    or a batch (four 1-D arrays of one length). Row ``j`` of global id ``i``
+    is drawn ``bootstrap_counts(i, r, seed=seed)`` times in replicate ``r``;
+    each batch adds its replicate sums (``counts @ row statistic`` for both
+    models, and the rows drawn), and accumulators add them, so the result
+    does not depend on how the rows are split into elements, bundles or
+    workers.
+
+    Parameters
+    ----------
+    metric : {"accuracy", "log_loss"}
+        ``"accuracy"``: ``y_score_*`` are predicted labels (compared with
+        ``y_true`` as values; integer sums). ``"log_loss"``: probabilities of
+        class 1 for binary ``y_true`` in {0, 1}, clipped at their dtype's
+        epsilon as :func:`calipers.log_loss` (float sums).
+    n_resamples : int >= 1
+        Replicates ``B`` (default 1000).
+    seed : None, int >= 0 or numpy SeedSequence
+        The seed of :func:`calipers.bootstrap_counts`, the same on every
+        worker. ``None`` (the default) draws fresh entropy once, when this
+        object is made (kept in ``self.seed``, a ``SeedSequence``, so the run
+        can be repeated); a ``Generator`` is a ``ValueError`` (it advances at
+        each use, so workers would disagree).
+    output : {"replicates", "sums"}
+        ``"replicates"`` (default): ``(dist_a, dist_b)``, float64 arrays of
+        shape ``(B,)``, ``sum_a / drawn`` and ``sum_b / drawn``, NaN where a
+        replicate drew no row. ``"sums"``: ``(sum_a, sum_b, drawn)`` (int64
+        for accuracy, float64 sums of losses for log loss; ``drawn`` int64).
+    batch_size : int >= 1
+        Rows per count matrix: buffered rows are added, and batch elements
+        cut, this many at a time, so memory is O(B * batch_size) (default
+        4096).
+
+    Equals ``calipers.paired_bootstrap_replicates(metric_fn, y_true, a, b,
+    n_resamples=B, seed=seed, resampling="poisson", row_ids=ids)`` on the
+    concatenated rows (``metric_fn`` :func:`calipers.accuracy_score` or
+    :func:`calipers.log_loss`): bit for bit for accuracy (integer sums, one
+    division), to rounding for log loss. Row ids must be distinct across all
+    elements (a repeated id repeats its counts). Raises ``ValueError`` for a
+    bad option here, and in the pipeline for columns of different lengths,
+    negative or non-integer row ids, and (log loss) labels outside {0, 1} or
+    probabilities outside [0, 1].
+    """
+
+    def __init__(self, metric: str, *, n_resamples: int = 1000, seed=None,
+                 output: str = "replicates", batch_size: int = 4096):
+        super().__init__()
+        self.metric = V.choice(metric, "metric", _METRICS)
+        self.n_resamples = V.positive_int(n_resamples, "n_resamples")
+        self.seed = _check_seed(seed)
+        self._mode = V.choice(output, "output", ("replicates", "sums"))
+        self._batch_size = V.positive_int(batch_size, "batch_size")
+        self._element = "auto"
+
+    def _empty_value(self):
+        dt = np.int64 if self.metric == "accuracy" else np.float64
+        b = self.n_resamples
+        return (np.zeros(b, dt), np.zeros(b, dt), np.zeros(b, np.int64))
+
+    def _add_batch(self, value, columns):
+        if len(columns) != 4:
+            raise ValueError(f"an element must be (y_true, y_score_a, y_score_b, row_id), "
+                             f"got {len(columns)} columns")
+        y, a, b, ids = (np.asarray(c) for c in columns)
+        if any(c.ndim != 1 for c in (y, a, b, ids)) or \
+                not y.shape[0] == a.shape[0] == b.shape[0] == ids.shape[0]:
+            raise ValueError("y_true, y_score_a, y_score_b and row_id must be 1-D and of one "
+                             f"length, got shapes {y.shape}, {a.shape}, {b.shape}, {ids.shape}")
+        ids = _row_ids(ids)
+        if self.metric == "accuracy":
+            sa, sb = (a == y).astype(np.int64), (b == y).astype(np.int64)
+        else:
+            sa, sb = _log_loss_rows(y, a, "y_score_a"), _log_loss_rows(y, b, "y_score_b")
+        reps = np.arange(self.n_resamples)
+        ta, tb, drawn = value
+        for i in range(0, ids.shape[0], self._batch_size):
+            c = bootstrap_counts(ids[i:i + self._batch_size], reps, seed=self.seed)
+            if self.metric == "log_loss":
+                cf = c.astype(np.float64)
+                ta = ta + cf @ sa[i:i + self._batch_size]
+                tb = tb + cf @ sb[i:i + self._batch_size]
+            else:
+                ta = ta + c @ sa[i:i + self._batch_size]
+                tb = tb + c @ sb[i:i + self._batch_size]
+            drawn = drawn + c.sum(axis=1)
+        return (ta, tb, drawn)
+
+    def _merge_values(self, a, b):
+        return tuple(x + y for x, y in zip(a, b))
+
+    def _output(self, value):
+        if self._mode == "sums":
+            return value
+        ta, tb, drawn = value
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(drawn > 0, drawn.astype(np.float64), 1.0)
+            da = np.where(drawn > 0, ta.astype(np.float64) / w, np.nan)
+            db = np.where(drawn > 0, tb.astype(np.float64) / w, np.nan)
+        return da, db
+
+
+# --------------------------------------------------------------------------
+# the public classes: made on first use, subclasses of beam.CombineFn
+# --------------------------------------------------------------------------
+
+_BASES = {"StateCombineFn": _StateCombine, "PairedBootstrapCombineFn": _PairedBootstrapCombine}
+
+
+@functools.lru_cache(maxsize=None)
+def _combine_fn_class(name: str) -> type:
+    """``name`` as a subclass of ``beam.CombineFn`` (imports Apache Beam)."""
+    try:
+        import apache_beam as beam
+    except ImportError as e:                      # pragma: no cover - depends on the install
+        raise ImportError(f"calipers.beam.{name} needs Apache Beam: "
+                          "pip install calipers[beam]") from e
+    base = _BASES[name]
+    return type(name, (base, beam.CombineFn),
+                {"__module__": __name__, "__qualname__": name, "__doc__": base.__doc__})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BASES:
+        return _combine_fn_class(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_BASES))
