@@ -99,6 +99,7 @@ from .retrieval._measures import (
 from . import retrieval
 from ._streaming.states import CalibrationState, ConfusionState, NLLState, ProbabilityLossState
 from ._streaming.histogram import (
+    MulticlassROCHistogramState, MulticlassROCSummary,
     QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
     ranking_batch_metrics)
 from ._bootstrap.resample import bootstrap_counts
@@ -229,6 +230,8 @@ __all__ = [
     "QueryMeanSummary",
     "RankingBatch",
     "ROCHistogramState",
+    "MulticlassROCHistogramState",
+    "MulticlassROCSummary",
     "ROCHistogramSummary",
     "ranking_batch_metrics",
 ]

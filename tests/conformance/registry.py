@@ -794,6 +794,9 @@ EXEMPT = {
     "MeanState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
     "RegressionState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
     "TopKAccuracyState": "streaming state class: STATE_ENTRIES below, and test_states_rich.py",
+    "MulticlassROCHistogramState": "streaming state class: STATE_ENTRIES below, and "
+                                   "test_multiclass_state.py",
+    "MulticlassROCSummary": "result type (of MulticlassROCHistogramState.compute)",
     "MeanSummary": "result type (of MeanState.compute)",
     "RegressionSummary": "result type (of RegressionState.compute)",
     "CalibrationSizeWarning": "warning class",
@@ -1015,6 +1018,11 @@ def _sg_topk(rng, n, c=4):
     return {"y": rng.integers(0, c, n), "s": rng.integers(0, 3, (n, c)) / 4}   # ties
 
 
+def _ovr(c, k=4):
+    # one-vs-rest AUC of each class by the binary one-shot function
+    return [calipers.roc_auc_score((c["y"] == j).astype(int), c["s"][:, j]) for j in range(k)]
+
+
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -1104,6 +1112,16 @@ STATE_ENTRIES += [
                lambda st: [st.compute().mean, st.compute().total, st.count],
                lambda c: [float(np.mean(c["v"])), float(np.sum(c["v"])), len(c["v"])],
                exact=(2,)),
+    StateEntry("MulticlassROCHistogramState",
+               lambda xp: calipers.MulticlassROCHistogramState.init(4, xp=xp),
+               _sg_topk, {"y": 11, "s": np.nan},
+               lambda st, c, m: st.update(c["y"], c["s"], mask=m),
+               lambda st: [st.compute().roc_auc, st.compute("weighted").roc_auc,
+                           st.neg.sum(), st.pos.sum()],
+               lambda c: [float(np.mean(_ovr(c))),
+                          float(np.average(_ovr(c), weights=np.bincount(c["y"], minlength=4))),
+                          3 * len(c["y"]), len(c["y"])],
+               exact=(2, 3)),
     StateEntry("TopKAccuracyState", lambda xp: calipers.TopKAccuracyState.init(4, xp=xp),
                _sg_topk, {"y": 11, "s": np.nan},
                lambda st, c, m: st.update(c["y"], c["s"], mask=m),
