@@ -761,7 +761,7 @@ def specificity_score(y_true, y_pred, *, labels=None, pos_label=1, average="bina
 
 for _fn in (precision_recall_fscore_support, precision_score, recall_score, fbeta_score,
             f1_score, specificity_score):
-    _fn.__doc__ += _COMMON_DOC + """
+    _fn.__doc__ = (_fn.__doc__ or "") + _COMMON_DOC + """
     Differences from scikit-learn: default ``zero_division="nan"`` (scikit-learn
     ``"warn"``: 0 with a warning, still available, with scikit-learn's
     warning text); text labels only eagerly (under ``jit`` labels are numbers);

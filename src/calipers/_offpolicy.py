@@ -247,7 +247,7 @@ _ARGS_DOC = """
 
 
 def _doc(f):
-    f.__doc__ = f.__doc__.replace("    {args}", _ARGS_DOC.strip("\n"))
+    f.__doc__ = (f.__doc__ or "").replace("    {args}", _ARGS_DOC.strip("\n"))
     return f
 
 

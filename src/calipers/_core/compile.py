@@ -38,6 +38,7 @@ import functools
 import inspect
 import sys
 import threading
+from typing import Any, Callable, TypeVar, overload
 from collections import OrderedDict
 
 import numpy as np
@@ -145,6 +146,19 @@ def _thaw(v):
 # --------------------------------------------------------------------------
 # the decorator
 # --------------------------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def compiled(fn: _F) -> _F: ...
+
+
+@overload
+def compiled(fn: None = None, *, rows: tuple[str, ...] = (), weight: str | None = None,
+             nan_ok: bool = False, rerun: Callable[..., Any] | None = None,
+             prepare: Callable[..., Any] | None = None) -> Callable[[_F], _F]: ...
+
 
 def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None):
     """Decorator: the compile policy for a public function (see the module docstring).

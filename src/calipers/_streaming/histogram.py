@@ -292,7 +292,7 @@ class ROCHistogramState(NamedTuple):
 
 
     @classmethod
-    def init(cls, bits=16, *, score_dtype="float32", weighted=False, xp=None):
+    def init(cls, bits=16, *, score_dtype="float32", weighted=False, xp=None) -> ROCHistogramState:
         """An empty state with ``2**bits`` bins.
 
         Parameters
@@ -346,7 +346,7 @@ class ROCHistogramState(NamedTuple):
             return (xp.sum(self.neg), xp.sum(self.pos))
         return ()
 
-    def update(self, y_true, y_score, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_score, *, mask=None, sample_weight=None) -> ROCHistogramState:
         """Add a batch: labels ``y_true`` (n,) in {0, 1} (or bool), scores ``y_score`` (n,).
 
         ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
@@ -559,7 +559,7 @@ class MulticlassROCHistogramState(NamedTuple):
     invalid: Any
 
     @classmethod
-    def init(cls, num_classes, bits=16, *, score_dtype="float32", weighted=False, xp=None):
+    def init(cls, num_classes, bits=16, *, score_dtype="float32", weighted=False, xp=None) -> MulticlassROCHistogramState:
         """An empty state of ``num_classes`` (>= 2) stacked ``2**bits``-bin histograms.
 
         ``bits``, ``score_dtype`` and ``weighted`` as :meth:`ROCHistogramState.init`.
@@ -588,7 +588,7 @@ class MulticlassROCHistogramState(NamedTuple):
             return (xp.sum(self.neg[0]), xp.sum(self.pos[0]))
         return ()
 
-    def update(self, y_true, y_score, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_score, *, mask=None, sample_weight=None) -> MulticlassROCHistogramState:
         """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C)."""
         xp = _state_xp(self)
         y_true, y_score, sample_weight, mask = _to(xp, y_true, y_score, sample_weight, mask)
@@ -888,7 +888,7 @@ class QueryMeanState(NamedTuple):
     invalid: Any
 
     @classmethod
-    def init(cls, num_metrics=3, *, xp=None):
+    def init(cls, num_metrics=3, *, xp=None) -> QueryMeanState:
         """An empty state; ``num_metrics=3`` holds a :class:`RankingBatch`."""
         if isinstance(num_metrics, bool) or not isinstance(num_metrics, (int, np.integer)) \
                 or num_metrics < 1:
@@ -902,7 +902,7 @@ class QueryMeanState(NamedTuple):
     def _count_totals(self):
         return (self.count, self.n_undefined)
 
-    def update(self, values, *, mask=None, invalid=None):
+    def update(self, values, *, mask=None, invalid=None) -> QueryMeanState:
         """Add per-query values: a :class:`RankingBatch`, ``m`` arrays (Q,), or (m, Q).
 
         With one metric a (Q,) array is accepted. ``mask`` (Q,), boolean or

@@ -90,8 +90,8 @@ from .base import (  # noqa: E402  (the shared protocol helpers, under their old
 # --------------------------------------------------------------------------
 
 class ConfusionSummary(NamedTuple):
-    confusion_matrix: object  #: (K, K) counts, rows true class, columns predicted
-    accuracy: object          #: trace / total; NaN when empty or invalid
+    confusion_matrix: Any  #: (K, K) counts, rows true class, columns predicted
+    accuracy: Any          #: trace / total; NaN when empty or invalid
 
 
 class ConfusionMetrics(NamedTuple):
@@ -105,15 +105,15 @@ class ConfusionMetrics(NamedTuple):
     and :func:`calipers.cohen_kappa_score` (those four take no ``average``).
     """
 
-    precision: object
-    recall: object
-    fbeta: object
-    specificity: object
-    support: object            #: (L,) true count per class with ``average=None``, else None
-    accuracy: object
-    balanced_accuracy: object
-    matthews_corrcoef: object
-    cohen_kappa: object
+    precision: Any
+    recall: Any
+    fbeta: Any
+    specificity: Any
+    support: Any            #: (L,) true count per class with ``average=None``, else None
+    accuracy: Any
+    balanced_accuracy: Any
+    matthews_corrcoef: Any
+    cohen_kappa: Any
 
 
 @streaming_state(takes=("labels", "preds"))
@@ -128,11 +128,11 @@ class ConfusionState(NamedTuple):
     (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
-    counts: object
-    invalid: object
+    counts: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, num_classes, *, xp=None, weighted=False):
+    def init(cls, num_classes, *, xp=None, weighted=False) -> ConfusionState:
         """An empty state for labels ``0 .. num_classes - 1``."""
         if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
                 or num_classes < 2:
@@ -148,7 +148,7 @@ class ConfusionState(NamedTuple):
         return ()
 
     @compiled
-    def update(self, y_true, y_pred, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_pred, *, mask=None, sample_weight=None) -> ConfusionState:
         """Add a batch of integer labels ``y_true`` and predictions ``y_pred`` (n,).
 
         ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
@@ -189,7 +189,7 @@ class ConfusionState(NamedTuple):
                                           xp.astype(invalid, self.invalid.dtype)))
 
     @compiled
-    def compute(self):
+    def compute(self) -> ConfusionSummary:
         xp = _state_xp(self)
         f = B.acc_float(xp)
         c = xp.astype(self.counts, f)
@@ -312,13 +312,13 @@ class CalibrationState(NamedTuple):
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
-    weight: object
-    conf_sum: object
-    outcome_sum: object
-    invalid: object
+    weight: Any
+    conf_sum: Any
+    outcome_sum: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, n_bins=15, *, num_classes=None, xp=None, weighted=False, from_logits=False):
+    def init(cls, n_bins=15, *, num_classes=None, xp=None, weighted=False, from_logits=False) -> CalibrationState:
         """An empty state; ``num_classes`` only for ``mode="classwise"`` updates.
 
         ``from_logits=True``: ``update`` takes logits, binned as
@@ -347,7 +347,7 @@ class CalibrationState(NamedTuple):
         return ()
 
     @compiled
-    def update(self, y_true, y_prob, *, mask=None, sample_weight=None, mode=None):
+    def update(self, y_true, y_prob, *, mask=None, sample_weight=None, mode=None) -> CalibrationState:
         """Add a batch; arguments as :func:`calipers.expected_calibration_error`.
 
         ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
@@ -455,9 +455,9 @@ class _LogitCalibrationState(CalibrationState):
 # --------------------------------------------------------------------------
 
 class NLLSummary(NamedTuple):
-    perplexity: object     #: exp(NLL / tokens)
-    nll_per_token: object  #: mean NLL in nats
-    bits_per_byte: object  #: NLL / (ln 2 * bytes); NaN when no bytes were counted
+    perplexity: Any     #: exp(NLL / tokens)
+    nll_per_token: Any  #: mean NLL in nats
+    bits_per_byte: Any  #: NLL / (ln 2 * bytes); NaN when no bytes were counted
 
 
 @streaming_state(takes=("token_logprobs", "num_bytes"))
@@ -471,13 +471,13 @@ class NLLState(NamedTuple):
     (``compute`` NaN).
     """
 
-    nll: object
-    tokens: object
-    bytes: object
-    invalid: object
+    nll: Any
+    tokens: Any
+    bytes: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, *, xp=None):
+    def init(cls, *, xp=None) -> NLLState:
         xp = _namespace(xp)
         i = B.acc_int(xp)
         return cls(xp.zeros((), dtype=B.acc_float(xp)), xp.zeros((), dtype=i),
@@ -486,7 +486,7 @@ class NLLState(NamedTuple):
     def _count_totals(self):
         return (self.tokens, self.bytes)
 
-    def update(self, token_logprobs, *, mask=None, num_bytes=0):
+    def update(self, token_logprobs, *, mask=None, num_bytes=0) -> NLLState:
         """Add token log-likelihoods (as :func:`calipers.perplexity`) and their text's bytes.
 
         ``mask`` (the shape of ``token_logprobs``), boolean or 0/1: False / 0
@@ -515,7 +515,7 @@ class NLLState(NamedTuple):
         return merge(self, add)
 
     @compiled
-    def compute(self):
+    def compute(self) -> NLLSummary:
         xp = _state_xp(self)
         f = B.acc_float(xp)
         tok = xp.astype(self.tokens, f)
@@ -546,8 +546,8 @@ class NLLState(NamedTuple):
 # --------------------------------------------------------------------------
 
 class ProbabilityLossSummary(NamedTuple):
-    log_loss: object
-    brier: object
+    log_loss: Any
+    brier: Any
 
 
 @streaming_state(takes=("labels", "probs"))
@@ -565,13 +565,13 @@ class ProbabilityLossState(NamedTuple):
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
     """
 
-    log_loss_sum: object
-    brier_sum: object
-    weight: object
-    invalid: object
+    log_loss_sum: Any
+    brier_sum: Any
+    weight: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, *, xp=None, weighted=False, from_logits=False):
+    def init(cls, *, xp=None, weighted=False, from_logits=False) -> ProbabilityLossState:
         """An empty state. ``from_logits=True``: ``update`` takes logits (as
         :func:`calipers.log_loss` with ``from_logits=True``: log-sigmoid /
         log-softmax, nothing clipped); such a state is a subclass and merges
@@ -593,7 +593,7 @@ class ProbabilityLossState(NamedTuple):
         return (self.weight,) if _integral(self.weight) else ()
 
     @compiled
-    def update(self, y_true, y_prob, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_prob, *, mask=None, sample_weight=None) -> ProbabilityLossState:
         """Add a batch; arguments as :func:`calipers.log_loss`.
 
         ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row, which
@@ -655,7 +655,7 @@ class ProbabilityLossState(NamedTuple):
         return merge(self, add)
 
     @compiled
-    def compute(self):
+    def compute(self) -> ProbabilityLossSummary:
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         safe = xp.where(W > 0, W, 1.0)
@@ -726,10 +726,10 @@ def _check_weighted(weighted):
 class RegressionSummary(NamedTuple):
     """What :meth:`RegressionState.compute` returns (0-d floats)."""
 
-    mean_squared_error: object
-    root_mean_squared_error: object
-    mean_absolute_error: object
-    r2: object
+    mean_squared_error: Any
+    root_mean_squared_error: Any
+    mean_absolute_error: Any
+    r2: Any
 
 
 @streaming_state(takes=("labels", "preds"))
@@ -757,28 +757,28 @@ class RegressionState(NamedTuple):
     ``ValueError``; under ``jit`` they make ``compute`` NaN.
     """
 
-    weight: object
-    sum_y: object
-    sum_y2: object
-    sum_sq: object
-    sum_abs: object
-    invalid: object
+    weight: Any
+    sum_y: Any
+    sum_y2: Any
+    sum_sq: Any
+    sum_abs: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, *, xp=None, weighted=False):
+    def init(cls, *, xp=None, weighted=False) -> RegressionState:
         """An empty state (``weighted=True`` for real ``sample_weight``)."""
         weighted = _check_weighted(weighted)
         xp = _namespace(xp)
         f = B.acc_float(xp)
-        z = [xp.zeros((), dtype=f) for _ in range(4)]
-        return cls(xp.zeros((), dtype=f if weighted else B.acc_int(xp)), *z,
+        return cls(xp.zeros((), dtype=f if weighted else B.acc_int(xp)), xp.zeros((), dtype=f),
+                   xp.zeros((), dtype=f), xp.zeros((), dtype=f), xp.zeros((), dtype=f),
                    xp.zeros((), dtype=B.acc_int(xp)))
 
     def _count_totals(self):
         return (self.weight,) if _integral(self.weight) else ()
 
     @compiled
-    def update(self, y_true, y_pred, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_pred, *, mask=None, sample_weight=None) -> RegressionState:
         """Add a batch of targets ``y_true`` and predictions ``y_pred`` (n,), real numbers.
 
         ``mask`` (n,), boolean or 0/1: False / 0 marks a padding row.
@@ -846,9 +846,9 @@ class RegressionState(NamedTuple):
 class MeanSummary(NamedTuple):
     """What :meth:`MeanState.compute` returns."""
 
-    mean: object    #: Σ w v / Σ w; NaN with no weight
-    total: object   #: Σ w v
-    weight: object  #: Σ w (the row count for an unweighted state)
+    mean: Any    #: Σ w v / Σ w; NaN with no weight
+    total: Any   #: Σ w v
+    weight: Any  #: Σ w (the row count for an unweighted state)
     count: Any   #: rows added (unmasked), an integer
 
 
@@ -868,13 +868,13 @@ class MeanState(NamedTuple):
     ``jit`` they make ``compute`` NaN.
     """
 
-    total: object
-    weight: object
+    total: Any
+    weight: Any
     count: Any
-    invalid: object
+    invalid: Any
 
     @classmethod
-    def init(cls, *, xp=None, weighted=False):
+    def init(cls, *, xp=None, weighted=False) -> MeanState:
         """An empty state (``weighted=True`` for ``sample_weight``)."""
         weighted = _check_weighted(weighted)
         xp = _namespace(xp)
@@ -886,7 +886,7 @@ class MeanState(NamedTuple):
         return (self.count, self.weight) if _integral(self.weight) else (self.count,)
 
     @compiled
-    def update(self, values, *, mask=None, sample_weight=None):
+    def update(self, values, *, mask=None, sample_weight=None) -> MeanState:
         """Add values (n,), real numbers; ``mask`` and ``sample_weight`` (n,) as the other states."""
         xp = _state_xp(self)
         values, sample_weight, mask = _to(xp, values, sample_weight, mask)
@@ -952,11 +952,11 @@ class TopKAccuracyState(NamedTuple):
     NaN.
     """
 
-    rank_counts: object
-    invalid: object
+    rank_counts: Any
+    invalid: Any
 
     @classmethod
-    def init(cls, num_classes, *, xp=None, weighted=False):
+    def init(cls, num_classes, *, xp=None, weighted=False) -> TopKAccuracyState:
         """An empty state for ``num_classes`` columns (>= 2)."""
         num_classes = V.positive_int(num_classes, "num_classes", 2)
         weighted = _check_weighted(weighted)
@@ -968,7 +968,7 @@ class TopKAccuracyState(NamedTuple):
         return (_state_xp(self).sum(self.rank_counts),) if _integral(self.rank_counts) else ()
 
     @compiled
-    def update(self, y_true, y_score, *, mask=None, sample_weight=None):
+    def update(self, y_true, y_score, *, mask=None, sample_weight=None) -> TopKAccuracyState:
         """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C)."""
         xp = _state_xp(self)
         y_true, y_score, sample_weight, mask = _to(xp, y_true, y_score, sample_weight, mask)
