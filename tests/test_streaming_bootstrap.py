@@ -7,6 +7,7 @@ histogram key; NumPy eager against JAX ``jit``, ``psum`` over a mapped axis agai
 ``merge``.
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -188,3 +189,36 @@ def test_interval_under_jit_from_the_state():
     got = interval(jst, jnp.asarray(est))
     ref = bootstrap_interval(d, est, method="basic")
     assert abs(float(got.low) - ref.low) < 1e-14 and abs(float(got.high) - ref.high) < 1e-14
+
+
+def test_compute_on_a_state_replicated_over_an_explicit_mesh():
+    """compute() on a state whose fields are replicated over a 4-device (Explicit) mesh:
+    the NaN fills keep the values' placement (before: a rank-1 sharding put on a 0-d NaN
+    failed); equal to the unsharded state's replicates."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        import calipers
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        mesh = jax.make_mesh((4,), ("data",))
+        for metric in ("accuracy", "roc_auc", "log_loss"):
+            st = calipers.PairedBootstrapState.init(metric, 20, seed=0, xp=jnp)
+            g = np.random.default_rng(0)
+            y = g.integers(0, 2, 64)
+            a, b = (g.random(64), g.random(64)) if metric != "accuracy" else (y, 1 - y)
+            st = st.update(jnp.asarray(y), jnp.asarray(a), jnp.asarray(b),
+                           row_ids=jnp.arange(64))
+            rep = jax.device_put(st, NamedSharding(mesh, P()))
+            for u, v in zip(rep.compute(), st.compute()):
+                np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+        print("ok")
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]

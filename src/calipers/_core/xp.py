@@ -558,9 +558,12 @@ def warn_undefined(message: str) -> None:
 
 
 def nan_if(invalid, value, xp):
-    """``value`` where ``invalid`` is False, NaN otherwise (jit-safe)."""
-    nan = xp.asarray(math.nan, dtype=value.dtype, device=device(value))
-    return xp.where(invalid, nan, value)
+    """``value`` where ``invalid`` is False, NaN otherwise (jit-safe).
+
+    The NaN is ``full_like(value)``, which keeps the value's placement: a 0-d NaN
+    put on the device of a value sharded over a mesh would carry a rank-1
+    sharding and fail."""
+    return xp.where(invalid, xp.full_like(value, math.nan), value)
 
 
 def is_concrete_nan(x, xp) -> bool:

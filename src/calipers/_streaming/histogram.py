@@ -667,10 +667,7 @@ class MulticlassROCHistogramState(NamedTuple):
                            sample_weight=out.get("sample_weight"), **options)
 
 
-def _nan_if(cond, value, xp):
-    """``value`` where ``cond`` is False, else NaN. ``full_like`` keeps the value's
-    sharding: a 0-d NaN placed on a rank-1 value's sharding fails on a mesh."""
-    return xp.where(cond, xp.full_like(value, math.nan), value)
+_nan_if = B.nan_if
 
 
 def _count(ids, m, dtype, xp):
