@@ -11,6 +11,17 @@ import numpy as np
 import calipers
 
 
+def add_bootstrap_arguments(p):
+    """The bootstrap options every subcommand shares; returns their argument group."""
+    g = p.add_argument_group("bootstrap")
+    g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
+                   help="bootstrap replicates (default 1000)")
+    g.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
+                   help="of every interval (default 0.95)")
+    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    return g
+
+
 def _adjust(out) -> None:
     """Holm-adjusted bootstrap p-values over every comparison the report prints.
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 import calipers
-from ._common import _fmt, warning_line
+from ._common import _fmt, add_bootstrap_arguments, warning_line
 from ._errors import InputError
 from ._io import Table
 
@@ -61,12 +61,7 @@ def add_parser(sub):
                    "COL (a prompt, a user, a round) and keep their battles")
     g.add_argument("--sep", metavar="CHAR", help="field separator of a text file (default: tab "
                    "for .tsv files, else comma; '\\t' or 'tab' for a tab)")
-    g = p.add_argument_group("bootstrap")
-    g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
-                   help="bootstrap replicates (default 1000)")
-    g.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
-                   help="of every interval (default 0.95)")
-    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(p)
     g = p.add_argument_group("output")
     g.add_argument("--format", choices=["text", "json", "markdown"], default="text",
                    help="a text table (default), JSON with every number, or a Markdown table")

@@ -34,8 +34,8 @@ import numpy as np
 
 import calipers
 from ._common import (_DESIGN_WARNINGS, _adjust, _comparison_entry, _fmt, _num, _p, _p_is,
-                      _quiet, _run, difference_entry, progress_bar, render_comparisons,
-                      warning_line)
+                      _quiet, _run, add_bootstrap_arguments, difference_entry, progress_bar,
+                      render_comparisons, warning_line)
 from . import _beyond
 from ._errors import InputError
 from ._io import Table, match_columns, read_predictions
@@ -92,12 +92,7 @@ def add_parser(sub):
     g.add_argument("--sep", metavar="CHAR", help="field separator of a text file (default: tab "
                    "for .tsv files, else comma; '\\t' or 'tab' for a tab)")
     _beyond.add_arguments(p)
-    g = p.add_argument_group("bootstrap")
-    g.add_argument("--n-resamples", type=int, default=1000, metavar="B",
-                   help="bootstrap replicates (default 1000)")
-    g.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
-                   help="of every interval (default 0.95)")
-    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    g = add_bootstrap_arguments(p)
     g.add_argument("--no-stratify", dest="stratify", action="store_false",
                    help="plain resampling for AUC/AP (default: positives and negatives resampled "
                    "separately, so no replicate lacks a class)")
