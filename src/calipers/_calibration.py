@@ -69,6 +69,14 @@ class _Cal(NamedTuple):
 
 def check_class_index(name, y, K, xp):
     """Labels as class indices ``0 .. K-1`` (the columns of ``y_prob``): ``(index, invalid)``."""
+    if B.is_numpy(xp) and y.dtype.kind in "OSU":
+        flat = y.reshape(-1).tolist()
+        i = next((j for j, v in enumerate(flat)
+                  if not isinstance(v, (int, float, np.integer, np.floating, np.bool_))), None)
+        if i is not None:
+            raise ValueError(f"{name} must hold class indices 0 .. {K - 1} (the columns of "
+                             f"y_prob); element {i} is {flat[i]!r}")
+        y = np.asarray(flat, dtype=np.float64).reshape(y.shape)
     if xp.isdtype(y.dtype, "bool"):
         y = xp.astype(y, B.acc_int(xp))
     bad = (y < 0) | (y >= K)

@@ -70,12 +70,6 @@ CHECKS = {
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("fit_temperature", "none_label/numpy"): "the class-index check compares the object "
-        "array with 0 and raises NumPy's bare TypeError (_calibration.check_class_index)",
-    ("sprt", "none_label/numpy"): "its 0/1 outcome check formats the bad element with .item(), "
-        "an AttributeError on None (_comparison.sprt)",
-    ("mcnemar_table", "none_label/numpy"): "None is compared as a label and counted as a "
-        "disagreement, silently (_comparison.mcnemar_table)",
 }
 
 

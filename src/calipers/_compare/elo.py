@@ -345,13 +345,13 @@ class GameCountsState(NamedTuple):
                 i = int(np.argmax(bad_x))
                 allowed = "0, 0.5, 1" if m == 3 else "0, 0.5, 1, 1.5, 2"
                 raise ValueError(f"scores must be {allowed}; element {i} is "
-                                 f"{np.asarray(B.to_numpy(x))[i].item()!r}")
+                                 f"{B.show(np.asarray(B.to_numpy(x))[i])}")
             bad_w = np.asarray(B.to_numpy(keep & ~w_ok), dtype=bool)
             if bad_w.any():
                 i = int(np.argmax(bad_w))
                 raise ValueError("sample_weight must hold non-negative integer repetition "
                                  f"counts; element {i} is "
-                                 f"{np.asarray(B.to_numpy(w)).reshape(-1)[i].item()!r}")
+                                 f"{B.show(np.asarray(B.to_numpy(w)).reshape(-1)[i])}")
             limit = int(np.iinfo(np.asarray(B.to_numpy(self.counts)).dtype).max)
             adding = float(np.sum(np.asarray(B.to_numpy(xp.where(keep, wf, xp.zeros_like(wf))))))
             if int(np.asarray(B.to_numpy(self.counts)).sum()) + adding > limit:

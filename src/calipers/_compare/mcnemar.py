@@ -43,6 +43,9 @@ def mcnemar_table(y_true, y_pred_a, y_pred_b):
     B.check_1d("y_pred_b", b)
     B.check_same_length(y_true=y, y_pred_a=a, y_pred_b=b)
     B.check_nonempty("y_true", y)
+    for name, arr in (("y_true", y), ("y_pred_a", a), ("y_pred_b", b)):
+        if B.is_numpy(xp) and arr.dtype.kind == "O":
+            V.unique_labels(arr, name)      # None (or two kinds of label): named, never counted
     ra = np.asarray(B.to_numpy(a == y), dtype=bool)
     rb = np.asarray(B.to_numpy(b == y), dtype=bool)
     return np.array([[np.sum(ra & rb), np.sum(ra & ~rb)],

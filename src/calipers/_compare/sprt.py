@@ -110,7 +110,7 @@ def sprt(outcomes, *, p0: float = 0.5, p1: float | None = None, alpha: float = 0
     xn = np.asarray(B.to_numpy(x))
     if xn.dtype != bool and not np.all((xn == 0) | (xn == 1)):
         i = int(np.argmax(~((xn == 0) | (xn == 1))))
-        raise ValueError(f"outcomes must be 0/1 (or booleans); element {i} is {xn[i].item()!r}")
+        raise ValueError(f"outcomes must be 0/1 (or booleans); element {i} is {B.show(xn[i])}")
     xn = xn.astype(np.float64)
     up, dn = math.log(p1 / p0), math.log((1 - p1) / (1 - p0))
     llr = np.cumsum(xn * up + (1 - xn) * dn)
