@@ -830,11 +830,7 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
 # benchmarks/scaling.py) sorts them. When it does not fit (magnitudes spanning
 # more than about 2**511, e.g. exact zeros beside values of 1.5 and more) the
 # callers take the classes-apart path. -0.0 is turned into 0.0 first, so the two
-# still tie. Exact zeros beside other magnitudes (scores rounded to a grid, ReLU
-# outputs) would span the whole exponent range below the smallest non-zero
-# magnitude mnz; that gap is closed too: magnitude 0 keeps key 0 and every other
-# magnitude m becomes m - (mnz - 1) (``zero_gap``), still exact and injective.
-# The passes over the data run in cache-sized chunks.
+# still tie. The passes over the data run in cache-sized chunks.
 
 _CHUNK = 1 << 16
 _MAG = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -847,16 +843,10 @@ class Packed(NamedTuple):
     kmin: int       # the smallest key (before the shift)
     P: int          # positives
     n: int
-    zero_gap: bool = False  # magnitude 0 kept at 0, the gap below the smallest other removed
 
 
-def packed_sort(y01, s, *, zero_gap: bool = True):
-    """NumPy, unweighted: the packed keys of 1-D float scores, sorted; None where it does not fit.
-
-    ``zero_gap=False`` leaves scores with exact zeros beside magnitudes of 1.5 and more
-    to the callers' other path (the curves, whose classes-apart path is the faster one
-    on such heavily tied grids).
-    """
+def packed_sort(y01, s):
+    """NumPy, unweighted: the packed keys of 1-D float scores, sorted; None where it does not fit."""
     if s.dtype.kind != "f" or s.ndim != 1 or s.shape[0] == 0:
         return None
     s = np.ascontiguousarray(s, dtype=np.float64)      # float16 / float32: exact
@@ -870,17 +860,9 @@ def packed_sort(y01, s, *, zero_gap: bool = True):
     mmax_neg = umax - 2**63 if any_neg else None
     mmin_pos = umin if any_pos else None
     mmax_pos = smax if any_pos else None
-    closed = False
     mmin = min(v for v in (mmin_neg, mmin_pos) if v is not None)
     kmin = -(mmax_neg - mmin) - 1 if any_neg else mmin_pos - mmin
     kmax = mmax_pos - mmin if any_pos else -(mmin_neg - mmin) - 1
-    top = mmax_pos if mmax_pos is not None else 0       # mmin == 0 means +0.0 is present
-    if zero_gap and kmax - kmin > _SPAN and mmin == 0 and (any_neg or top > 0):
-        # exact zeros beside other magnitudes: close the gap below the smallest other
-        mnz = _smallest_nonzero_magnitude(b, mmin_neg)
-        closed, mmin = True, mnz - 1
-        kmin = -(mmax_neg - mmin) - 1 if any_neg else 0
-        kmax = top - mmin if top > 0 else 0
     if kmax - kmin > _SPAN:
         return None
     n = s.shape[0]
@@ -897,37 +879,14 @@ def packed_sort(y01, s, *, zero_gap: bool = True):
             np.right_shift(bc, 63, out=gc)             # 0 or -1
             np.bitwise_and(bc, _MAG, out=oc)           # magnitude bits m
             oc -= m_
-            if closed:                                 # +0.0: magnitude key 0
-                np.maximum(oc, 0, out=oc)
             np.bitwise_xor(oc, gc, out=oc)             # m - mmin, or -1 - (m - mmin)
             oc -= k_
-        elif closed:                                 # no negatives, zeros kept at 0
-            np.subtract(bc, m_, out=oc)
-            np.maximum(oc, 0, out=oc)
         else:                                          # no negatives: the bits are m
             np.subtract(bc, m_ + k_, out=oc)
         np.left_shift(oc, 1, out=oc)
         np.bitwise_or(oc, y[a:e], out=oc)
     out.view(np.float64).sort()                        # the one sort (non-negative finite floats)
-    return Packed(out, mmin, kmin, int(np.count_nonzero(y)), n, closed)
-
-
-def _smallest_nonzero_magnitude(b, mmin_neg):
-    """Smallest magnitude bits among the non-zero scores (``b``: their int64 bits, no -0.0)."""
-    # as uint64, bits - 1 wraps 0.0 to the top and leaves the negatives above 2**63 - 1:
-    # the minimum is the smallest positive non-zero magnitude minus one
-    u = b.view(np.uint64)
-    buf = np.empty(min(b.shape[0], 4 * _CHUNK), dtype=np.uint64)
-    low = []
-    for a in range(0, b.shape[0], 4 * _CHUNK):
-        uc = u[a:a + 4 * _CHUNK]
-        bc = buf[:uc.shape[0]]
-        np.subtract(uc, np.uint64(1), out=bc)
-        low.append(int(bc.min()))
-    best = min(low) + 1
-    if best > int(_MAG):                               # no positive non-zero score
-        best = int(_MAG)
-    return min(best, mmin_neg) if mmin_neg is not None else best
+    return Packed(out, mmin, kmin, int(np.count_nonzero(y)), n)
 
 
 def _bit_extremes(s):
@@ -948,10 +907,7 @@ def _unpack(keys, pk: Packed):
     """Scores (float64) of packed keys: the inverse of :func:`packed_sort`'s map, exact."""
     k = (keys >> 1) + np.int64(pk.kmin)
     sg = k >> 63
-    mk = k ^ sg
-    m = mk + np.int64(pk.mmin)
-    if pk.zero_gap:
-        m = np.where(mk == 0, np.int64(0), m)
+    m = (k ^ sg) + np.int64(pk.mmin)
     return (m | (sg << 63)).view(np.float64)
 
 

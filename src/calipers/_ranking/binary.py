@@ -389,7 +389,7 @@ def _curve_points_numpy_unweighted(y, s):
     (:func:`calipers._kernels.rankstats.packed_sort`), the points read at the
     tie-group starts in one chunked pass. Otherwise two keys-only sorts.
     """
-    pk = R.packed_sort(y, s, zero_gap=False)
+    pk = R.packed_sort(y, s)
     if pk is not None:
         u, tp, fp = R.packed_curve_points(pk)
         f = np.float64
@@ -518,7 +518,7 @@ def _roc_vertices_numpy(d: _Binary):
     """
     if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
         return None
-    pk = R.packed_sort(d.y, d.s, zero_gap=False)
+    pk = R.packed_sort(d.y, d.s)
     if pk is None or pk.P == 0 or pk.P == pk.n:
         return None
     v = R.packed_roc_vertices(pk)
