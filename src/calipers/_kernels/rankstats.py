@@ -852,6 +852,10 @@ def packed_sort(y01, s):
     s = np.ascontiguousarray(s, dtype=np.float64)      # float16 / float32: exact
     smin, smax, umin, umax = _bit_extremes(s)
     if smin == -(2**63):                               # -0.0 present: make it tie with 0.0
+        # a zero beside the largest magnitude already spans more than the packed keys
+        # hold: the callers' other path, without copying the scores first
+        if max(umax - 2**63, smax) > _SPAN:
+            return None
         s = s + 0.0
         smin, smax, umin, umax = _bit_extremes(s)
     b = s.view(np.int64)
