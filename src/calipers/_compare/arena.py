@@ -279,6 +279,14 @@ def _components(adj):
 def _strongly_connected(beat):
     """Is the directed graph ``beat[i, j]`` (i beat or tied j) strongly connected?"""
     K = beat.shape[0]
+    # a model with an edge to and from every other model joins them all (the common
+    # case of a dense tournament): no search needed
+    both = beat & beat.T
+    hub = int(np.argmax(both.sum(axis=1)))
+    others = np.ones(K, bool)
+    others[hub] = False
+    if both[hub, others].all():
+        return True
     for g in (beat, beat.T):
         reach = np.zeros(K, bool)
         reach[0] = True
@@ -362,21 +370,35 @@ def _loglik(theta, eta, W, T, davidson, m=None):
     return float(ll) if m is None else ll
 
 
-def _grad_hess(theta, eta, W, T, davidson, prior, m=np):
+def _grad_hess(theta, eta, W, T, davidson, prior, m=np, pre=None):
     """Gradient and Hessian of the penalised log-likelihood in (theta[, eta]).
 
     ``m``: ``numpy`` or ``jax.numpy`` (the same formulas eagerly and under ``jit``).
+    ``pre``: ``(W + T/2, its sum with its transpose, its row sums)`` when the caller
+    holds them (they do not change between Newton steps).
     """
     K = theta.shape[0]
     S = theta[:, None] - theta[None, :]
-    center = m.eye(K, dtype=theta.dtype) - 1.0 / K
+    center = m.eye(K, dtype=theta.dtype) - 1.0 / K if prior is not None else None
     if not davidson:
-        Wh = W + T / 2
-        N = Wh + Wh.T
-        p = 0.5 * (1 + m.tanh(S / 2))            # sigmoid(S), stable
-        g = (Wh - N * p).sum(axis=1)
-        C = N * p * p.T
-        H = C - m.diag(C.sum(axis=1))
+        if pre is None:
+            Wh = W + T / 2
+            N = Wh + Wh.T
+        else:
+            Wh, N, rows = pre
+        if m is np:                              # the same formulas with fewer temporaries
+            p = np.tanh(S / 2)
+            p += 1
+            p *= 0.5                             # sigmoid(S), stable
+            g = (Wh.sum(axis=1) if pre is None else rows) - (N * p).sum(axis=1)
+            H = N * p
+            H *= p.T
+            H[np.diag_indices(K)] -= H.sum(axis=1)
+        else:
+            p = 0.5 * (1 + m.tanh(S / 2))
+            g = (Wh - N * p).sum(axis=1)
+            C = N * p * p.T
+            H = C - m.diag(C.sum(axis=1))
         if prior is not None:
             g = g - prior * (center @ theta)
             H = H - prior * center
@@ -404,26 +426,47 @@ def _objective(theta, eta, W, T, davidson, prior):
     return _loglik(theta, eta, W, T, davidson) - 0.5 * prior * float(c @ c)
 
 
-def _newton(W, T, davidson, prior, theta0, eta0, max_iter, tol):
+def _newton(W, T, davidson, prior, theta0, eta0, max_iter, tol, f0=None):
     """Maximise the (penalised) log-likelihood; theta centred at mean 0.
 
     The Hessian is singular along the all-ones direction (a common shift of
     the strengths changes nothing): the step solves ``(-H + 11'/K) d = g``,
-    which keeps ``d`` orthogonal to the ones (``g`` is). Step halving keeps the
-    objective increasing (it is concave), so the iteration cannot diverge.
+    which keeps ``d`` orthogonal to the ones (``g`` is). A full step is kept
+    when the gradient at its end still points along it (``g_new . d >= 0``):
+    the objective is concave, so it then increased all along the step, and the
+    gradient and Hessian just computed serve the next step. Otherwise step
+    halving on the objective keeps it increasing, so the iteration cannot
+    diverge. It stops when a step moves no strength by ``tol`` or more.
+    ``f0``: the objective at ``theta0`` when the caller has it.
     """
     K = W.shape[0]
     theta = theta0 - theta0.mean()
     eta = float(eta0)
-    f = _objective(theta, eta, W, T, davidson, prior)
+    f = f0
+    pr = prior or None
     J = np.zeros((K + davidson, K + davidson))
     J[:K, :K] = 1.0 / K
+    pre = None
+    if not davidson:
+        Wh = W + T / 2
+        pre = (Wh, Wh + Wh.T, Wh.sum(axis=1))
+    g, H = _grad_hess(theta, eta, W, T, davidson, pr, pre=pre)
     for it in range(1, max_iter + 1):
-        g, H = _grad_hess(theta, eta, W, T, davidson, prior or None)
         try:
             d = np.linalg.solve(J - H, g)
         except np.linalg.LinAlgError:
             return theta, eta, False, it
+        t_new = theta + d[:K]
+        t_new -= t_new.mean()
+        e_new = eta + d[K] if davidson else eta
+        if np.max(np.abs(d)) < tol:
+            return t_new, e_new, True, it
+        g_new, H_new = _grad_hess(t_new, e_new, W, T, davidson, pr, pre=pre)
+        if float(g_new @ d) >= 0:
+            theta, eta, g, H, f = t_new, e_new, g_new, H_new, None
+            continue
+        if f is None:
+            f = _objective(theta, eta, W, T, davidson, prior)
         step = 1.0
         while True:
             t_new = theta + step * d[:K]
@@ -436,6 +479,9 @@ def _newton(W, T, davidson, prior, theta0, eta0, max_iter, tol):
         theta, eta, f = t_new, e_new, f_new
         if np.max(np.abs(step * d)) < tol:
             return theta, eta, True, it
+        # the full step kept: its gradient and Hessian are the ones just computed
+        g, H = (g_new, H_new) if step == 1.0 else _grad_hess(theta, eta, W, T, davidson, pr,
+                                                             pre=pre)
     return theta, eta, False, max_iter
 
 
@@ -869,12 +915,19 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
     draw = numpy_drawer(design, data, np.asarray(words, dtype=np.uint32))
     K = bt.K
     reps = np.full((n_resamples, K), np.nan)
+    # every replicate starts at theta0: the log-likelihood's per-pair terms there are shared,
+    # so each replicate's starting objective is one weighted sum (Bradley-Terry ties as halves)
+    c0 = theta0 - theta0.mean()
+    L0 = None if davidson else np.logaddexp(0.0, -(c0[:, None] - c0[None, :]))
+    pen0 = 0.5 * prior_used * float(c0 @ c0)
     for r in range(n_resamples):
         c = np.asarray(draw(r), dtype=np.float64)
         Wr, Tr = _counts(bt, c if row_w is None else c * row_w)
         if not _defined(Wr, Tr, davidson, prior_used):
             continue
-        theta, _, _, _ = _newton(Wr, Tr, davidson, prior_used, theta0, eta0, max_iter, tol)
+        f0 = None if L0 is None else -float(((Wr + Tr / 2) * L0).sum()) - pen0
+        theta, _, _, _ = _newton(Wr, Tr, davidson, prior_used, theta0, eta0, max_iter, tol,
+                                 f0=f0)
         reps[r] = _to_ratings(theta, bt.models, scale, anchor, anchor_rating)
     ok = ~np.isnan(reps[:, 0])
     n_undefined = int(n_resamples - ok.sum())
