@@ -29,7 +29,7 @@ resampler it uses (:mod:`calipers._compare.offpolicy`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -247,7 +247,10 @@ _ARGS_DOC = """
         (Strehl et al. 2010). Applied before ``max_weight`` when both are given."""
 
 
-def _doc(f):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _doc(f: _F) -> _F:
     f.__doc__ = (f.__doc__ or "").replace("    {args}", _ARGS_DOC.strip("\n"))
     return f
 

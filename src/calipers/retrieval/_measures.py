@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -791,7 +791,10 @@ _COMMON_DOC = """
 """
 
 
-def _common_doc(fn):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _common_doc(fn: _F) -> _F:
     """Append the shared parameter section (a ``\"\"\"...\"\"\" + X`` expression is no docstring)."""
     fn.__doc__ = (fn.__doc__ or "") + _COMMON_DOC
     return fn
