@@ -665,7 +665,8 @@ def precision_recall_fscore_support(y_true: ArrayLike, y_pred: ArrayLike, *, bet
                                     sample_weight: ArrayLike = None,
                                     zero_division: str | float = "nan",
                                     num_classes: int | None = None, ignore_index: int | None = None,
-                                    threshold: float | None = None) -> tuple[float | Array, float | Array, float | Array, Array | None]:
+                                    threshold: float | None = None
+                                    ) -> tuple[float | Array, float | Array, float | Array, Array | None]:
     """Precision, recall, F-beta and support (scikit-learn compatible).
 
     Precision ``TP/(TP+FP)``, recall ``TP/(TP+FN)``, F-beta from counts

@@ -189,7 +189,8 @@ def mean_absolute_error(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
 def mean_absolute_percentage_error(y_true: ArrayLike, y_pred: ArrayLike, *,
                                    sample_weight: ArrayLike = None,
-                                   multioutput: str | ArrayLike = "uniform_average") -> float | Array:
+                                   multioutput: str | ArrayLike = "uniform_average"
+                                   ) -> float | Array:
     """Mean absolute percentage error as a proportion: ``mean(|y_true - y_pred| / |y_true|)``.
 
     A proportion, not a percentage: 0.25 means 25 % (as scikit-learn).

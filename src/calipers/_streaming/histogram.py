@@ -716,7 +716,8 @@ def _as_mask(name, mask, shape, xp):
 def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike = None, *,
                           query_mask: ArrayLike = None, k: int | Sequence[int] = 10,
                           gain: str = "linear",
-                          relevance_level: float | None = None) -> RankingBatch | dict[int, RankingBatch]:
+                          relevance_level: float | None = None
+                          ) -> RankingBatch | dict[int, RankingBatch]:
     """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
