@@ -22,6 +22,32 @@ def test_mypy_clean_over_src():
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 
+def _public_functions():
+    import inspect
+
+    import calipers
+    import calipers.retrieval
+
+    for mod in (calipers, calipers.retrieval):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isclass(obj) or not callable(obj):
+                continue
+            while hasattr(obj, "__wrapped__"):
+                obj = obj.__wrapped__
+            yield f"{mod.__name__}.{name}", obj
+
+
+def test_every_public_function_has_a_return_annotation():
+    import inspect
+
+    funcs = dict(_public_functions())
+    assert len(funcs) > 100
+    missing = sorted(name for name, fn in funcs.items()
+                     if inspect.signature(fn).return_annotation is inspect.Signature.empty)
+    assert not missing, f"public functions without a return annotation: {missing}"
+
+
 def test_public_api_result_types_under_mypy_strict():
     """tests/typing/check_api.py asserts the result types of the main API (``assert_type``):
     concrete result classes for results and states."""

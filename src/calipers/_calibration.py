@@ -39,6 +39,7 @@ from ._core import xp as B
 from ._core import validation as V
 from ._core.results import result_type
 from ._core.compile import compiled
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "expected_calibration_error",
@@ -285,8 +286,10 @@ def ece_from_bins(Wb, Sb, Ob, norm, xp):
 
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
-def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
-                               norm="l1", sample_weight=None, from_logits=False):
+def expected_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15,
+                               strategy: str = "uniform", mode: str | None = None, norm: str = "l1",
+                               sample_weight: ArrayLike = None,
+                               from_logits: bool = False) -> float | Array:
     """Expected calibration error (Naeini et al. 2015; Guo et al. 2017).
 
     ``ECE = sum_b (W_b / W) |acc_b - conf_b|`` over bins of the confidence,
@@ -358,8 +361,10 @@ class ReliabilityDiagram:
 
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight", nan_ok=True)
-def reliability_diagram(y_true, y_prob, *, n_bins=15, strategy="uniform", mode=None,
-                        sample_weight=None, from_logits=False):
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15,
+                        strategy: str = "uniform", mode: str | None = None,
+                        sample_weight: ArrayLike = None,
+                        from_logits: bool = False) -> ReliabilityDiagram:
     """Reliability-diagram data: per bin the mean confidence, the accuracy and the count.
 
     Same binning and modes as :func:`expected_calibration_error` (whose L1
@@ -403,7 +408,8 @@ class BrierDecomposition:
 
 
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
-def brier_decomposition(y_true, y_prob, *, sample_weight=None, n_bins=None):
+def brier_decomposition(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike = None,
+                        n_bins: int | None = None) -> BrierDecomposition:
     """Murphy's (1973) decomposition ``Brier = reliability - resolution + uncertainty``.
 
     Forecasts are grouped by value: with ``n_bins=None`` (default) each
@@ -492,7 +498,9 @@ def _nll_derivatives(beta, z, onehot, w, W, xp):
 
 
 @compiled(rows=("logits", "y_true"), weight="sample_weight")
-def fit_temperature(logits, y_true, *, sample_weight=None, bounds=(0.01, 100.0), max_iter=100):
+def fit_temperature(logits: ArrayLike, y_true: ArrayLike, *, sample_weight: ArrayLike = None,
+                    bounds: tuple[float, float] = (0.01, 100.0),
+                    max_iter: int = 100) -> float | Array:
     """Temperature scaling (Guo et al. 2017): the one T > 0 minimising the log loss
     of ``softmax(logits / T)`` on held-out data.
 

@@ -36,6 +36,7 @@ from ._core import xp as B
 from ._kernels import rankstats as R
 from ._core import validation as V
 from ._core.compile import compiled
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "confusion_matrix",
@@ -657,10 +658,15 @@ _COMMON_DOC = """
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None, pos_label=1,
-                                    average=None, warn_for=("precision", "recall", "f-score"),
-                                    sample_weight=None, zero_division="nan", num_classes=None,
-                                    ignore_index=None, threshold=None):
+def precision_recall_fscore_support(y_true: ArrayLike, y_pred: ArrayLike, *, beta: float = 1.0,
+                                    labels: ArrayLike = None, pos_label: Any = 1,
+                                    average: str | None = None,
+                                    warn_for=("precision", "recall", "f-score"),
+                                    sample_weight: ArrayLike = None,
+                                    zero_division: str | float = "nan",
+                                    num_classes: int | None = None, ignore_index: int | None = None,
+                                    threshold: float | None = None
+                                    ) -> tuple[float | Array, float | Array, float | Array, Array | None]:
     """Precision, recall, F-beta and support (scikit-learn compatible).
 
     Precision ``TP/(TP+FP)``, recall ``TP/(TP+FN)``, F-beta from counts
@@ -687,9 +693,11 @@ def _single(what, y_true, y_pred, beta=1.0, **kw):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                    sample_weight=None, zero_division="nan", num_classes=None,
-                    ignore_index=None, threshold=None):
+def precision_score(y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike = None,
+                    pos_label: Any = 1, average: str | None = "binary",
+                    sample_weight: ArrayLike = None, zero_division: str | float = "nan",
+                    num_classes: int | None = None, ignore_index: int | None = None,
+                    threshold: float | None = None) -> float | Array:
     """Precision ``TP / (TP + FP)``: the share of predicted positives that are positive.
 
     Undefined (``zero_division``) for a label never predicted.
@@ -701,9 +709,11 @@ def precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                 sample_weight=None, zero_division="nan", num_classes=None,
-                 ignore_index=None, threshold=None):
+def recall_score(y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike = None,
+                 pos_label: Any = 1, average: str | None = "binary",
+                 sample_weight: ArrayLike = None, zero_division: str | float = "nan",
+                 num_classes: int | None = None, ignore_index: int | None = None,
+                 threshold: float | None = None) -> float | Array:
     """Recall (sensitivity, TPR) ``TP / (TP + FN)``.
 
     Undefined (``zero_division``) for a label absent from ``y_true``.
@@ -715,9 +725,10 @@ def recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="binary",
-                sample_weight=None, zero_division="nan", num_classes=None,
-                ignore_index=None, threshold=None):
+def fbeta_score(y_true: ArrayLike, y_pred: ArrayLike, *, beta: float, labels: ArrayLike = None,
+                pos_label: Any = 1, average: str | None = "binary", sample_weight: ArrayLike = None,
+                zero_division: str | float = "nan", num_classes: int | None = None,
+                ignore_index: int | None = None, threshold: float | None = None) -> float | Array:
     """F-beta from counts: ``(1+b^2) TP / ((1+b^2) TP + b^2 FN + FP)``.
 
     Equal to the weighted harmonic mean of precision and recall where both are
@@ -730,9 +741,10 @@ def fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="bina
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-             sample_weight=None, zero_division="nan", num_classes=None,
-             ignore_index=None, threshold=None):
+def f1_score(y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike = None, pos_label: Any = 1,
+             average: str | None = "binary", sample_weight: ArrayLike = None,
+             zero_division: str | float = "nan", num_classes: int | None = None,
+             ignore_index: int | None = None, threshold: float | None = None) -> float | Array:
     """F1 from counts: ``2 TP / (2 TP + FP + FN)`` (scikit-learn #27189, PR #27577).
 
     Undefined (``zero_division``) only when ``TP + FP + FN = 0``: a label never
@@ -744,9 +756,11 @@ def f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def specificity_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                      sample_weight=None, zero_division="nan", num_classes=None,
-                      ignore_index=None, threshold=None):
+def specificity_score(y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike = None,
+                      pos_label: Any = 1, average: str | None = "binary",
+                      sample_weight: ArrayLike = None, zero_division: str | float = "nan",
+                      num_classes: int | None = None, ignore_index: int | None = None,
+                      threshold: float | None = None) -> float | Array:
     """Specificity (TNR) ``TN / (TN + FP)``: the recall of the negatives.
 
     Not in scikit-learn. Per label one-vs-rest; ``'micro'`` sums TN and FP over
@@ -795,8 +809,10 @@ def _full_confusion(d: _Pair, lab: Labels):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def confusion_matrix(y_true, y_pred, *, labels=None, sample_weight=None, normalize=None,
-                     num_classes=None, ignore_index=None, threshold=None):
+def confusion_matrix(y_true: ArrayLike, y_pred: ArrayLike, *, labels: ArrayLike = None,
+                     sample_weight: ArrayLike = None, normalize: str | None = None,
+                     num_classes: int | None = None, ignore_index: int | None = None,
+                     threshold: float | None = None) -> Array:
     """Confusion matrix ``C[i, j]``: weight of samples with true label i predicted j.
 
     Rows are true labels, columns predictions, both in the order of ``labels``
@@ -878,9 +894,11 @@ def _any_label_in(d: _Pair, lab: Labels):
 
 
 @compiled  # samplewise output has a row per sample: no bucketing
-def multilabel_confusion_matrix(y_true, y_pred, *, sample_weight=None, labels=None,
-                                samplewise=False, num_classes=None, ignore_index=None,
-                                threshold=None):
+def multilabel_confusion_matrix(y_true: ArrayLike, y_pred: ArrayLike, *,
+                                sample_weight: ArrayLike = None, labels: ArrayLike = None,
+                                samplewise: bool = False, num_classes: int | None = None,
+                                ignore_index: int | None = None,
+                                threshold: float | None = None) -> Array:
     """One-vs-rest 2x2 matrices ``[[TN, FP], [FN, TP]]`` per label (or per sample).
 
     Multiclass (1-D) input: one matrix per label in ``labels``; multilabel (2-D)
@@ -922,8 +940,9 @@ def _scalar_result(value, invalid, xp, out):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None, ignore_index=None,
-                   threshold=None):
+def accuracy_score(y_true: ArrayLike, y_pred: ArrayLike, *, normalize: bool = True,
+                   sample_weight: ArrayLike = None, ignore_index: int | None = None,
+                   threshold: float | None = None) -> float | Array:
     """Share (or weight) of samples whose prediction equals the truth.
 
     Multilabel (2-D) input: subset accuracy, a sample counts only if its whole
@@ -1048,8 +1067,11 @@ def kappa_from_confusion(O, weights, replace_undefined_by, xp):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=False,
-                            num_classes=None, labels=None, ignore_index=None, threshold=None):
+def balanced_accuracy_score(y_true: ArrayLike, y_pred: ArrayLike, *,
+                            sample_weight: ArrayLike = None, adjusted: bool = False,
+                            num_classes: int | None = None, labels: ArrayLike = None,
+                            ignore_index: int | None = None,
+                            threshold: float | None = None) -> float | Array:
     """Mean recall over the classes present in ``y_true`` (Brodersen et al. 2010).
 
     Classes that occur only in ``y_pred`` (zero true weight) are left out of the
@@ -1086,8 +1108,9 @@ def balanced_accuracy_score(y_true, y_pred, *, sample_weight=None, adjusted=Fals
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
-                      ignore_index=None, threshold=None):
+def matthews_corrcoef(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: ArrayLike = None,
+                      num_classes: int | None = None, ignore_index: int | None = None,
+                      threshold: float | None = None) -> float | Array:
     """Matthews correlation coefficient, binary and multiclass (Gorodkin 2004 R_K).
 
     From the confusion matrix C with ``c = trace(C)``, ``s`` = total weight,
@@ -1125,8 +1148,10 @@ def matthews_corrcoef(y_true, y_pred, *, sample_weight=None, num_classes=None,
 
 
 @compiled(rows=("y1", "y2"), weight="sample_weight")
-def cohen_kappa_score(y1, y2, *, labels=None, weights=None, sample_weight=None,
-                      replace_undefined_by=math.nan, num_classes=None):
+def cohen_kappa_score(y1: ArrayLike, y2: ArrayLike, *, labels: ArrayLike = None,
+                      weights: str | None = None, sample_weight: ArrayLike = None,
+                      replace_undefined_by: float = math.nan,
+                      num_classes: int | None = None) -> float | Array:
     """Cohen's kappa between two raters, unweighted or linear/quadratic weighted.
 
     ``kappa = 1 - sum(W * O) / sum(W * E)`` with O the confusion matrix of
@@ -1216,8 +1241,9 @@ def top_k_rank(ti, s, xp):
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def top_k_accuracy_score(y_true, y_score, *, k=2, normalize=True, sample_weight=None,
-                         labels=None):
+def top_k_accuracy_score(y_true: ArrayLike, y_score: ArrayLike, *, k: int = 2,
+                         normalize: bool = True, sample_weight: ArrayLike = None,
+                         labels: ArrayLike = None) -> float | Array:
     """Share of samples whose true label is among the k highest-scored labels.
 
     Tie rule (scikit-learn's, scikit-learn PR #16625): labels are ranked by score,

@@ -32,6 +32,7 @@ import numpy as np
 from ._core import xp as B
 from ._core import validation as V
 from ._core.results import result_type
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "CalibrationSizeWarning",
@@ -140,7 +141,7 @@ def _alpha_fraction(alpha) -> Fraction:
     return a
 
 
-def conformal_rank(n: int, alpha) -> int:
+def conformal_rank(n: int, alpha: float) -> int:
     """The conformal rank ``k = ceil((n + 1)(1 - alpha))``, in exact arithmetic.
 
     Parameters
@@ -229,7 +230,7 @@ def _float_input(name, x, xp, ndim):
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(x.shape)}")
 
 
-def conformal_quantile(scores, *, alpha):
+def conformal_quantile(scores: ArrayLike, *, alpha: float) -> float | Array:
     """The split-conformal threshold: the ``ceil((n + 1)(1 - alpha))``-th smallest score.
 
     No interpolation. The rank is exact (:func:`conformal_rank`). When
@@ -279,7 +280,8 @@ def conformal_quantile(scores, *, alpha):
 # regression
 # --------------------------------------------------------------------------
 
-def split_conformal_regression(y_calib, y_pred_calib, y_pred_test, *, alpha=0.1):
+def split_conformal_regression(y_calib: ArrayLike, y_pred_calib: ArrayLike, y_pred_test: ArrayLike,
+                               *, alpha: float = 0.1) -> ConformalIntervals:
     """Split-conformal intervals from absolute residuals (Lei et al. 2018, Algorithm 2).
 
     ``q_hat`` is the ``k``-th smallest of ``|y_calib - y_pred_calib|`` with
@@ -426,8 +428,9 @@ def _aps_sets(p, q, xp):
     return p >= xp.reshape(t, (-1, 1))
 
 
-def split_conformal_classification(y_calib, proba_calib, proba_test, *, alpha=0.1,
-                                   method="lac"):
+def split_conformal_classification(y_calib: ArrayLike, proba_calib: ArrayLike,
+                                   proba_test: ArrayLike, *, alpha: float = 0.1,
+                                   method: str = "lac") -> ConformalSets:
     """Split-conformal prediction sets from class probabilities (LAC or APS).
 
     Calibration scores, then ``q_hat`` as in :func:`conformal_quantile`:
@@ -552,7 +555,8 @@ def _prep_weight(sample_weight, xp):
     return sample_weight, invalid
 
 
-def interval_coverage(y_true, lower, upper, *, sample_weight=None):
+def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *,
+                      sample_weight: ArrayLike = None) -> float | Array:
     """Share of test points inside their closed interval: ``mean(lower <= y <= upper)``.
 
     Closed, so a point exactly on a bound is covered (the inequality the
@@ -601,7 +605,8 @@ def interval_coverage(y_true, lower, upper, *, sample_weight=None):
     return B.finalize(B.nan_if(invalid, _mean(inside, sample_weight, xp), xp), xp)
 
 
-def mean_interval_width(lower, upper, *, sample_weight=None):
+def mean_interval_width(lower: ArrayLike, upper: ArrayLike, *,
+                        sample_weight: ArrayLike = None) -> float | Array:
     """Mean width ``mean(upper - lower)``; +inf when any interval is infinite.
 
     Parameters
@@ -646,7 +651,8 @@ def _check_sets(sets, xp):
         raise ValueError(f"prediction_sets must be a boolean array, got dtype {sets.dtype}")
 
 
-def set_coverage(y_true, prediction_sets, *, sample_weight=None):
+def set_coverage(y_true: ArrayLike, prediction_sets: ArrayLike, *,
+                 sample_weight: ArrayLike = None) -> float | Array:
     """Share of test points whose set contains the true class.
 
     Parameters
@@ -687,7 +693,7 @@ def set_coverage(y_true, prediction_sets, *, sample_weight=None):
     return B.finalize(B.nan_if(invalid, _mean(hit, sample_weight, xp), xp), xp)
 
 
-def mean_set_size(prediction_sets, *, sample_weight=None):
+def mean_set_size(prediction_sets: ArrayLike, *, sample_weight: ArrayLike = None) -> float | Array:
     """Mean number of classes per prediction set.
 
     Parameters

@@ -8,6 +8,8 @@ multiple-choice accuracy from per-choice log-likelihoods.  Natural logarithms
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from ._core import xp as B
@@ -15,6 +17,7 @@ from ._core import validation as V
 from ._core.results import ConfidenceInterval, result_type
 from ._kernels import quantile as Q
 from ._core.compile import compiled
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "pass_at_k",
@@ -41,7 +44,8 @@ def check_integral(name, x, xp):
 # pass@k
 # --------------------------------------------------------------------------
 
-def pass_at_k(n, c, k, *, max_correct=None):
+def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike, *,
+              max_correct: int | None = None) -> float | Array:
     """Unbiased pass@k per problem: ``1 - C(n - c, k) / C(n, k)`` (Chen et al. 2021).
 
     For each problem, ``n`` samples were drawn and ``c`` of them are correct;
@@ -139,9 +143,9 @@ def pass_at_k(n, c, k, *, max_correct=None):
 class Perplexity:
     """Corpus and per-sequence perplexity."""
 
-    corpus: object        #: exp(total NLL / total tokens), 0-d
-    per_sequence: object  #: exp(NLL_s / tokens_s) per segment, NaN for an empty segment
-    num_tokens: object    #: tokens per segment (weight sum when ``mask`` is fractional)
+    corpus: Any           #: exp(total NLL / total tokens), 0-d
+    per_sequence: Any     #: exp(NLL_s / tokens_s) per segment, NaN for an empty segment
+    num_tokens: Any       #: tokens per segment (weight sum when ``mask`` is fractional)
 
 
 def prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
@@ -180,7 +184,9 @@ def prepare_logprobs(token_logprobs, mask, name="token_logprobs"):
 
 
 @compiled
-def perplexity(token_logprobs, *, segment_ids=None, num_segments=None, mask=None):
+def perplexity(token_logprobs: ArrayLike, *, segment_ids: ArrayLike = None,
+               num_segments: int | None = None,
+               mask: ArrayLike = None) -> float | Array | Perplexity:
     """Perplexity ``exp(NLL / tokens)`` from per-token log-likelihoods (natural log).
 
     Without ``segment_ids`` and with 1-D input, the corpus perplexity
@@ -299,7 +305,8 @@ def _bits_per_unit(token_logprobs, count, mask, count_name):
 
 
 @compiled
-def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
+def bits_per_byte(token_logprobs: ArrayLike, num_bytes: ArrayLike, *,
+                  mask: ArrayLike = None) -> float | Array:
     """Bits per byte: ``total NLL in nats / (ln 2 * total UTF-8 bytes)``.
 
     A tokenizer-independent compression rate (lower is better) used for
@@ -323,7 +330,8 @@ def bits_per_byte(token_logprobs, num_bytes, *, mask=None):
 
 
 @compiled
-def bits_per_character(token_logprobs, num_characters, *, mask=None):
+def bits_per_character(token_logprobs: ArrayLike, num_characters: ArrayLike, *,
+                       mask: ArrayLike = None) -> float | Array:
     """Bits per character: ``total NLL in nats / (ln 2 * total characters)``.
 
     As :func:`bits_per_byte` with Unicode characters (``len(text)``) as the
@@ -343,13 +351,13 @@ class AccuracyWithError:
     """Accuracy, its standard error and its Wilson interval (``ci_low`` / ``ci_high`` are
     deprecated aliases of ``confidence_interval.low`` / ``.high``)."""
 
-    accuracy: object                        #: share correct, p
-    standard_error: object                  #: sqrt(p (1 - p) / n)
+    accuracy: Any                           #: share correct, p
+    standard_error: Any                     #: sqrt(p (1 - p) / n)
     confidence_interval: ConfidenceInterval  #: Wilson interval
     n: int                                  #: number of items
 
 
-def accuracy_with_error(correct, *, confidence_level=0.95):
+def accuracy_with_error(correct: ArrayLike, *, confidence_level: float = 0.95) -> AccuracyWithError:
     """Accuracy over items, its standard error and the Wilson score interval.
 
     ``p = mean(correct)``, standard error ``sqrt(p (1 - p) / n)`` (the
@@ -391,13 +399,14 @@ def accuracy_with_error(correct, *, confidence_level=0.95):
 
 @result_type(legacy_fields=('accuracy', 'accuracy_norm',))
 class MultipleChoiceAccuracy:
-    accuracy: object       #: argmax of the summed log-likelihood
-    accuracy_norm: object  #: argmax of log-likelihood / length; None without lengths
+    accuracy: Any          #: argmax of the summed log-likelihood
+    accuracy_norm: Any     #: argmax of log-likelihood / length; None without lengths
 
 
 @compiled
-def multiple_choice_accuracy(choice_logprobs, y_true, *, choice_lengths=None, choice_mask=None,
-                             ties="expected"):
+def multiple_choice_accuracy(choice_logprobs: ArrayLike, y_true: ArrayLike, *,
+                             choice_lengths: ArrayLike = None, choice_mask: ArrayLike = None,
+                             ties: str = "expected") -> MultipleChoiceAccuracy:
     """Multiple-choice accuracy from per-choice log-likelihoods, raw and length-normalised.
 
     The model's answer is the choice with the highest log-likelihood

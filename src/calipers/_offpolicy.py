@@ -29,13 +29,14 @@ resampler it uses (:mod:`calipers._compare.offpolicy`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from ._core import xp as B
 from ._core import validation as V
 from ._core.results import ConfidenceInterval, result_type
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "OffPolicyInterval",
@@ -246,14 +247,18 @@ _ARGS_DOC = """
         (Strehl et al. 2010). Applied before ``max_weight`` when both are given."""
 
 
-def _doc(f):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _doc(f: _F) -> _F:
     f.__doc__ = (f.__doc__ or "").replace("    {args}", _ARGS_DOC.strip("\n"))
     return f
 
 
 @_doc
-def importance_weights(propensity, target, *, action=None, max_weight=None,
-                       min_propensity=None):
+def importance_weights(propensity: ArrayLike, target: ArrayLike, *, action: ArrayLike = None,
+                       max_weight: float | None = None,
+                       min_propensity: float | None = None) -> Array:
     """Importance weights ``w_i = pi_e(a_i | x_i) / pi_b(a_i | x_i)``, floored and clipped as asked.
 
     Parameters
@@ -283,7 +288,7 @@ def importance_weights(propensity, target, *, action=None, max_weight=None,
     return d.xp.astype(B.nan_if(d.invalid, d.w, d.xp), d.out)
 
 
-def effective_sample_size(weights):
+def effective_sample_size(weights: ArrayLike) -> float | Array:
     """Kish's effective sample size ``(sum w)^2 / sum(w^2)`` (Kish 1965).
 
     Between 1 and n for non-zero weights (n when all weights are equal); 0
@@ -327,8 +332,9 @@ def effective_sample_size(weights):
 
 
 @_doc
-def ips_estimate(reward, propensity, target, *, action=None, max_weight=None,
-                 min_propensity=None):
+def ips_estimate(reward: ArrayLike, propensity: ArrayLike, target: ArrayLike, *,
+                 action: ArrayLike = None, max_weight: float | None = None,
+                 min_propensity: float | None = None) -> float | Array:
     """Inverse propensity scoring: ``mean(w * r)`` (Horvitz & Thompson 1952).
 
     Unbiased without clipping when ``pi_b > 0`` wherever ``pi_e > 0``;
@@ -363,8 +369,9 @@ def ips_estimate(reward, propensity, target, *, action=None, max_weight=None,
 
 
 @_doc
-def snips_estimate(reward, propensity, target, *, action=None, max_weight=None,
-                   min_propensity=None):
+def snips_estimate(reward: ArrayLike, propensity: ArrayLike, target: ArrayLike, *,
+                   action: ArrayLike = None, max_weight: float | None = None,
+                   min_propensity: float | None = None) -> float | Array:
     """Self-normalised IPS: ``sum(w * r) / sum(w)`` (Swaminathan & Joachims 2015).
 
     Undefined when every weight is 0 (the target policy gives probability 0
@@ -404,7 +411,7 @@ def snips_estimate(reward, propensity, target, *, action=None, max_weight=None,
     return _result(value, d)
 
 
-def direct_method_estimate(target, estimated_rewards):
+def direct_method_estimate(target: ArrayLike, estimated_rewards: ArrayLike) -> float | Array:
     """Direct method: ``mean_i sum_a pi_e(a | x_i) q_hat(x_i, a)``.
 
     Uses the reward model only (no logged rewards or propensities); biased
@@ -436,8 +443,10 @@ def direct_method_estimate(target, estimated_rewards):
 
 
 @_doc
-def doubly_robust_estimate(reward, propensity, target, estimated_rewards, *, action,
-                           max_weight=None, min_propensity=None):
+def doubly_robust_estimate(reward: ArrayLike, propensity: ArrayLike, target: ArrayLike,
+                           estimated_rewards: ArrayLike, *, action: ArrayLike,
+                           max_weight: float | None = None,
+                           min_propensity: float | None = None) -> float | Array:
     """Doubly robust estimate (Dudík, Langford & Li 2011).
 
     ``mean_i [ sum_a pi_e(a | x_i) q_hat(x_i, a) + w_i (r_i - q_hat(x_i, a_i)) ]``:

@@ -8,6 +8,8 @@ column order).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from ._core import xp as B
 from ._core import validation as V
 from ._core.compile import compiled
 from ._calibration import check_logits, log_softmax, sigmoid, softmax, softplus
+from ._core.types import Array, ArrayLike
 
 __all__ = ["log_loss", "brier_score_loss", "probability_sum_tolerance"]
 
@@ -285,8 +288,9 @@ def _weighted_mean(values, w, xp, normalize=True):
 
 @V.keyword_aliases("y_prob", current=("y_proba",), deprecated=("y_pred",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
-def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None,
-             from_logits=False):
+def log_loss(y_true: ArrayLike, y_prob: ArrayLike, *, normalize: bool = True,
+             sample_weight: ArrayLike = None, labels: ArrayLike = None,
+             from_logits: bool = False) -> float | Array:
     """Cross-entropy (natural log) of probability forecasts, binary or multiclass.
 
     Binary (1-D ``y_prob``): ``-mean(y ln p + (1 - y) ln(1 - p))``; multiclass
@@ -372,8 +376,10 @@ def log_loss(y_true, y_prob, *, normalize=True, sample_weight=None, labels=None,
 
 @V.keyword_aliases("y_prob", current=("y_proba",))
 @compiled(rows=("y_true", "y_prob"), weight="sample_weight")
-def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, labels=None,
-                     scale_by_half="auto", from_logits=False):
+def brier_score_loss(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike = None,
+                     pos_label: Any = None, labels: ArrayLike = None,
+                     scale_by_half: bool | str = "auto",
+                     from_logits: bool = False) -> float | Array:
     """Brier score: mean squared difference between forecast probabilities and outcomes.
 
     Binary (1-D ``y_prob`` = P(positive)): ``mean((p - y)**2)``, in [0, 1].

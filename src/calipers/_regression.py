@@ -17,6 +17,7 @@ import numpy as np
 from ._core import xp as B
 from ._core import validation as V
 from ._core.compile import compiled
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "mean_squared_error",
@@ -118,7 +119,8 @@ def _aggregate(per_output, d, multioutput):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
+def mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: ArrayLike = None,
+                       multioutput: str | ArrayLike = "uniform_average") -> float | Array:
     """Mean squared error, ``mean((y_true - y_pred)**2)``, weighted by ``sample_weight``.
 
     Parameters
@@ -157,7 +159,9 @@ def mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="unifo
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def root_mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
+def root_mean_squared_error(y_true: ArrayLike, y_pred: ArrayLike, *,
+                            sample_weight: ArrayLike = None,
+                            multioutput: str | ArrayLike = "uniform_average") -> float | Array:
     """Root mean squared error, the square root of :func:`mean_squared_error` per output.
 
     With several outputs the root is taken per output before averaging
@@ -171,7 +175,8 @@ def root_mean_squared_error(y_true, y_pred, *, sample_weight=None, multioutput="
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
+def mean_absolute_error(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: ArrayLike = None,
+                        multioutput: str | ArrayLike = "uniform_average") -> float | Array:
     """Mean absolute error, ``mean(|y_true - y_pred|)``, in units of ``y``.
 
     Parameters, errors and ``jit`` behaviour as :func:`mean_squared_error`;
@@ -182,8 +187,10 @@ def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="unif
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def mean_absolute_percentage_error(y_true, y_pred, *, sample_weight=None,
-                                   multioutput="uniform_average"):
+def mean_absolute_percentage_error(y_true: ArrayLike, y_pred: ArrayLike, *,
+                                   sample_weight: ArrayLike = None,
+                                   multioutput: str | ArrayLike = "uniform_average"
+                                   ) -> float | Array:
     """Mean absolute percentage error as a proportion: ``mean(|y_true - y_pred| / |y_true|)``.
 
     A proportion, not a percentage: 0.25 means 25 % (as scikit-learn).
@@ -205,8 +212,9 @@ def mean_absolute_percentage_error(y_true, y_pred, *, sample_weight=None,
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def mean_absolute_scaled_error(y_true, y_pred, *, y_train, sp=1, sample_weight=None,
-                               multioutput="uniform_average"):
+def mean_absolute_scaled_error(y_true: ArrayLike, y_pred: ArrayLike, *, y_train: ArrayLike,
+                               sp: int = 1, sample_weight: ArrayLike = None,
+                               multioutput: str | ArrayLike = "uniform_average") -> float | Array:
     """Mean absolute scaled error (Hyndman & Koehler 2006).
 
     ``MAE(y_true, y_pred) / mean_t |y_train[t] - y_train[t - sp]|``: the
@@ -276,8 +284,9 @@ def r2_from_sums(ss_res, ss_tot, force_finite, xp):
 
 
 @compiled(rows=("y_true", "y_pred"), weight="sample_weight")
-def r2_score(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average",
-             force_finite=False):
+def r2_score(y_true: ArrayLike, y_pred: ArrayLike, *, sample_weight: ArrayLike = None,
+             multioutput: str | ArrayLike = "uniform_average",
+             force_finite: bool = False) -> float | Array:
     """Coefficient of determination ``R² = 1 - SS_res / SS_tot`` per output.
 
     ``SS_res = sum w (y - ŷ)²``, ``SS_tot = sum w (y - ȳ_w)²`` with the

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from ._core import xp as B
 from ._core import validation as V
 from ._core.compile import compiled
+from ._core.types import Array, ArrayLike
 
 __all__ = [
     "risk_coverage_curve",
@@ -219,7 +220,9 @@ def _check_method(method):
 _ZERO_W = "total sample_weight is zero: the selective risk is undefined; returning NaN"
 
 
-def risk_coverage_curve(confidence, y_true=None, y_pred=None, *, loss=None, sample_weight=None):
+def risk_coverage_curve(confidence: ArrayLike, y_true: ArrayLike = None, y_pred: ArrayLike = None,
+                        *, loss: ArrayLike = None,
+                        sample_weight: ArrayLike = None) -> tuple[Array, Array, Array]:
     """Risk-coverage curve of a selective classifier (Geifman & El-Yaniv 2017).
 
     A row is kept iff ``confidence >= threshold``. For each distinct confidence
@@ -291,8 +294,9 @@ def risk_coverage_curve(confidence, y_true=None, y_pred=None, *, loss=None, samp
 
 
 @compiled(rows=("confidence", "y_true", "y_pred", "loss"), weight="sample_weight")
-def aurc(confidence, y_true=None, y_pred=None, *, loss=None, sample_weight=None,
-         method="tie_average"):
+def aurc(confidence: ArrayLike, y_true: ArrayLike = None, y_pred: ArrayLike = None, *,
+         loss: ArrayLike = None, sample_weight: ArrayLike = None,
+         method: str = "tie_average") -> float | Array:
     """Area under the risk-coverage curve (AURC; Geifman et al. 2019).
 
     ``method="tie_average"`` (default): Geifman's estimator
@@ -350,8 +354,9 @@ def aurc(confidence, y_true=None, y_pred=None, *, loss=None, sample_weight=None,
     return _finish(_aurc_value(g, method, d.xp), d, g.W == 0, _ZERO_W)
 
 
-def excess_aurc(confidence, y_true=None, y_pred=None, *, loss=None, sample_weight=None,
-                method="tie_average"):
+def excess_aurc(confidence: ArrayLike, y_true: ArrayLike = None, y_pred: ArrayLike = None, *,
+                loss: ArrayLike = None, sample_weight: ArrayLike = None,
+                method: str = "tie_average") -> float | Array:
     """Excess AURC: AURC minus the AURC of the best ordering (Geifman, Uziel & El-Yaniv 2019).
 
     ``E-AURC = AURC(confidence) - AURC(oracle)``, the oracle keeping rows in
@@ -388,8 +393,9 @@ def _check_fraction(name, v, *, allow_zero=False):
         raise ValueError(f"coverage must be in (0, 1], got {v!r}")
 
 
-def selective_risk(confidence, y_true=None, y_pred=None, *, coverage, loss=None,
-                   sample_weight=None, method="group"):
+def selective_risk(confidence: ArrayLike, y_true: ArrayLike = None, y_pred: ArrayLike = None, *,
+                   coverage: float, loss: ArrayLike = None, sample_weight: ArrayLike = None,
+                   method: str = "group") -> SelectivePoint:
     """Selective risk at a target coverage; returns the achieved operating point.
 
     ``method="group"`` (default): the smallest tie-group point whose coverage
@@ -471,8 +477,9 @@ def _point(d, cov, risk, thr, undefined, risk_undefined=None):
     return out
 
 
-def coverage_at_risk(confidence, y_true=None, y_pred=None, *, max_risk, loss=None,
-                     sample_weight=None):
+def coverage_at_risk(confidence: ArrayLike, y_true: ArrayLike = None, y_pred: ArrayLike = None, *,
+                     max_risk: float, loss: ArrayLike = None,
+                     sample_weight: ArrayLike = None) -> SelectivePoint:
     """Largest coverage whose selective risk is at most ``max_risk``.
 
     Among the tie-group points of :func:`risk_coverage_curve` (thresholds a

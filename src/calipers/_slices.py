@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import math
 import warnings
 
@@ -11,6 +14,7 @@ from ._core import xp as B
 from ._core import validation as V
 from ._core.exceptions import UndefinedMetricWarning
 from ._core.results import result_type
+from ._core.types import ArrayLike
 
 __all__ = ["by_group", "SliceReport"]
 
@@ -32,8 +36,9 @@ class SliceReport:
     n_undefined: int               #: slices where the metric is undefined
 
 
-def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
-             higher_is_better=True, **metric_kwargs):
+def by_group(metric: Callable[..., Any], *arrays: ArrayLike, group_id: ArrayLike,
+             sample_weight: ArrayLike = None, min_support: int = 1, higher_is_better: bool = True,
+             **metric_kwargs: Any) -> SliceReport:
     """Evaluate ``metric`` on every slice of the rows that share a ``group_id``.
 
     ``metric(*slice_arrays, **metric_kwargs)`` (plus ``sample_weight=`` the
@@ -131,7 +136,10 @@ def by_group(metric, *arrays, group_id, sample_weight=None, min_support=1,
         return float(v.reshape(()))
 
     overall = call(list(arrays), sample_weight, "all rows")
-    groups, values, support, wsum = [], [], [], []
+    groups: list[Any] = []
+    wsum: list[float] = []
+    values: Any = []            # per slice; a float64 array once all are in
+    support: Any = []
     for a, b in zip(starts, stops):
         idx = xp.asarray(order[a:b]) if not B.is_numpy(xp) else order[a:b]
         parts = [xp.take(arr, idx, axis=0) for arr in arrays]

@@ -57,6 +57,7 @@ from ._kernels import rankstats as R
 from ._core import validation as V
 from ._core.compile import compiled
 from ._core.exceptions import UndefinedMetricWarning
+from ._core.types import ArrayLike
 
 __all__ = [
     "ConcordanceResult",
@@ -470,7 +471,8 @@ _NO_PAIRS = "no comparable pairs (no event before another time): the C-index is 
 # --------------------------------------------------------------------------
 
 @compiled(rows=("event", "time", "risk"), weight="sample_weight")
-def concordance_index_censored(event, time, risk, *, sample_weight=None):
+def concordance_index_censored(event: ArrayLike, time: ArrayLike, risk: ArrayLike, *,
+                               sample_weight: ArrayLike = None) -> ConcordanceResult:
     """Harrell's concordance index for right-censored data.
 
     The share of comparable pairs whose risk scores are ordered like their
@@ -639,7 +641,9 @@ def _censoring_weights(d: _Surv, train_event, train_time, used):
 # --------------------------------------------------------------------------
 
 @compiled
-def concordance_index_ipcw(event, time, risk, *, train_event=None, train_time=None, tau=None):
+def concordance_index_ipcw(event: ArrayLike, time: ArrayLike, risk: ArrayLike, *,
+                           train_event: ArrayLike = None, train_time: ArrayLike = None,
+                           tau: float | None = None) -> ConcordanceResult:
     """Uno's concordance index with inverse-probability-of-censoring weights.
 
     ``C = sum_{i,j} w_i [comparable] (1[r_i > r_j] + 1/2 1[r_i == r_j])
@@ -724,7 +728,9 @@ def concordance_index_ipcw(event, time, risk, *, train_event=None, train_time=No
 # --------------------------------------------------------------------------
 
 @compiled
-def cumulative_dynamic_auc(event, time, risk, times, *, train_event=None, train_time=None):
+def cumulative_dynamic_auc(event: ArrayLike, time: ArrayLike, risk: ArrayLike, times: ArrayLike, *,
+                           train_event: ArrayLike = None,
+                           train_time: ArrayLike = None) -> CumulativeDynamicAUC:
     """Cumulative/dynamic time-dependent AUC at each of ``times``.
 
     At time ``t`` the cases are the rows with an event at or before ``t``

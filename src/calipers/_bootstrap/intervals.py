@@ -14,6 +14,7 @@ from .engine import _compiled_masked, _default_batch, _is_trace_error
 from .._core.exceptions import UndefinedMetricWarning
 from .resample import unit_weights
 from .._core.results import ConfidenceInterval
+from .._core.types import ArrayLike
 
 
 _NORMAL = NormalDist()
@@ -80,9 +81,9 @@ def _interval(d, theta, method, confidence_level, alternative, jack):
     return ConfidenceInterval(lo, hi)
 
 
-def bootstrap_interval(replicates, estimate, *, method: str = "percentile",
+def bootstrap_interval(replicates: ArrayLike, estimate: ArrayLike, *, method: str = "percentile",
                        confidence_level: float = 0.95, alternative: str = "two-sided",
-                       jackknife=None) -> ConfidenceInterval:
+                       jackknife: ArrayLike = None) -> ConfidenceInterval:
     """Confidence interval from bootstrap replicates you already have.
 
     The interval :func:`paired_bootstrap` reports, computed from any

@@ -64,6 +64,7 @@ from .resample import (
 from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from .._core.results import ConfidenceInterval, result_type
 from .many import comparison_pairs, max_t
+from .._core.types import Array, ArrayLike
 
 __all__ = ["ConfidenceInterval", "BootstrapResult", "ManyModelsResult", "many_models_bootstrap",
            "paired_bootstrap", "paired_bootstrap_replicates"]
@@ -414,12 +415,14 @@ def _resolve_devices(devices):
 # replicates only (jit-able on JAX)
 # --------------------------------------------------------------------------
 
-def paired_bootstrap_replicates(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,
-                                n_resamples: int = 1000, stratify: bool = False, groups=None,
+def paired_bootstrap_replicates(metric: Callable[..., Any] | str, y_true: ArrayLike,
+                                y_score_a: ArrayLike, y_score_b: ArrayLike, *,
+                                sample_weight: ArrayLike = None, n_resamples: int = 1000,
+                                stratify: bool = False, groups: ArrayLike = None,
                                 num_groups: int | None = None, block_length: int | None = None,
                                 resampling: str = "multinomial", resample_by: str = "auto",
                                 batch: int | None = None, seed=None, workers: int | None = None,
-                                row_ids=None):
+                                row_ids: ArrayLike = None) -> tuple[Array, Array]:
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
     The engine of :func:`paired_bootstrap` without the intervals: returns
@@ -668,15 +671,16 @@ def _warn_degenerate(s, y_true, stratify, d_ok) -> None:
                "(paired_permutation_test, mcnemar).", BootstrapDesignWarning)
 
 
-def paired_bootstrap(metric, y_true, y_score_a, y_score_b, *, sample_weight=None,
+def paired_bootstrap(metric: Callable[..., Any] | str, y_true: ArrayLike, y_score_a: ArrayLike,
+                     y_score_b: ArrayLike, *, sample_weight: ArrayLike = None,
                      n_resamples: int = 1000, confidence_level: float = 0.95,
                      method: str = "percentile", alternative: str = "two-sided",
-                     stratify: bool = False, groups=None, block_length: int | None = None,
-                     resampling: str = "multinomial", resample_by: str = "auto",
-                     batch: int | None = None, seed=None, devices=None, workers: int | None = None,
-                     jackknife_groups: int = 100,
+                     stratify: bool = False, groups: ArrayLike = None,
+                     block_length: int | None = None, resampling: str = "multinomial",
+                     resample_by: str = "auto", batch: int | None = None, seed=None, devices=None,
+                     workers: int | None = None, jackknife_groups: int = 100,
                      progress: Callable[[int], None] | None = None,
-                     row_ids=None) -> BootstrapResult:
+                     row_ids: ArrayLike = None) -> BootstrapResult:
     """Paired bootstrap interval for ``metric(A) - metric(B)`` on the same examples.
 
     Each replicate resamples the examples with replacement (the same resample
@@ -976,12 +980,13 @@ class ManyModelsResult:
     resampling: str = "multinomial"
 
 
-def many_models_bootstrap(metric, y_true, *y_scores, comparisons: str = "baseline",
-                          baseline: int = 0, sample_weight=None, n_resamples: int = 1000,
-                          confidence_level: float = 0.95, stratify: bool = False, groups=None,
-                          block_length: int | None = None, resampling: str = "multinomial",
-                          resample_by: str = "auto", batch: int | None = None, seed=None,
-                          workers: int | None = None,
+def many_models_bootstrap(metric: Callable[..., Any] | str, y_true: ArrayLike, *y_scores: ArrayLike,
+                          comparisons: str = "baseline", baseline: int = 0,
+                          sample_weight: ArrayLike = None, n_resamples: int = 1000,
+                          confidence_level: float = 0.95, stratify: bool = False,
+                          groups: ArrayLike = None, block_length: int | None = None,
+                          resampling: str = "multinomial", resample_by: str = "auto",
+                          batch: int | None = None, seed=None, workers: int | None = None,
                           progress: Callable[[int], None] | None = None) -> ManyModelsResult:
     """K models compared in one paired bootstrap: simultaneous intervals and adjusted p-values.
 

@@ -15,6 +15,7 @@ from .._core.results import result_type
 from .._core.results import ConfidenceInterval
 from .._kernels import quantile as Q
 from .._kernels import rankstats as R
+from .._core.types import Array, ArrayLike
 
 __all__ = ["DeLongResult", "delong_test", "delong_roc_variance", "roc_auc_confint"]
 
@@ -210,9 +211,10 @@ def _warn_if(undefined, what):
         B.warn_undefined(what)
 
 
-def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
-                alternative: str = "two-sided", groups=None,
-                num_groups: int | None = None, small_sample: bool = False) -> DeLongResult:
+def delong_test(y_true: ArrayLike, y_score_a: ArrayLike, y_score_b: ArrayLike, *,
+                confidence_level: float = 0.95, alternative: str = "two-sided",
+                groups: ArrayLike = None, num_groups: int | None = None,
+                small_sample: bool = False) -> DeLongResult:
     """DeLong's test for two correlated ROC AUCs measured on the same examples.
 
     ``z = (AUC_A - AUC_B) / sqrt(Var)``, ``Var = (S10_AA + S10_BB - 2 S10_AB) / P
@@ -325,7 +327,8 @@ def delong_test(y_true, y_score_a, y_score_b, *, confidence_level: float = 0.95,
     return DeLongResult(z, p, auc_a, auc_b, diff, se, ConfidenceInterval(lo, hi))
 
 
-def delong_roc_variance(y_true, y_score):
+def delong_roc_variance(y_true: ArrayLike,
+                        y_score: ArrayLike) -> tuple[float | Array, float | Array]:
     """ROC AUC and DeLong's estimate of its variance: ``(auc, variance)``.
 
     ``Var = S10 / P + S01 / N`` with S10, S01 the sample variances (ddof=1) of
@@ -344,7 +347,8 @@ def delong_roc_variance(y_true, y_score):
             B.finalize(B.nan_if(bad, cov(0, 0), xp), xp))
 
 
-def roc_auc_confint(y_true, y_score, *, confidence_level: float = 0.95) -> ConfidenceInterval:
+def roc_auc_confint(y_true: ArrayLike, y_score: ArrayLike, *,
+                    confidence_level: float = 0.95) -> ConfidenceInterval:
     """Wald interval ``AUC +- z * sqrt(DeLong variance)`` for one ROC AUC.
 
     Not clipped to [0, 1] (pROC clips): near 1 with few examples the upper end

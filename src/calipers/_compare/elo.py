@@ -30,6 +30,7 @@ from .._core import validation as V
 from .._core import xp as B
 from .._core.results import ConfidenceInterval, result_type
 from .._kernels.quantile import normal_quantile
+from .._core.types import ArrayLike
 
 __all__ = ["GameCountsState", "MatchElo", "gsprt_llr", "match_elo"]
 
@@ -142,7 +143,7 @@ def logistic_score(elo: float) -> float:
     return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
 
 
-def gsprt_llr(counts, elo0: float, elo1: float, *, elo_model: str = "logistic") -> float:
+def gsprt_llr(counts: ArrayLike, elo0: float, elo1: float, *, elo_model: str = "logistic") -> float:
     """The generalised log-likelihood ratio of H1: Elo = ``elo1`` against H0: Elo = ``elo0``.
 
     ``counts``: trinomial ``(losses, draws, wins)`` or pentanomial game-pair counts (scores 0,
@@ -236,7 +237,7 @@ def _elo_of_score(s: float) -> float:
     return -400.0 * math.log10(1.0 / s - 1.0)
 
 
-def match_elo(counts, *, confidence_level: float = 0.95) -> MatchElo:
+def match_elo(counts: ArrayLike, *, confidence_level: float = 0.95) -> MatchElo:
     """The Elo difference, normalised Elo and their intervals from match counts.
 
     ``counts``: ``(losses, draws, wins)`` or the five game-pair counts (pair scores 0, 1/2, 1,

@@ -13,6 +13,7 @@ import numpy as np
 from .._core import xp as B
 from .._core import validation as V
 from .._core.results import result_type
+from .._core.types import Array, ArrayLike
 
 __all__ = ["McNemarResult", "mcnemar", "mcnemar_table"]
 
@@ -29,7 +30,7 @@ class McNemarResult:
     method: str
 
 
-def mcnemar_table(y_true, y_pred_a, y_pred_b):
+def mcnemar_table(y_true: ArrayLike, y_pred_a: ArrayLike, y_pred_b: ArrayLike) -> Array:
     """2 x 2 table of paired correctness: rows A correct / wrong, columns B correct / wrong.
 
     ``table[0][1]`` (b) counts examples A gets right and B wrong, ``table[1][0]``
@@ -52,7 +53,7 @@ def mcnemar_table(y_true, y_pred_a, y_pred_b):
                      [np.sum(~ra & rb), np.sum(~ra & ~rb)]], dtype=np.int64)
 
 
-def mcnemar(table, *, method: str = "exact") -> McNemarResult:
+def mcnemar(table: ArrayLike, *, method: str = "exact") -> McNemarResult:
     """McNemar's test of equal error rates of two classifiers on the same examples.
 
     Only the discordant counts matter: ``b = table[0][1]`` (A right, B wrong)

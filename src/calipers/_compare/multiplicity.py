@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 from .._core import xp as B
+from .._core.types import Array, ArrayLike
 
 __all__ = ["adjust_pvalues"]
 
@@ -57,7 +58,7 @@ def _cumulative(x, xp, *, op: str, reverse: bool = False):
     return xp.flip(out) if reverse else out
 
 
-def adjust_pvalues(pvalues, *, method: str = "holm"):
+def adjust_pvalues(pvalues: ArrayLike, *, method: str = "holm") -> Array:
     """Adjusted p-values for a family of hypotheses.
 
     Parameters

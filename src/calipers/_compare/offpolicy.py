@@ -14,6 +14,7 @@ from .._core import validation as V
 from .._core.results import ConfidenceInterval
 from .._offpolicy import OffPolicyInterval, prepare_rows, ratio_of_sums
 from .._bootstrap.ratio import ratio_replicates
+from .._core.types import ArrayLike
 
 __all__ = ["off_policy_interval"]
 
@@ -33,9 +34,11 @@ def _percentile(sorted_vals, count, prob, xp):
     return a + (h - lo) * (b - a)
 
 
-def off_policy_interval(estimator, reward, propensity, target, estimated_rewards=None, *,
-                        action=None, max_weight=None, min_propensity=None,
-                        n_resamples=1000, confidence_level=0.95, seed=None):
+def off_policy_interval(estimator: str, reward: ArrayLike, propensity: ArrayLike, target: ArrayLike,
+                        estimated_rewards: ArrayLike = None, *, action: ArrayLike = None,
+                        max_weight: float | None = None, min_propensity: float | None = None,
+                        n_resamples: int = 1000, confidence_level: float = 0.95,
+                        seed=None) -> OffPolicyInterval:
     """Percentile bootstrap interval of an off-policy estimate, resampling logged rows.
 
     Each replicate draws n row indices uniformly with replacement and

@@ -9,11 +9,12 @@ from .._core import xp as B
 from .._core import validation as V
 from .._core.results import ConfidenceInterval
 from .._kernels import quantile as Q
+from .._core.types import ArrayLike
 
 __all__ = ["proportion_confint"]
 
 
-def proportion_confint(count, nobs, *, confidence_level: float = 0.95,
+def proportion_confint(count: ArrayLike, nobs: ArrayLike, *, confidence_level: float = 0.95,
                        method: str = "wilson") -> ConfidenceInterval:
     """Confidence interval for a binomial proportion ``count / nobs``.
 

@@ -11,6 +11,7 @@ import numpy as np
 from .._core import xp as B
 from .._core.results import result_type
 from .elo import GameCountsState, check_counts, gsprt_llr
+from .._core.types import ArrayLike
 
 __all__ = ["GSPRTResult", "SPRTResult", "sprt"]
 
@@ -50,9 +51,9 @@ class GSPRTResult:
     counts: np.ndarray
 
 
-def sprt(outcomes, *, p0: float = 0.5, p1: float | None = None, alpha: float = 0.05,
+def sprt(outcomes: ArrayLike, *, p0: float = 0.5, p1: float | None = None, alpha: float = 0.05,
          beta: float = 0.2, elo0: float | None = None, elo1: float | None = None,
-         elo_model: str = "logistic"):
+         elo_model: str = "logistic") -> SPRTResult | GSPRTResult:
     """Wald's sequential probability ratio test for Bernoulli outcomes (Wald 1945), or the
     generalised SPRT on game counts when ``elo0`` and ``elo1`` are given.
 

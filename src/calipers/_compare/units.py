@@ -27,6 +27,8 @@ arithmetic runs in the input's namespace (widest float). ``n`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
@@ -36,6 +38,7 @@ from .._core import validation as V
 from .._kernels import quantile as Q
 from .._core.results import ConfidenceInterval, result_type
 from .._bootstrap.ratio import ratio_replicates
+from .._core.types import ArrayLike
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]
@@ -70,8 +73,8 @@ class PairedPermutationResult:
         Sign patterns evaluated: ``2**n_units`` when exact.
     """
 
-    statistic: object
-    pvalue: object
+    statistic: Any
+    pvalue: Any
     alternative: str = "two-sided"
     exact: bool = False
     n_units: int = 0
@@ -100,10 +103,10 @@ class UnitBootstrapResult:
         ``"percentile"``.
     """
 
-    difference: object
+    difference: Any
     confidence_interval: ConfidenceInterval
-    standard_error: object
-    prob_a_greater: object
+    standard_error: Any
+    prob_a_greater: Any
     n_units: int = 0
     n_resamples: int = 0
     confidence_level: float = 0.95
@@ -156,8 +159,9 @@ def _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
         done += m
 
 
-def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
-                            exact_max=20, seed=None):
+def paired_permutation_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided",
+                            n_resamples: int = 10000, exact_max: int = 20,
+                            seed=None) -> PairedPermutationResult:
     """Paired randomisation (sign-flip) test of ``mean(a - b) = 0`` over units.
 
     Parameters
@@ -235,7 +239,8 @@ def paired_permutation_test(a, b, *, alternative="two-sided", n_resamples=10000,
                                    B.finalize(p, xp), alternative, bool(exact), n, total)
 
 
-def paired_unit_bootstrap(a, b, *, n_resamples=1000, confidence_level=0.95, seed=None):
+def paired_unit_bootstrap(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 1000,
+                          confidence_level: float = 0.95, seed=None) -> UnitBootstrapResult:
     """Bootstrap over units of the mean difference ``mean(a - b)``.
 
     Each replicate draws ``n`` units with replacement (the same units for A

@@ -27,12 +27,15 @@ import math
 import numbers
 import threading
 import warnings
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
 from . import xp as B
 
 # internal layer (like _backend): no __all__, nothing here is public API
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 # --------------------------------------------------------------------------
@@ -99,7 +102,8 @@ def zero_division(value):
     return v, False
 
 
-def keyword_aliases(param: str, *, current=(), deprecated=()):
+def keyword_aliases(param: str, *, current: tuple[str, ...] = (),
+                    deprecated: tuple[str, ...] = ()) -> Callable[[_F], _F]:
     """Decorator: scikit-learn's keyword names for the argument calipers calls ``param``.
 
     ``current`` names (``y_proba`` for ``y_prob``) are plain synonyms;
@@ -109,7 +113,7 @@ def keyword_aliases(param: str, *, current=(), deprecated=()):
     """
     names = tuple(current) + tuple(deprecated)
 
-    def decorate(fn):
+    def decorate(fn: _F) -> _F:
         position = list(inspect.signature(fn).parameters).index(param)
 
         @functools.wraps(fn)
@@ -135,7 +139,7 @@ def keyword_aliases(param: str, *, current=(), deprecated=()):
                 kwargs[param] = kwargs.pop(name)
             return fn(*args, **kwargs)
 
-        return wrapper
+        return cast(_F, wrapper)
 
     return decorate
 

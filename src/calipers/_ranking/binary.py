@@ -290,7 +290,8 @@ def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def precision_recall_auc(y_true, y_score, *, sample_weight=None, pos_label=None):
+def precision_recall_auc(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
+                         pos_label: Any = None) -> float | Array:
     """Trapezoidal area under the precision-recall curve (not average precision).
 
     The area by the trapezoidal rule over the points of
@@ -449,7 +450,9 @@ def _curve_input(y_true, y_score, sample_weight, pos_label, **kw):
     return d._replace(y=d.y[keep], s=d.s[keep], w=d.w[keep])
 
 
-def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None, drop_intermediate=True):
+def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
+              sample_weight: ArrayLike = None,
+              drop_intermediate: bool = True) -> tuple[Array, Array, Array]:
     """Receiver operating characteristic curve (scikit-learn compatible).
 
     Returns ``(fpr, tpr, thresholds)``: thresholds in decreasing order, the first
@@ -549,8 +552,9 @@ def _warn_curve(d, st, kind):
                          "(scikit-learn sets it to one)")
 
 
-def precision_recall_curve(y_true, y_score, *, pos_label=None, sample_weight=None,
-                           drop_intermediate=False):
+def precision_recall_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
+                           sample_weight: ArrayLike = None,
+                           drop_intermediate: bool = False) -> tuple[Array, Array, Array]:
     """Precision-recall pairs for each distinct threshold (scikit-learn compatible).
 
     Returns ``(precision, recall, thresholds)`` with thresholds increasing (one
@@ -640,7 +644,8 @@ def _at_k(y_true, y_score, k, sample_weight, pos_label):
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
+def precision_at_k(y_true: ArrayLike, y_score: ArrayLike, *, k: int,
+                   sample_weight: ArrayLike = None, pos_label: Any = None) -> float | Array:
     """Precision among the k highest scores; ties at the k-th score by expectation.
 
     If the k-th highest score is shared by a tie group of which only part fits
@@ -674,7 +679,8 @@ def precision_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def recall_at_k(y_true, y_score, *, k, sample_weight=None, pos_label=None):
+def recall_at_k(y_true: ArrayLike, y_score: ArrayLike, *, k: int, sample_weight: ArrayLike = None,
+                pos_label: Any = None) -> float | Array:
     """Share of the positive weight found among the k highest scores.
 
     Ties at the k-th score by expectation, as :func:`precision_at_k`. NaN

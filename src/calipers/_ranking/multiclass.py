@@ -12,6 +12,8 @@ dispatches 2-D scores here).
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
@@ -22,6 +24,7 @@ from .._core.results import result_type
 from .._classification import check_label_scores, encode, Labels, nanaverage, static_labels
 from .._kernels import rankstats as R
 from .._core.compile import compiled
+from .._core.types import Array, ArrayLike
 
 __all__ = ["multiclass_roc_auc_score", "select_threshold", "ThresholdSelection"]
 
@@ -31,8 +34,9 @@ def _f(x, xp):
 
 
 @compiled(rows=("y_true", "y_score"), weight="sample_weight")
-def multiclass_roc_auc_score(y_true, y_score, *, multi_class="ovr", average="macro",
-                             sample_weight=None, labels=None):
+def multiclass_roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, multi_class: str = "ovr",
+                             average: str | None = "macro", sample_weight: ArrayLike = None,
+                             labels: ArrayLike = None) -> float | Array:
     """Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till 2001).
 
     ``'ovr'``: for each class c, the binary AUC of ``y_true == c`` against the
@@ -260,12 +264,12 @@ class ThresholdSelection:
     integers without weights or with integer weights.
     """
 
-    threshold: object
-    expected_cost: object
-    tp: object
-    fp: object
-    fn: object
-    tn: object
+    threshold: Any
+    expected_cost: Any
+    tp: Any
+    fp: Any
+    fn: Any
+    tn: Any
 
 
 def _check_cost(name, v):
@@ -275,7 +279,8 @@ def _check_cost(name, v):
     return float(v)
 
 
-def select_threshold(y_true, y_score, *, cost_fp, cost_fn, sample_weight=None, pos_label=None):
+def select_threshold(y_true: ArrayLike, y_score: ArrayLike, *, cost_fp: float, cost_fn: float,
+                     sample_weight: ArrayLike = None, pos_label: Any = None) -> ThresholdSelection:
     """The score threshold that minimises ``cost_fp * FP + cost_fn * FN``.
 
     Candidates are every distinct score (predicted positive iff

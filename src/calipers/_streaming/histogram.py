@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -61,6 +62,7 @@ from .base import (bad as _bad, batch_total_flag as _batch_total_flag,
                    fill_one as _fill_one, fill_zero as _fill_zero, integral as _integral,
                    merge, namespace as _namespace, row_mask as _row_mask, state_xp as _state_xp,
                    streaming_state, to as _to)
+from .._core.types import ArrayLike
 
 __all__ = [
     "ROCHistogramState",
@@ -711,8 +713,11 @@ def _as_mask(name, mask, shape, xp):
     return mask == 1, bad
 
 
-def ranking_batch_metrics(y_true, y_score, mask=None, *, query_mask=None, k=10, gain="linear",
-                          relevance_level=None) -> RankingBatch | dict[int, RankingBatch]:
+def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike = None, *,
+                          query_mask: ArrayLike = None, k: int | Sequence[int] = 10,
+                          gain: str = "linear",
+                          relevance_level: float | None = None
+                          ) -> RankingBatch | dict[int, RankingBatch]:
     """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .._core import validation as V
@@ -53,15 +56,17 @@ class TrecEvaluation:
 
     values: dict
     mean: dict
-    query_ids: object
-    in_run: object
+    query_ids: Any
+    in_run: Any
     measures: tuple = ()
     run_id: str = ""
     families: tuple = ()
 
 
-def evaluate(qrels, run, measures=None, *, relevance_level=1, ties="trec_eval",
-             complete_qrels=False, float32_scores=True, queries=None, run_id=""):
+def evaluate(qrels, run, measures: str | Sequence[str] | None = None, *,
+             relevance_level: float | None = 1, ties: str = "trec_eval",
+             complete_qrels: bool = False, float32_scores: bool = True,
+             queries: Sequence[str] | None = None, run_id: str = "") -> TrecEvaluation:
     """Evaluate a run against qrels with trec_eval 9.0.8's measures and conventions.
 
     Every measure comes from one ranking of the joined rows (the join of

@@ -29,7 +29,8 @@ Conventions (see ``docs/ranking.md``):
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from .._kernels import rankstats as R
 from .._kernels import segments as S
 from .._core.compile import compiled
 from .._core.results import result_type
+from .._core.types import ArrayLike
 
 __all__ = ["QueryResult", "dcg", "ndcg", "reciprocal_rank", "average_precision",
            "precision_at_k", "recall_at_k", "r_precision", "grouped_roc_auc"]
@@ -789,7 +791,10 @@ _COMMON_DOC = """
 """
 
 
-def _common_doc(fn):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _common_doc(fn: _F) -> _F:
     """Append the shared parameter section (a ``\"\"\"...\"\"\" + X`` expression is no docstring)."""
     fn.__doc__ = (fn.__doc__ or "") + _COMMON_DOC
     return fn
@@ -797,8 +802,10 @@ def _common_doc(fn):
 
 @_per_query
 @_common_doc
-def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
-        doc_id=None, retrieved=None, num_segments=None):
+def dcg(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+        k: int | Sequence[int] | None = None, gain: str = "linear", ties: str = "average",
+        doc_id: ArrayLike = None, retrieved: ArrayLike = None,
+        num_segments: int | None = None) -> QueryResult:
     """Discounted cumulative gain per query: ``sum_r gain(rel_r) / log2(r + 1)``, r <= k.
 
     ``k=None`` uses the whole list; ``k`` beyond the list length adds nothing.
@@ -817,8 +824,10 @@ def dcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average"
 
 @_per_query
 @_common_doc
-def ndcg(y_true, y_score, query_id=None, *, k=None, gain="linear", ties="average",
-         doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+def ndcg(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+         k: int | Sequence[int] | None = None, gain: str = "linear", ties: str = "average",
+         doc_id: ArrayLike = None, retrieved: ArrayLike = None, undefined: str = "skip",
+         num_segments: int | None = None) -> QueryResult:
     """Normalised DCG per query: DCG@k / ideal DCG@k.
 
     The ideal ranking sorts every judged document of the query by gain (with
@@ -857,8 +866,10 @@ def _ndcg_from(ctx, ks, is_seq, undefined):
 
 @_per_query
 @_common_doc
-def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
-                    doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+def reciprocal_rank(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                    relevance_level: float | None = None, ties: str = "average",
+                    doc_id: ArrayLike = None, retrieved: ArrayLike = None, undefined: str = "skip",
+                    num_segments: int | None = None) -> QueryResult:
     """Reciprocal rank of the first relevant document, per query (mean = MRR).
 
     0 when the query has relevant documents but none is ranked (only possible
@@ -875,9 +886,10 @@ def reciprocal_rank(y_true, y_score, query_id=None, *, relevance_level=None, tie
 
 @_per_query
 @_common_doc
-def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
-                      ties="average", doc_id=None, retrieved=None, undefined="skip",
-                      num_segments=None):
+def average_precision(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                      relevance_level: float | None = None, ties: str = "average",
+                      doc_id: ArrayLike = None, retrieved: ArrayLike = None,
+                      undefined: str = "skip", num_segments: int | None = None) -> QueryResult:
     """Average precision per query (mean = MAP): ``sum_{relevant ranked} P@rank / R``.
 
     ``R`` is the number of relevant documents of the query, ranked or not
@@ -895,8 +907,10 @@ def average_precision(y_true, y_score, query_id=None, *, relevance_level=None,
 
 @_per_query
 @_common_doc
-def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
-                   ties="average", doc_id=None, retrieved=None, num_segments=None):
+def precision_at_k(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                   k: int | Sequence[int], relevance_level: float | None = None,
+                   ties: str = "average", doc_id: ArrayLike = None, retrieved: ArrayLike = None,
+                   num_segments: int | None = None) -> QueryResult:
     """Precision at k per query: relevant documents among the top k, divided by k.
 
     The denominator is always ``k`` even when the query has fewer than ``k``
@@ -915,8 +929,10 @@ def precision_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None,
 
 @_per_query
 @_common_doc
-def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties="average",
-                doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+def recall_at_k(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                k: int | Sequence[int], relevance_level: float | None = None, ties: str = "average",
+                doc_id: ArrayLike = None, retrieved: ArrayLike = None, undefined: str = "skip",
+                num_segments: int | None = None) -> QueryResult:
     """Recall at k per query: relevant documents in the top k over all relevant of the query.
 
     Ties at the k-th position by expectation. Undefined without relevant items
@@ -934,8 +950,10 @@ def recall_at_k(y_true, y_score, query_id=None, *, k, relevance_level=None, ties
 
 @_per_query
 @_common_doc
-def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="average",
-                doc_id=None, retrieved=None, undefined="skip", num_segments=None):
+def r_precision(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                relevance_level: float | None = None, ties: str = "average",
+                doc_id: ArrayLike = None, retrieved: ArrayLike = None, undefined: str = "skip",
+                num_segments: int | None = None) -> QueryResult:
     """R-precision per query: precision at rank R, R = number of relevant documents.
 
     Denominator R even when fewer than R documents are ranked (trec_eval
@@ -954,8 +972,9 @@ def r_precision(y_true, y_score, query_id=None, *, relevance_level=None, ties="a
 
 @compiled(nan_ok=True, prepare=_segment_prepare("group_id", binary=True,
                                               what="groups with one class"))
-def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
-                    weighting="uniform", num_segments=None):
+def grouped_roc_auc(y_true: ArrayLike, y_score: ArrayLike, group_id: ArrayLike = None, *,
+                    sample_weight: ArrayLike = None, weighting: str = "uniform",
+                    num_segments: int | None = None) -> QueryResult:
     """ROC AUC per group (user, query) in one segment sort, and the grouped AUC (GAUC).
 
     Each group's AUC is the Mann-Whitney statistic with a tied
@@ -1012,7 +1031,7 @@ def grouped_roc_auc(y_true, y_score, group_id=None, *, sample_weight=None,
     class _Ctx:
         pass
 
-    ctx = _Ctx()
+    ctx: Any = _Ctx()
     ctx.xp, ctx.f, ctx.ai, ctx.ss = xp, f, B.acc_int(xp), ss
     ctx.dev = B.device(y_score)
     ctx.invalid = invalid | ss.invalid

@@ -8,6 +8,9 @@ printed name.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import re
 
 import numpy as np
@@ -114,7 +117,7 @@ def _check_params(one, name, kind, params):
     return params
 
 
-def parse_trec_measures(specs=None):
+def parse_trec_measures(specs: str | Sequence[str] | None = None) -> list[tuple[str, Any]]:
     """trec_eval measure specs -> ``[(family, parameter or None), ...]`` in trec_eval's order.
 
     ``specs``: names as ``trec_eval -m`` takes them: ``"map"``, ``"P.5,10"``,
@@ -161,7 +164,7 @@ def parse_trec_measures(specs=None):
             want.setdefault(name, set()).update(default)
         else:
             want.setdefault(name, None)
-    out = []
+    out: list[tuple[str, Any]] = []
     for fam in _ORDER:
         if fam in want:
             if _MEASURES[fam][0] in ("icut", "fcut"):
