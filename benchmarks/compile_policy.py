@@ -11,7 +11,6 @@ and total wall time. Run: ``PYTHONPATH=src python -u benchmarks/compile_policy.p
 
 from __future__ import annotations
 
-import logging
 import os
 import platform
 import time
@@ -24,40 +23,18 @@ import numpy as np  # noqa: E402
 
 import calipers  # noqa: E402
 from calipers._core import compile as _compile  # noqa: E402
+from _timing import CompileCount  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 
-class _Count(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.n = 0
-
-    def emit(self, record):
-        if "Finished XLA compilation" in record.getMessage() or \
-                "Compiling" in record.getMessage():
-            self.n += 1
-
-
 def run(name, fn, make, lengths):
-    counter = _Count()
-    jax.config.update("jax_log_compiles", True)
-    loggers = [logging.getLogger(n) for n in ("jax._src.interpreters.pxla", "jax._src.dispatch",
-                                              "jax")]
-    for lg in loggers:
-        lg.addHandler(counter)
-        lg.setLevel(logging.DEBUG)
-        lg.propagate = False
-    try:
+    with CompileCount() as counter:
         t = time.perf_counter()
         for n in lengths:
             out = fn(*make(n))
             jax.block_until_ready(out)
         total = time.perf_counter() - t
-    finally:
-        jax.config.update("jax_log_compiles", False)
-        for lg in loggers:
-            lg.removeHandler(counter)
     return counter.n, total
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import calipers
-from _timing import median_time
+from _timing import CompileCount, median_time
 
 RESULTS: list[dict] = []
 SKIPPED: list[str] = []
@@ -223,42 +223,6 @@ def bench_bootstrap(quick):
 
 # --------------------------------------------------------------------------- backends
 
-class _CompileCount:
-    """Counts XLA compilations from JAX's compile log while active."""
-
-    def __init__(self):
-        import logging
-
-        class H(logging.Handler):
-            n = 0
-
-            def emit(self, record):
-                if "Finished XLA compilation" in record.getMessage():
-                    H.n += 1
-        self.h = H(logging.DEBUG)
-        self.loggers = [logging.getLogger(n) for n in ("jax._src.interpreters.pxla",
-                                                       "jax._src.dispatch", "jax")]
-
-    def __enter__(self):
-        import jax
-        jax.config.update("jax_log_compiles", True)
-        for lg in self.loggers:
-            lg.addHandler(self.h)
-            lg.setLevel(10)
-            lg.propagate = False
-        return self
-
-    def __exit__(self, *exc):
-        import jax
-        jax.config.update("jax_log_compiles", False)
-        for lg in self.loggers:
-            lg.removeHandler(self.h)
-
-    @property
-    def n(self):
-        return self.h.n
-
-
 def bench_backends(quick):
     """torch CPU tensors, eager JAX over changing lengths, and the import."""
     import subprocess
@@ -314,7 +278,7 @@ def bench_backends(quick):
             inputs = [make(k) for k in lengths]
             jin = [[jnp.asarray(v) for v in args] for args in inputs]
             t = time.perf_counter()
-            with _CompileCount() as cc:
+            with CompileCount() as cc:
                 for args in jin:
                     jax.block_until_ready(fn(*args))
             tj = time.perf_counter() - t
@@ -330,7 +294,7 @@ def bench_backends(quick):
         b = a + np.random.default_rng(6).normal(size=k)
         jb = [jnp.asarray(v) for v in (yb, a, b)]
         calipers.paired_bootstrap(calipers.roc_auc_score, *jb, n_resamples=1000, seed=0)
-        with _CompileCount() as cc:
+        with CompileCount() as cc:
             tj = median_time(lambda: calipers.paired_bootstrap(
                 calipers.roc_auc_score, *jb, n_resamples=1000, seed=1), 3)
         record("backends", "calipers paired_bootstrap n=171 B=1000 eager-jax", k, tj,

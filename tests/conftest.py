@@ -9,6 +9,7 @@ over (static), so jit coverage is explicit and cannot silently disappear.
 from __future__ import annotations
 
 import contextlib
+import warnings
 import json
 import os
 import pathlib
@@ -19,6 +20,7 @@ import pytest
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -166,3 +168,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+# --------------------------------------------------------------------------
+# the state tests' four modes: NumPy, eager JAX, JAX under jit (x64 on and off)
+# --------------------------------------------------------------------------
+
+STATE_MODES = ["numpy", "jax_eager", "jax_jit", "jax_jit_x32"]
+
+
+@contextlib.contextmanager
+def mode_context(mode):
+    """x64 off for ``jax_jit_x32``; warnings silenced (the tests check values)."""
+    with contextlib.ExitStack() as stack:
+        if mode == "jax_jit_x32":
+            stack.enter_context(jax.enable_x64(False))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        yield
+
+
+def mode_xp(mode):
+    return np if mode == "numpy" else jnp
+
+
+def mode_array(mode, a):
+    """``a`` as the mode's array: NumPy, or JAX (64-bit dtypes narrowed without x64)."""
+    a = np.asarray(a)
+    if mode == "numpy":
+        return a
+    if mode == "jax_jit_x32":
+        a = a.astype(np.float32) if a.dtype == np.float64 else \
+            a.astype(np.int32) if a.dtype == np.int64 else a
+    return jnp.asarray(a)

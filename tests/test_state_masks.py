@@ -24,34 +24,15 @@ import calipers
 from calipers import (CalibrationState, ConfusionState, NLLState, ProbabilityLossState,
                       QueryMeanState, ROCHistogramState, ranking_batch_metrics)
 from calipers import retrieval as R
-from conftest import load_case
+from conftest import STATE_MODES, load_case, mode_array, mode_context, mode_xp
 
 PAD = 8            # every batch is padded to 8 rows: one compiled shape per state
-MODES = ["numpy", "jax_eager", "jax_jit", "jax_jit_x32"]
+MODES = STATE_MODES
 
 
-@contextlib.contextmanager
-def _mode_ctx(mode):
-    with contextlib.ExitStack() as stack:
-        if mode == "jax_jit_x32":
-            stack.enter_context(jax.enable_x64(False))
-        stack.enter_context(warnings.catch_warnings())
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _xp(mode):
-    return np if mode == "numpy" else jnp
-
-
-def _arr(mode, a):
-    a = np.asarray(a)
-    if mode == "numpy":
-        return a
-    if mode == "jax_jit_x32":
-        a = a.astype(np.float32) if a.dtype == np.float64 else \
-            a.astype(np.int32) if a.dtype == np.int64 else a
-    return jnp.asarray(a)
+_mode_ctx = mode_context
+_xp = mode_xp
+_arr = mode_array
 
 
 _JITTED = {}

@@ -19,33 +19,15 @@ import sklearn.metrics as skm
 
 import calipers
 from calipers import ConfusionState, UndefinedMetricWarning
+from conftest import STATE_MODES, mode_array, mode_context, mode_xp
 
-MODES = ["numpy", "jax_eager", "jax_jit", "jax_jit_x32"]
+MODES = STATE_MODES
 PAD = 16
 
 
-@contextlib.contextmanager
-def _ctx(mode):
-    with contextlib.ExitStack() as stack:
-        if mode == "jax_jit_x32":
-            stack.enter_context(jax.enable_x64(False))
-        stack.enter_context(warnings.catch_warnings())
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _xp(mode):
-    return np if mode == "numpy" else jnp
-
-
-def _arr(mode, a):
-    a = np.asarray(a)
-    if mode == "numpy":
-        return a
-    if mode == "jax_jit_x32":
-        a = a.astype(np.float32) if a.dtype == np.float64 else \
-            a.astype(np.int32) if a.dtype == np.int64 else a
-    return jnp.asarray(a)
+_ctx = mode_context
+_xp = mode_xp
+_arr = mode_array
 
 
 def _rtol(mode):

@@ -243,6 +243,14 @@ def binary_log_loss_rows(y01, p, xp):
     return -(y * xp.log(p) + (1 - y) * xp.log1p(-p))
 
 
+def binary_log_loss_rows_widened(y01, p, xp):
+    """:func:`binary_log_loss_rows` of ``p`` clipped at the epsilon of its own dtype, computed
+    in the widest float (what :func:`log_loss` gives on ``p``'s dtype; non-float ``p`` clips
+    at 2**-52). The per-row term of every resampled and distributed log loss."""
+    eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
+    return binary_log_loss_rows(y01, xp.clip(xp.astype(p, B.acc_float(xp)), eps, 1 - eps), xp)
+
+
 def binary_log_loss_logit_rows(y01, z, xp):
     """Per-row binary cross-entropy of logits ``z``: ``y softplus(-z) + (1 - y) softplus(z)``.
 

@@ -314,9 +314,7 @@ def _log_loss_rows(y, p, name):
         raise ValueError("y_true must hold binary labels 0/1 for log_loss")
     if p.size and (not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1))):
         raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
-    eps = float(np.finfo(p.dtype).eps) if p.dtype.kind == "f" else 2.0**-52
-    return _prob.binary_log_loss_rows(y.astype(np.float64),
-                                      np.clip(p.astype(np.float64), eps, 1 - eps), np)
+    return _prob.binary_log_loss_rows_widened(y.astype(np.float64), p, np)
 
 
 class _PairedBootstrapCombine(_Combine):

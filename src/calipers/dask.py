@@ -268,7 +268,8 @@ _METRICS = ("roc_auc", "accuracy", "log_loss")
 
 
 def _counts(seed, n_resamples, ids):
-    return np.stack([poisson_counts(seed, r, ids) for r in range(n_resamples)]) \
+    """``(n_resamples, len(ids))`` Poisson counts of the rows: one broadcast hash."""
+    return poisson_counts(seed, np.arange(n_resamples), ids) \
         if ids.size else np.zeros((n_resamples, 0), np.int64)
 
 
@@ -323,8 +324,7 @@ def _log_loss_rows(y01, p, name):
     p = np.asarray(p)
     if p.size and (not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1))):
         raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
-    eps = float(np.finfo(p.dtype).eps) if p.dtype.kind == "f" else 2.0**-52
-    return _prob.binary_log_loss_rows(y01, np.clip(p.astype(np.float64), eps, 1 - eps), np)
+    return _prob.binary_log_loss_rows_widened(y01, p, np)
 
 
 def _add_sums(*xs):

@@ -436,7 +436,7 @@ class _MeanKernel:
     name: str
 
     def prepare(self, y01, p, w, xp, identity):
-        rows = _log_loss_rows(y01, p, xp) if self.name == "log_loss" else _brier_rows(y01, p, xp)
+        rows = _prob.binary_log_loss_rows_widened(y01, p, xp) if self.name == "log_loss" else _brier_rows(y01, p, xp)
         return (rows, w)
 
     def evaluate(self, state, counts, xp):
@@ -488,10 +488,6 @@ def evaluate_pair(kernel_a, sa, kernel_b, sb, counts, xp):
     return va, vb, va - vb
 
 
-def _log_loss_rows(y01, p, xp):
-    # clip at the epsilon of the probabilities' dtype (as log_loss does), then the widest float
-    eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
-    return _prob.binary_log_loss_rows(y01, xp.clip(_f(p, xp), eps, 1 - eps), xp)
 
 
 def _brier_rows(y01, p, xp):

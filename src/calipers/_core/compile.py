@@ -285,26 +285,12 @@ def _torch_cpu_call(fn, args, kwargs):
     """
     import torch
 
-    found = False
-    for v in (*args, *kwargs.values()):
-        if isinstance(v, torch.Tensor):
-            if v.device.type != "cpu" or v.dtype in (torch.bfloat16, torch.complex32) or \
-                    v.layout != torch.strided:
-                return False, None
-            found = True
-        elif B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
-            return False, None  # another library's arrays: the namespace rule decides
-    if not found:
+    keys = list(kwargs)
+    ok, views = torch_cpu_views(*args, *kwargs.values())
+    if not ok:
         return False, None
-
-    def view(v):
-        return v.detach().numpy() if isinstance(v, torch.Tensor) else v
-
-    try:
-        args_np = [view(a) for a in args]
-        kwargs_np = {k: view(v) for k, v in kwargs.items()}
-    except (RuntimeError, TypeError):  # a tensor without NumPy memory (functorch, meta)
-        return False, None
+    args_np = list(views[:len(args)])
+    kwargs_np = dict(zip(keys, views[len(args):]))
     out = fn(*args_np, **kwargs_np)
     wrapped = _to_torch(out, torch)
     if wrapped is _NOT_ARRAYS:

@@ -280,7 +280,7 @@ def _batch_stats(metric, bits, y, a, b, c, xp, sdt):
         for name, s in (("y_score_a", a), ("y_score_b", b)):
             bad = bad | V.fail_if(~((s >= 0) & (s <= 1)), name,
                                   "must hold probabilities in [0, 1]", xp, values=s)
-            rows = _log_loss_rows(y01, s, xp) if metric == "log_loss" else \
+            rows = _prob.binary_log_loss_rows_widened(y01, s, xp) if metric == "log_loss" else \
                 _prob.binary_brier_rows(y01, xp.astype(s, f), xp)
             cols.append(xp.sum(cf * xp.reshape(xp.astype(rows, f), (1, -1)), axis=1))
         return xp.stack(cols, axis=1)[:, :, None], bad
@@ -292,13 +292,6 @@ def _batch_stats(metric, bits, y, a, b, c, xp, sdt):
                                                         else B.acc_int(xp)) * M
         cols.append(_hist(c, idx, 2 * M, xp, sdt))
     return xp.stack(cols, axis=1), bad
-
-
-def _log_loss_rows(y01, p, xp):
-    """As the bootstrap's log-loss kernel: clipped at the probabilities' own epsilon."""
-    eps = float(xp.finfo(p.dtype).eps) if xp.isdtype(p.dtype, "real floating") else 2.0**-52
-    return _prob.binary_log_loss_rows(y01, xp.clip(xp.astype(p, B.acc_float(xp)), eps, 1 - eps),
-                                      xp)
 
 
 def _hist(c, idx, K, xp, sdt):
