@@ -48,6 +48,18 @@ def test_every_public_function_has_a_return_annotation():
     assert not missing, f"public functions without a return annotation: {missing}"
 
 
+def test_every_public_function_parameter_is_annotated():
+    """mypy --strict treats an unannotated parameter as Any: every parameter of every public
+    function names what it takes (``ArrayLike`` for data, ``SeedLike`` for seeds)."""
+    import inspect
+
+    missing = sorted(f"{name}({p.name})" for name, fn in _public_functions()
+                     for p in inspect.signature(fn).parameters.values()
+                     if p.annotation is inspect.Parameter.empty
+                     and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    assert not missing, f"public function parameters without an annotation: {missing}"
+
+
 def test_public_api_result_types_under_mypy_strict():
     """tests/typing/check_api.py asserts the result types of the main API (``assert_type``):
     concrete result classes for results and states."""

@@ -661,7 +661,7 @@ _COMMON_DOC = """
 def precision_recall_fscore_support(y_true: ArrayLike, y_pred: ArrayLike, *, beta: float = 1.0,
                                     labels: ArrayLike = None, pos_label: Any = 1,
                                     average: str | None = None,
-                                    warn_for=("precision", "recall", "f-score"),
+                                    warn_for: tuple[str, ...] = ("precision", "recall", "f-score"),
                                     sample_weight: ArrayLike = None,
                                     zero_division: str | float = "nan",
                                     num_classes: int | None = None, ignore_index: int | None = None,

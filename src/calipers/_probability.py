@@ -22,7 +22,7 @@ from ._core.types import Array, ArrayLike
 __all__ = ["log_loss", "brier_score_loss", "probability_sum_tolerance"]
 
 
-def probability_sum_tolerance(dtype="float64") -> float:
+def probability_sum_tolerance(dtype: Any = "float64") -> float:
     """How far a row of class probabilities may sum from 1 and still be accepted.
 
     ``sqrt(eps)`` of the float dtype (1.49e-08 for float64, 3.45e-04 for

@@ -64,7 +64,7 @@ from .resample import (
 from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from .._core.results import ConfidenceInterval, result_type
 from .many import comparison_pairs, max_t
-from .._core.types import Array, ArrayLike
+from .._core.types import Array, ArrayLike, SeedLike
 
 __all__ = ["ConfidenceInterval", "BootstrapResult", "ManyModelsResult", "many_models_bootstrap",
            "paired_bootstrap", "paired_bootstrap_replicates"]
@@ -421,7 +421,7 @@ def paired_bootstrap_replicates(metric: Callable[..., Any] | str, y_true: ArrayL
                                 stratify: bool = False, groups: ArrayLike = None,
                                 num_groups: int | None = None, block_length: int | None = None,
                                 resampling: str = "multinomial", resample_by: str = "auto",
-                                batch: int | None = None, seed=None, workers: int | None = None,
+                                batch: int | None = None, seed: SeedLike = None, workers: int | None = None,
                                 row_ids: ArrayLike = None) -> tuple[Array, Array]:
     """Replicated values of ``metric`` for models A and B on shared resamples.
 
@@ -677,7 +677,8 @@ def paired_bootstrap(metric: Callable[..., Any] | str, y_true: ArrayLike, y_scor
                      method: str = "percentile", alternative: str = "two-sided",
                      stratify: bool = False, groups: ArrayLike = None,
                      block_length: int | None = None, resampling: str = "multinomial",
-                     resample_by: str = "auto", batch: int | None = None, seed=None, devices=None,
+                     resample_by: str = "auto", batch: int | None = None, seed: SeedLike = None,
+                     devices: Any = None,
                      workers: int | None = None, jackknife_groups: int = 100,
                      progress: Callable[[int], None] | None = None,
                      row_ids: ArrayLike = None) -> BootstrapResult:
@@ -986,7 +987,7 @@ def many_models_bootstrap(metric: Callable[..., Any] | str, y_true: ArrayLike, *
                           confidence_level: float = 0.95, stratify: bool = False,
                           groups: ArrayLike = None, block_length: int | None = None,
                           resampling: str = "multinomial", resample_by: str = "auto",
-                          batch: int | None = None, seed=None, workers: int | None = None,
+                          batch: int | None = None, seed: SeedLike = None, workers: int | None = None,
                           progress: Callable[[int], None] | None = None) -> ManyModelsResult:
     """K models compared in one paired bootstrap: simultaneous intervals and adjusted p-values.
 

@@ -14,7 +14,7 @@ from .._core import validation as V
 from .._core.results import ConfidenceInterval
 from .._offpolicy import OffPolicyInterval, prepare_rows, ratio_of_sums
 from .._bootstrap.ratio import ratio_replicates
-from .._core.types import ArrayLike
+from .._core.types import ArrayLike, SeedLike
 
 __all__ = ["off_policy_interval"]
 
@@ -38,7 +38,7 @@ def off_policy_interval(estimator: str, reward: ArrayLike, propensity: ArrayLike
                         estimated_rewards: ArrayLike = None, *, action: ArrayLike = None,
                         max_weight: float | None = None, min_propensity: float | None = None,
                         n_resamples: int = 1000, confidence_level: float = 0.95,
-                        seed=None) -> OffPolicyInterval:
+                        seed: SeedLike = None) -> OffPolicyInterval:
     """Percentile bootstrap interval of an off-policy estimate, resampling logged rows.
 
     Each replicate draws n row indices uniformly with replacement and

@@ -74,7 +74,8 @@ def _check_count(name, n, minimum=1) -> int:
     return int(n)
 
 
-def mcnemar_power(n, p_ab, p_ba, *, alpha=0.05, method: str = "exact") -> float:
+def mcnemar_power(n: int, p_ab: float, p_ba: float, *, alpha: float = 0.05,
+                  method: str = "exact") -> float:
     """Power of the two-sided McNemar test with ``n`` paired examples.
 
     Parameters
@@ -136,7 +137,8 @@ def mcnemar_power(n, p_ab, p_ba, *, alpha=0.05, method: str = "exact") -> float:
     return float(min(power, 1.0))
 
 
-def mcnemar_sample_size(p_ab, p_ba, *, power=0.8, alpha=0.05) -> int:
+def mcnemar_sample_size(p_ab: float, p_ba: float, *, power: float = 0.8,
+                        alpha: float = 0.05) -> int:
     """Examples needed for McNemar's test to reach ``power`` (Connor 1987).
 
     ``n = ceil((z_{1-alpha/2} sqrt(psi) + z_{power} sqrt(psi - d^2))^2 / d^2)``
@@ -205,8 +207,8 @@ def _check_corr(r) -> float:
     return f
 
 
-def auc_difference_power(auc_a, auc_b, *, n_pos, n_neg, correlation=0.5,
-                         alpha=0.05) -> AUCPowerResult:
+def auc_difference_power(auc_a: float, auc_b: float, *, n_pos: int, n_neg: int,
+                         correlation: float = 0.5, alpha: float = 0.05) -> AUCPowerResult:
     """Power to detect ``auc_a != auc_b`` with a paired (DeLong) test.
 
     Parameters
@@ -255,8 +257,9 @@ def auc_difference_power(auc_a, auc_b, *, n_pos, n_neg, correlation=0.5,
     return AUCPowerResult(power, se, va, vb)
 
 
-def auc_difference_sample_size(auc_a, auc_b, *, prevalence, correlation=0.5, power=0.8,
-                               alpha=0.05) -> int:
+def auc_difference_sample_size(auc_a: float, auc_b: float, *, prevalence: float,
+                               correlation: float = 0.5, power: float = 0.8,
+                               alpha: float = 0.05) -> int:
     """Total test-set size for the paired AUC comparison to reach ``power``.
 
     ``prevalence`` is the share of positives (in (0, 1)); the returned ``n``
@@ -292,8 +295,9 @@ def auc_difference_sample_size(auc_a, auc_b, *, prevalence, correlation=0.5, pow
     return hi
 
 
-def auc_minimum_detectable_difference(auc_b, *, n_pos, n_neg, correlation=0.5, power=0.8,
-                                      alpha=0.05) -> float:
+def auc_minimum_detectable_difference(auc_b: float, *, n_pos: int, n_neg: int,
+                                      correlation: float = 0.5, power: float = 0.8,
+                                      alpha: float = 0.05) -> float:
     """Smallest ``auc_a - auc_b > 0`` detected with ``power`` given the test set.
 
     Solves ``auc_difference_power(auc_b + d, auc_b, ...).power == power`` for

@@ -38,7 +38,7 @@ from .._core import validation as V
 from .._kernels import quantile as Q
 from .._core.results import ConfidenceInterval, result_type
 from .._bootstrap.ratio import ratio_replicates
-from .._core.types import ArrayLike
+from .._core.types import ArrayLike, SeedLike
 
 __all__ = ["MIN_BOOTSTRAP_UNITS", "PairedPermutationResult", "UnitBootstrapResult",
            "paired_permutation_test", "paired_unit_bootstrap"]
@@ -161,7 +161,7 @@ def _sign_blocks(n, exact, n_resamples, rng, xp, f, dev):
 
 def paired_permutation_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided",
                             n_resamples: int = 10000, exact_max: int = 20,
-                            seed=None) -> PairedPermutationResult:
+                            seed: SeedLike = None) -> PairedPermutationResult:
     """Paired randomisation (sign-flip) test of ``mean(a - b) = 0`` over units.
 
     Parameters
@@ -240,7 +240,8 @@ def paired_permutation_test(a: ArrayLike, b: ArrayLike, *, alternative: str = "t
 
 
 def paired_unit_bootstrap(a: ArrayLike, b: ArrayLike, *, n_resamples: int = 1000,
-                          confidence_level: float = 0.95, seed=None) -> UnitBootstrapResult:
+                          confidence_level: float = 0.95,
+                          seed: SeedLike = None) -> UnitBootstrapResult:
     """Bootstrap over units of the mean difference ``mean(a - b)``.
 
     Each replicate draws ``n`` units with replacement (the same units for A

@@ -9,9 +9,18 @@ its namespaces, so both are ``Any`` to the type checker: they name intent in sig
 
 from __future__ import annotations
 
+import os
 from typing import Any, TypeAlias
 
-__all__ = ["Array", "ArrayLike"]
+import numpy as np
+
+__all__ = ["Array", "ArrayLike", "SeedLike", "PathLike"]
 
 Array: TypeAlias = Any
 ArrayLike: TypeAlias = Any
+
+#: A resampling seed: None (fresh entropy), an int >= 0, a NumPy ``Generator`` or
+#: ``SeedSequence``, or a JAX PRNG key (an array, hence ``Any`` to the checker).
+SeedLike: TypeAlias = "int | np.random.Generator | np.random.SeedSequence | Any | None"
+#: A file path.
+PathLike: TypeAlias = "str | os.PathLike[str]"

@@ -63,7 +63,7 @@ class TrecEvaluation:
     families: tuple = ()
 
 
-def evaluate(qrels, run, measures: str | Sequence[str] | None = None, *,
+def evaluate(qrels: Any, run: Any, measures: str | Sequence[str] | None = None, *,
              relevance_level: float | None = 1, ties: str = "trec_eval",
              complete_qrels: bool = False, float32_scores: bool = True,
              queries: Sequence[str] | None = None, run_id: str = "") -> TrecEvaluation:

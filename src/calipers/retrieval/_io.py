@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.types import PathLike
 from ._encode import _as_str, _id_codes, _pair_keys
 
 __all__ = ["Qrels", "Run", "TrecFormatError", "read_qrels", "read_run"]
@@ -169,7 +170,7 @@ def _numbers(strings, lines, path, col, what, parse):
         raise  # pragma: no cover - numpy and Python disagree on a value
 
 
-def read_qrels(path, *, progress=False) -> Qrels:
+def read_qrels(path: PathLike, *, progress: bool = False) -> Qrels:
     """Read a qrels file ``qid iteration docno relevance`` into arrays.
 
     ``progress``: a callable ``progress(characters_read, file_bytes)``, called every
@@ -185,7 +186,7 @@ def read_qrels(path, *, progress=False) -> Qrels:
     return Qrels(qid, docno, rel, path, _id_codes(qid, docno, rel=rel))
 
 
-def read_run(path, *, progress=False) -> Run:
+def read_run(path: PathLike, *, progress: bool = False) -> Run:
     """Read a run file ``qid Q0 docno rank score tag`` into arrays.
 
     ``progress``: as for :func:`read_qrels`.

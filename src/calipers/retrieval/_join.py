@@ -19,6 +19,7 @@ descending, then docno descending).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -297,8 +298,9 @@ def _cached(obj, a, which):
     return _heads(a) if which == 0 else _hash_widths(a)[0]
 
 
-def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels=False, float32_scores=True,
-                queries=None, hash_docs=False) -> TrecArrays:
+def trec_arrays(qrels: Qrels, run: Run, *, complete_qrels: bool = False,
+                float32_scores: bool = True, queries: Sequence[str] | None = None,
+                hash_docs: bool = False) -> TrecArrays:
     """Join a run with its qrels as trec_eval does (see module docstring).
 
     ``queries`` (sorted str array) overrides the query set (used to compare two
