@@ -12,9 +12,10 @@ win to each side, or follow Davidson (1970):
 
 The likelihood depends on the data only through the weighted pairwise win and
 tie counts, so the battles are aggregated once into a K x K matrix and every
-fit (and every bootstrap replicate, whose counts per battle come from
-calipers' one resampler) works on that matrix: O(n) per replicate to count,
-O(K^3) per Newton step.
+fit works on that matrix. A bootstrap replicate draws the counts of the
+battles' cells (pair and outcome) as one multinomial over the cells
+(:mod:`calipers._bootstrap.cells`): O(cells) per replicate, whatever the
+number of battles, then O(K^3) per Newton step.
 
 The MLE exists (is finite) exactly when the directed graph "i beat or tied j"
 is strongly connected (Zermelo 1929; Ford 1957; Hunter 2004, Assumption 1).
@@ -861,12 +862,26 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
                             tol: float = 1e-10) -> BradleyTerryBootstrap:
     """Bradley-Terry ratings with bootstrap intervals, rank intervals and P(best).
 
-    Each replicate resamples the battles with replacement (multinomial counts
-    per battle from calipers' counter-based resampler, a function of
-    ``(seed, replicate, battle)`` only), or, with ``groups``, whole clusters
-    (a prompt, a game pair) keeping their battles; integer ``sample_weight``
-    is repetition (the repeated battles are resampled), other weights multiply
-    each battle's count. The replicate's weighted win / tie counts are refitted
+    Each replicate resamples the battles with replacement. The likelihood
+    depends on a replicate only through its win / tie counts, so the battles
+    are grouped into cells (the ordered pair of a decisive battle, the
+    unordered pair of a tie) and a replicate draws the cells' counts
+    ``(C_1, ..., C_G) ~ Multinomial(N, m / N)``, ``m_g`` being cell ``g``'s
+    multiplicity: exactly the distribution of resampling the ``N`` battles
+    one by one (FastChat's ``get_bootstrap_result_elo_mle_with_tie`` draws the
+    same multinomial). Integer ``sample_weight`` is repetition (a battle of
+    weight ``w`` is ``w`` units of its cell); non-integer weights keep each
+    battle one unit and key its cell by the weight too, the cell's count
+    multiplying its weight. The counts are drawn by binomial splitting down a
+    binary tree over the sorted cells from
+    ``Generator(PCG64(SeedSequence(seed words, spawn_key=(r,))))`` for
+    replicate ``r`` (:mod:`calipers._bootstrap.cells`): a function of
+    ``(seed, r, the sorted cells and their multiplicities)`` only, so the
+    battles' order and which side is ``model_a`` never matter. With
+    ``groups``, whole clusters (a prompt, a game pair) are resampled with their
+    battles by calipers' counter-based resampler (a function of ``(seed,
+    replicate, cluster)``), a cluster's count multiplying its battles'
+    weights. The replicate's weighted win / tie counts are refitted
     by Newton's method started from the full-data estimate, with the same
     ``ties``, ``prior`` and anchoring as :func:`bradley_terry` (the anchor model's
     rating is the same in every replicate: intervals are relative to it).
@@ -909,8 +924,12 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
 
     Notes
     -----
-    Eager NumPy only. One pass over the battles per replicate (a weighted
-    count into the K x K matrices), then O(K^3) per Newton step.
+    Eager NumPy only. O(cells) per replicate for the draw and the count into
+    the K x K matrices (at most ``1.5 K (K - 1)`` cells; one pass over the
+    battles with ``groups``), then O(K^3) per Newton step. The draws use
+    NumPy's ``Generator.binomial``, whose stream NumPy keeps across releases
+    as a practice, not a promise (NEP 19): an upgrade could change the
+    replicates, never their distribution.
     """
     anchor_rating = _options(ties, scale, anchor_rating, prior, max_iter, tol)
     n_resamples = V.positive_int(n_resamples, "n_resamples")
