@@ -1,33 +1,46 @@
 """Arena bootstrap: calipers' ``bradley_terry_bootstrap`` against FastChat's bootstrap loop.
 
-FastChat (lm-sys/FastChat, ``fastchat/serve/monitor/elo_analysis.py``, the Chatbot Arena
-notebook) computes the leaderboard's intervals as follows: ``compute_mle_elo`` counts the
-battles into a model x model table of wins (a win counts twice, a tie once for each side),
-writes two rows per ordered pair of models — the +log(10) / -log(10) design of the pair,
-one row with label 1 weighted by the pair's wins, one with label 0 weighted by its losses —
-and fits an unpenalised scikit-learn ``LogisticRegression`` without intercept (``tol=1e-6``)
-with those sample weights; the rating is ``400 * coef + 1000``. ``get_bootstrap_result``
-redraws the battle table with replacement (``battles.sample(frac=1.0, replace=True)``) and
-refits, once per replicate. The reference below follows that method step by step, with the
-counting done by ``np.bincount`` on resampled battle indices instead of pandas pivot tables
-(faster than pandas, so the ratio below is, if anything, in the reference's favour).
-Unpenalised is ``C=np.inf`` (scikit-learn's spelling of ``penalty=None`` since 1.8).
+FastChat (lm-sys/FastChat; the Chatbot Arena notebook of the LMSYS leaderboard post of
+2023-12-07, and ``fastchat/serve/monitor/elo_analysis.py``) computes the leaderboard's
+intervals as follows: ``compute_mle_elo`` counts the battles into model x model tables with
+pandas ``pivot_table`` (model_a wins, model_b wins, ties; a win counts twice, a tie once for
+each side), writes two rows per ordered pair of models in a Python loop over the pairs - the
++log(10) / -log(10) design of the pair, one row with label 1 weighted by the pair's wins, one
+with label 0 weighted by its losses - and fits an unpenalised scikit-learn
+``LogisticRegression`` without intercept (``tol=1e-6``) with those sample weights; the rating
+is ``400 * coef + 1000``. ``get_bootstrap_result`` redraws the battle table with replacement
+(``battles.sample(frac=1.0, replace=True)``) and refits, once per replicate.
 
-calipers resamples the same battles with its counter-based resampler (counts per battle as
-weights), counts once into the K x K win / tie matrices per replicate, and refits by Newton's
-method from the full-data fit.
+Two references run on the same battles as calipers:
 
-Both run on the same battles in one run. The reference at full size is slow: it is timed on
-``--reference-resamples`` replicates and scaled per replicate to B (the output says so).
-As a check the full-data ratings of the two must agree (both fix the mean at 1000).
+* **the FastChat loop, literal**: a pandas DataFrame of the battles (``model_a``,
+  ``model_b``, ``winner`` in {"model_a", "model_b", "tie"}), ``sample(frac=1.0,
+  replace=True)``, the three pivot tables, the loop over the pairs and the regression, as
+  above. It needs pandas (the ``bench`` extra), and is timed on ``--literal-resamples``
+  replicates (it is slow);
+* **the FastChat method with NumPy counting**: the same regression on the same design, the
+  counting done by ``np.bincount`` on resampled battle indices instead of pandas (faster than
+  pandas, so its ratio is, if anything, in the reference's favour), timed on
+  ``--reference-resamples`` replicates.
+
+Each is scaled per replicate to B (the output says so). Unpenalised is ``C=np.inf``
+(scikit-learn's spelling of ``penalty=None`` since 1.8).
+
+calipers groups the battles into cells (pair and outcome) once and draws each replicate's
+cell counts as one multinomial over the cells, then refits by Newton's method on the K x K
+counts from the full-data fit.
+
+As a check the full-data ratings must agree (all fix the mean at 1000), and the bootstrap
+spreads roughly (the sides draw different resamples).
 
     python benchmarks/arena.py                                  # 10^6 battles, 100 models
     python benchmarks/arena.py --n-battles 100000 --reference-resamples 20
 
-Both sides spend their time in BLAS (calipers' 100 x 100 Newton solves, the reference's
-lbfgs products with its 19,800 x 100 design): on a machine shared with other jobs, a
-multi-threaded BLAS can be many times slower than one thread, so set
-``OPENBLAS_NUM_THREADS`` (the output prints it) and compare ratios at the same setting.
+Both sides spend time in BLAS (calipers' 100 x 100 Newton solves, the reference's lbfgs
+products with its 19,800 x 100 design): on a machine shared with other jobs, a multi-threaded
+BLAS can be many times slower than one thread, so set ``OPENBLAS_NUM_THREADS`` (the output
+prints it) and compare ratios at the same setting. ``--json PATH`` writes the figures
+(default ``benchmarks/results/arena.json``).
 """
 
 from __future__ import annotations
@@ -93,6 +106,64 @@ def fastchat_bootstrap(a, b, outcome, K, n_resamples, *, seed=0):
     return out
 
 
+def battles_frame(a, b, outcome):
+    """The battles as FastChat holds them: a DataFrame of model names and the winner."""
+    import pandas as pd
+
+    names = np.array([f"model_{k:03d}" for k in range(int(max(a.max(), b.max())) + 1)])
+    winner = np.where(outcome == 1.0, "model_a", np.where(outcome == 0.0, "model_b", "tie"))
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": winner})
+
+
+def fastchat_literal_mle_elo(df, *, scale=400.0, base=10.0, init_rating=1000.0):
+    """FastChat's ``compute_mle_elo`` as written: pandas pivot tables, a loop over the pairs."""
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    def table(rows):
+        return pd.pivot_table(rows, index="model_a", columns="model_b", aggfunc="size",
+                              fill_value=0)
+
+    a_win = table(df[df["winner"] == "model_a"])
+    tie_rows = df[df["winner"] == "tie"]
+    if len(tie_rows) == 0:
+        tie = pd.DataFrame(0, index=a_win.index, columns=a_win.columns)
+    else:
+        tie = table(tie_rows)
+        tie = tie + tie.T
+    b_win = table(df[df["winner"] == "model_b"])
+    win = a_win * 2 + b_win.T * 2 + tie
+    models = pd.Series(np.arange(len(win.index)), index=win.index)
+    p = len(models)
+    X = np.zeros([p * (p - 1) * 2, p])
+    Y = np.zeros(p * (p - 1) * 2)
+    row = 0
+    weights = []
+    for m_a in win.index:
+        for m_b in win.columns:
+            if m_a == m_b:
+                continue
+            w_ab, w_ba = win.loc[m_a, m_b], win.loc[m_b, m_a]
+            if math.isnan(w_ab) or math.isnan(w_ba):
+                continue
+            for label, weight in ((1.0, w_ab), (0.0, w_ba)):
+                X[row, models[m_a]] = +math.log(base)
+                X[row, models[m_b]] = -math.log(base)
+                Y[row] = label
+                weights.append(weight)
+                row += 1
+    lr = LogisticRegression(fit_intercept=False, C=np.inf, tol=1e-6)
+    lr.fit(X[:row], Y[:row], sample_weight=weights)
+    return pd.Series(scale * lr.coef_[0] + init_rating, index=models.index)
+
+
+def fastchat_literal_bootstrap(df, n_resamples, *, seed=0):
+    """FastChat's ``get_bootstrap_result`` as written: ``battles.sample(frac=1.0, replace=True)``."""
+    rng = np.random.default_rng(seed)
+    return [fastchat_literal_mle_elo(df.sample(frac=1.0, replace=True, random_state=rng))
+            for _ in range(n_resamples)]
+
+
 def cpu_name():
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
@@ -105,6 +176,9 @@ def cpu_name():
 
 
 def main(argv=None):
+    import json
+    import os
+
     import calipers
     import sklearn.linear_model  # noqa: F401  (imported before any timing)
 
@@ -113,20 +187,28 @@ def main(argv=None):
     p.add_argument("--n-models", type=int, default=100)
     p.add_argument("--n-resamples", type=int, default=1000, help="calipers' replicates (B)")
     p.add_argument("--reference-resamples", type=int, default=None,
-                   help="replicates timed for the FastChat loop, scaled per replicate to B "
-                        "(default: B, the full loop)")
+                   help="replicates timed for the FastChat method with NumPy counting, scaled "
+                        "per replicate to B (default: B, the full loop)")
+    p.add_argument("--literal-resamples", type=int, default=3,
+                   help="replicates timed for the literal FastChat loop (pandas), scaled per "
+                        "replicate to B; 0 skips it")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results",
+                                                  "arena.json"),
+                   help="where to write the figures ('' writes nothing)")
     args = p.parse_args(argv)
     n, K, B = args.n_battles, args.n_models, args.n_resamples
     Bref = args.reference_resamples or B
+    Blit = args.literal_resamples
     a, b, outcome = make_battles(n, K, seed=args.seed)
-    import os
 
     threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; numpy {np.__version__}, "
+    machine = cpu_name()
+    print(f"machine: {machine}, {os.cpu_count()} cores; numpy {np.__version__}, "
           f"scikit-learn {__import__('sklearn').__version__}; BLAS threads: "
           f"{threads or 'library default'}")
-    print(f"{n} battles of {K} models ({int(np.sum(outcome == 0.5))} ties); B = {B}")
+    n_ties = int(np.sum(outcome == 0.5))
+    print(f"{n} battles of {K} models ({n_ties} ties); B = {B}")
 
     t = time.perf_counter()
     ref_fit = fastchat_mle_elo(a, b, outcome, K)
@@ -151,14 +233,50 @@ def main(argv=None):
             f" (timed on {Bref} replicates, {per_ref:.3f} s each, scaled to B = {B})")
     print(f"calipers bradley_terry_bootstrap, B = {B}: {t_cal:.2f} s "
           f"({1e3 * t_cal / B:.2f} ms per replicate; {res.n_undefined} undefined)")
-    print(f"FastChat bootstrap loop, B = {B}: {scaled:.1f} s{note}")
-    print(f"ratio (FastChat loop / calipers): {scaled / t_cal:.0f}x")
+    print(f"FastChat method with NumPy counting, B = {B}: {scaled:.1f} s{note}")
+    print(f"ratio (FastChat method with NumPy counting / calipers): {scaled / t_cal:.1f}x")
+    out = {
+        "machine": machine, "cores": os.cpu_count(), "blas_threads": threads,
+        "numpy": np.__version__, "scikit_learn": __import__("sklearn").__version__,
+        "n_battles": n, "n_models": K, "n_ties": n_ties, "n_resamples": B,
+        "full_fit_s": {"calipers": t_fit, "fastchat_numpy": t_ref_fit},
+        "full_fit_max_rating_difference": gap,
+        "calipers": {"total_s": t_cal, "per_replicate_s": t_cal / B,
+                     "n_undefined": res.n_undefined},
+        "fastchat_numpy": {"timed_replicates": Bref, "per_replicate_s": per_ref,
+                           "scaled_total_s": scaled, "ratio": scaled / t_cal},
+    }
+    if Blit:
+        df = battles_frame(a, b, outcome)
+        lit_fit = fastchat_literal_mle_elo(df)
+        lit_gap = float(np.max(np.abs(lit_fit.to_numpy() - np.asarray(fit.ratings))))
+        t = time.perf_counter()
+        lit = fastchat_literal_bootstrap(df, Blit, seed=args.seed)
+        t_lit = time.perf_counter() - t
+        per_lit = t_lit / Blit
+        print(f"FastChat loop, literal (pandas {__import__('pandas').__version__}), B = {B}: "
+              f"{per_lit * B:.1f} s (timed on {Blit} replicates, {per_lit:.3f} s each, scaled "
+              f"to B = {B}; full-data ratings within {lit_gap:.2e} of calipers')")
+        print(f"ratio (literal FastChat loop / calipers): {per_lit * B / t_cal:.1f}x")
+        out["fastchat_literal"] = {
+            "pandas": __import__("pandas").__version__, "timed_replicates": Blit,
+            "per_replicate_s": per_lit, "scaled_total_s": per_lit * B,
+            "ratio": per_lit * B / t_cal, "full_fit_max_rating_difference": lit_gap,
+            "replicates_drawn": len(lit)}
     # the two bootstraps draw different resamples; their spreads must agree roughly
     sd_cal = np.nanstd(res.replicates, axis=0)
     sd_ref = reps.std(axis=0)
     print(f"bootstrap s.d. of the ratings, median over models: calipers "
-          f"{np.median(sd_cal):.2f}, FastChat loop {np.median(sd_ref):.2f} "
+          f"{np.median(sd_cal):.2f}, FastChat method {np.median(sd_ref):.2f} "
           f"(on {Bref} replicates)")
+    out["bootstrap_sd_median"] = {"calipers": float(np.median(sd_cal)),
+                                  "fastchat_numpy": float(np.median(sd_ref))}
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 
 import calipers
 from calipers import bradley_terry, bradley_terry_bootstrap
+from calipers._bootstrap.cells import cell_counts, cell_table
 from calipers._bootstrap.resample import draw_counts, make_design, seed_words
 
 ELO = 400 / math.log(10)
@@ -327,15 +328,32 @@ def loop_reference(a, b, o, counts, level=0.95, **kw):
     return reps, low, high, r_low, r_high, best
 
 
-def test_bootstrap_equals_a_loop_over_the_same_replicate_counts():
+def battle_cells(a, b, o, K):
+    """Each battle's cell, written out: winner * K + loser, or K * K + low * K + high for a tie."""
+    a, b, o = np.asarray(a), np.asarray(b), np.asarray(o)
+    win = np.where(o == 1, a * K + b, b * K + a)
+    return np.where(o == 0.5, K * K + np.minimum(a, b) * K + np.maximum(a, b), win)
+
+
+def cell_battles(cells, K):
+    """One battle per cell (the inverse of :func:`battle_cells`): (model_a, model_b, outcome)."""
+    cells = np.asarray(cells)
+    tie = cells >= K * K
+    rest = np.where(tie, cells - K * K, cells)
+    return rest // K, rest % K, np.where(tie, 0.5, 1.0)
+
+
+def test_bootstrap_equals_a_loop_over_the_same_replicate_cell_counts():
     a, b, o = tournament(9, K=5, n=400)
     B_ = 40
     res = bradley_terry_bootstrap(a, b, o, n_resamples=B_, seed=11)
-    design = make_design("plain", len(a))
+    table = cell_table(battle_cells(a, b, o, 5))
+    assert table.n_units == len(a)
     words = seed_words(11)
-    counts = [draw_counts(design, ((), None), words, r, np, np.int64) for r in range(B_)]
+    counts = [cell_counts(table, words, r) for r in range(B_)]
     assert all(int(c.sum()) == len(a) for c in counts)
-    reps, low, high, r_low, r_high, best = loop_reference(a, b, o, counts)
+    ca, cb, co = cell_battles(table.cells, 5)
+    reps, low, high, r_low, r_high, best = loop_reference(ca, cb, co, counts)
     np.testing.assert_allclose(res.replicates, reps, atol=1e-7)
     np.testing.assert_allclose(res.rating_interval.low, low, atol=1e-7)
     np.testing.assert_allclose(res.rating_interval.high, high, atol=1e-7)
@@ -345,6 +363,38 @@ def test_bootstrap_equals_a_loop_over_the_same_replicate_counts():
     np.testing.assert_allclose(res.ratings, bradley_terry(a, b, o).ratings)
     assert res.n_undefined == 0 and res.resampling == "battles"
     assert res.prob_best.sum() == pytest.approx(1.0)
+
+
+def test_bootstrap_non_integer_weights_key_cells_by_weight():
+    a, b, o = tournament(16, K=4, n=200)
+    w = np.random.default_rng(16).choice([0.5, 1.0, 2.5], len(a))
+    B_ = 20
+    res = bradley_terry_bootstrap(a, b, o, sample_weight=w, n_resamples=B_, seed=5)
+    table = cell_table(battle_cells(a, b, o, 4), value=w)
+    assert table.n_units == len(a)          # every battle is one unit, whatever its weight
+    words = seed_words(5)
+    ca, cb, co = cell_battles(table.cells, 4)
+    counts = [cell_counts(table, words, r) * table.value for r in range(B_)]
+    reps, *_ = loop_reference(ca, cb, co, counts)
+    np.testing.assert_allclose(res.replicates, reps, atol=1e-7)
+    assert res.resampling == "battles"
+
+
+@pytest.mark.parametrize("weights", ["none", "integer", "float"])
+def test_bootstrap_is_invariant_to_the_battles_order(weights):
+    a, b, o = tournament(17, K=5, n=300)
+    rng = np.random.default_rng(17)
+    w = {"none": None, "integer": rng.integers(0, 4, len(a)),
+         "float": rng.choice([0.25, 1.0, 3.5], len(a))}[weights]
+    perm = rng.permutation(len(a))
+    kw = dict(n_resamples=30, seed=8)
+    r1 = bradley_terry_bootstrap(a, b, o, sample_weight=w, **kw)
+    r2 = bradley_terry_bootstrap(a[perm], b[perm], o[perm],
+                                 sample_weight=None if w is None else w[perm], **kw)
+    np.testing.assert_array_equal(r1.replicates, r2.replicates)
+    # swapping the sides with the outcome flipped gives the very same cells
+    r3 = bradley_terry_bootstrap(b, a, 1 - o, sample_weight=w, **kw)
+    np.testing.assert_array_equal(r1.replicates, r3.replicates)
 
 
 def test_cluster_bootstrap_equals_a_loop_over_cluster_counts():

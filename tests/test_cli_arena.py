@@ -79,6 +79,11 @@ def test_bundled_example_json_equals_library(capsys):
     assert rep["resampling"] == "clusters" and rep["n_clusters"] == 38
     assert rep["n_battles"] == 380 and rep["n_ties"] == sum(r["winner"] == "draw" for r in rows)
     assert all(m["battles"] == 38 for m in rep["models"])
+    # whole numbers are JSON integers ("38", never "38.0"): ranks, rank ends, battles
+    for m in rep["models"]:
+        for key in ("rank", "rank_low", "rank_high", "battles"):
+            assert type(m[key]) is int, (key, m[key])
+    assert '"battles": 38\n' in out and '"battles": 38.0' not in out
 
 
 def test_bundled_example_text(capsys):

@@ -12,9 +12,10 @@ win to each side, or follow Davidson (1970):
 
 The likelihood depends on the data only through the weighted pairwise win and
 tie counts, so the battles are aggregated once into a K x K matrix and every
-fit (and every bootstrap replicate, whose counts per battle come from
-calipers' one resampler) works on that matrix: O(n) per replicate to count,
-O(K^3) per Newton step.
+fit works on that matrix. A bootstrap replicate draws the counts of the
+battles' cells (pair and outcome) as one multinomial over the cells
+(:mod:`calipers._bootstrap.cells`): O(cells) per replicate, whatever the
+number of battles, then O(K^3) per Newton step.
 
 The MLE exists (is finite) exactly when the directed graph "i beat or tied j"
 is strongly connected (Zermelo 1929; Ford 1957; Hunter 2004, Assumption 1).
@@ -35,6 +36,7 @@ from .._core import xp as B
 from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from .._core.results import ConfidenceInterval, result_type
 from .._bootstrap.intervals import bootstrap_interval
+from .._bootstrap.cells import cell_counts, cell_table
 from .._bootstrap.resample import make_design, numpy_drawer, seed_words
 
 __all__ = ["BradleyTerryResult", "BradleyTerryBootstrap", "bradley_terry",
@@ -245,8 +247,12 @@ def _battles(model_a, model_b, outcome, sample_weight, num_models=None) -> _Batt
 
 def _counts(bt: _Battles, weights):
     """(wins, ties) K x K matrices from per-battle weights (None: 1 each)."""
-    K = bt.K
-    c = np.bincount(bt.cell, weights=weights, minlength=2 * K * K).astype(np.float64)
+    return _cell_matrices(bt.K, bt.cell, weights)
+
+
+def _cell_matrices(K, cell, weights):
+    """(wins, ties) K x K matrices from the weights of battles (or cells) ``cell``."""
+    c = np.bincount(cell, weights=weights, minlength=2 * K * K).astype(np.float64)
     W = c[:K * K].reshape(K, K)
     T = c[K * K:].reshape(K, K)
     return W, T + T.T
@@ -821,20 +827,31 @@ def _group_codes(groups, n):
 
 
 def _design(n, groups, w):
-    """(design, data, label, row weights after the counts) for the one resampler.
+    """How the battles are resampled: ``("cells", table, label, units)`` without groups,
+    ``("rows", draw-design, label, units)`` with them.
 
-    The resampler's own designs (:func:`make_design`): plain rows,
-    integer-weight units, clusters; multinomial counts.
+    Without groups the likelihood needs a replicate's win / tie counts only, so the
+    battles are grouped into cells (:func:`calipers._bootstrap.cells.cell_table`):
+    the pair and outcome of a battle, with integer weights as its multiplicity, or
+    keyed also by a non-integer weight (whose battles are resampled as rows). With
+    ``groups`` the clusters are resampled whole by the one resampler's cluster design.
     """
     if groups is not None:
         codes, C = groups
-        return make_design("cluster", n, n_units=C), ((codes,), None), "clusters", w
-    if w is not None and np.all(w == np.round(w)):
-        iw = w.astype(np.int64)
-        cw0 = np.concatenate([[0], np.cumsum(iw)]).astype(np.int64)
-        return (make_design("plain", n, n_units=int(cw0[-1]), repeat=True),
-                ((cw0,), None), "battle units", None)
-    return make_design("plain", n), ((), None), "battles", w
+        return "rows", (make_design("cluster", n, n_units=C), ((codes,), None)), "clusters", C
+    return "cells", None, ("battle units" if w is not None and np.all(w == np.round(w))
+                           else "battles"), None
+
+
+def _cell_table(bt):
+    """The battles' cells: ``(table, weight per cell or None)``."""
+    w = bt.weight
+    if w is None:
+        return cell_table(bt.cell), None
+    if np.all(w == np.round(w)):
+        return cell_table(bt.cell, multiplicity=w.astype(np.int64)), None
+    t = cell_table(bt.cell, value=w)
+    return t, t.value
 
 
 def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=None, groups=None,
@@ -845,12 +862,26 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
                             tol: float = 1e-10) -> BradleyTerryBootstrap:
     """Bradley-Terry ratings with bootstrap intervals, rank intervals and P(best).
 
-    Each replicate resamples the battles with replacement (multinomial counts
-    per battle from calipers' counter-based resampler, a function of
-    ``(seed, replicate, battle)`` only), or, with ``groups``, whole clusters
-    (a prompt, a game pair) keeping their battles; integer ``sample_weight``
-    is repetition (the repeated battles are resampled), other weights multiply
-    each battle's count. The replicate's weighted win / tie counts are refitted
+    Each replicate resamples the battles with replacement. The likelihood
+    depends on a replicate only through its win / tie counts, so the battles
+    are grouped into cells (the ordered pair of a decisive battle, the
+    unordered pair of a tie) and a replicate draws the cells' counts
+    ``(C_1, ..., C_G) ~ Multinomial(N, m / N)``, ``m_g`` being cell ``g``'s
+    multiplicity: exactly the distribution of resampling the ``N`` battles
+    one by one (FastChat's ``get_bootstrap_result_elo_mle_with_tie`` draws the
+    same multinomial). Integer ``sample_weight`` is repetition (a battle of
+    weight ``w`` is ``w`` units of its cell); non-integer weights keep each
+    battle one unit and key its cell by the weight too, the cell's count
+    multiplying its weight. The counts are drawn by binomial splitting down a
+    binary tree over the sorted cells from
+    ``Generator(PCG64(SeedSequence(seed words, spawn_key=(r,))))`` for
+    replicate ``r`` (:mod:`calipers._bootstrap.cells`): a function of
+    ``(seed, r, the sorted cells and their multiplicities)`` only, so the
+    battles' order and which side is ``model_a`` never matter. With
+    ``groups``, whole clusters (a prompt, a game pair) are resampled with their
+    battles by calipers' counter-based resampler (a function of ``(seed,
+    replicate, cluster)``), a cluster's count multiplying its battles'
+    weights. The replicate's weighted win / tie counts are refitted
     by Newton's method started from the full-data estimate, with the same
     ``ties``, ``prior`` and anchoring as :func:`bradley_terry` (the anchor model's
     rating is the same in every replicate: intervals are relative to it).
@@ -893,8 +924,12 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
 
     Notes
     -----
-    Eager NumPy only. One pass over the battles per replicate (a weighted
-    count into the K x K matrices), then O(K^3) per Newton step.
+    Eager NumPy only. O(cells) per replicate for the draw and the count into
+    the K x K matrices (at most ``1.5 K (K - 1)`` cells; one pass over the
+    battles with ``groups``), then O(K^3) per Newton step. The draws use
+    NumPy's ``Generator.binomial``, whose stream NumPy keeps across releases
+    as a practice, not a promise (NEP 19): an upgrade could change the
+    replicates, never their distribution.
     """
     anchor_rating = _options(ties, scale, anchor_rating, prior, max_iter, tol)
     n_resamples = V.positive_int(n_resamples, "n_resamples")
@@ -907,13 +942,18 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
     fit, (theta0, eta0) = _fit(bt, W, T, ties, anchor, anchor_rating, scale, prior,
                                max_iter, tol)
     prior_used, davidson = fit.prior, ties == "davidson"
-    design, data, label, row_w = _design(n, gcodes, bt.weight)
-    units = design.n_units if (design.kind == "cluster" or design.repeat) else n
+    how, rows, label, units = _design(n, gcodes, bt.weight)
+    K = bt.K
+    if how == "cells":
+        table, cell_w = _cell_table(bt)
+        units = table.n_units if label == "battle units" else n
+        cell_of = table.cells
     if units < 10:
         B.warn(f"the bootstrap has only {units} resampling units ({label}): too few for the "
                "interval to mean anything", BootstrapDesignWarning)
-    draw = numpy_drawer(design, data, np.asarray(words, dtype=np.uint32))
-    K = bt.K
+    words_u32 = np.asarray(words, dtype=np.uint32)
+    if how == "rows":
+        draw = numpy_drawer(rows[0], rows[1], words_u32)
     reps = np.full((n_resamples, K), np.nan)
     # every replicate starts at theta0: the log-likelihood's per-pair terms there are shared,
     # so each replicate's starting objective is one weighted sum (Bradley-Terry ties as halves)
@@ -921,8 +961,12 @@ def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=Non
     L0 = None if davidson else np.logaddexp(0.0, -(c0[:, None] - c0[None, :]))
     pen0 = 0.5 * prior_used * float(c0 @ c0)
     for r in range(n_resamples):
-        c = np.asarray(draw(r), dtype=np.float64)
-        Wr, Tr = _counts(bt, c if row_w is None else c * row_w)
+        if how == "cells":
+            c = cell_counts(table, words_u32, r).astype(np.float64)
+            Wr, Tr = _cell_matrices(K, cell_of, c if cell_w is None else c * cell_w)
+        else:
+            c = np.asarray(draw(r), dtype=np.float64)
+            Wr, Tr = _counts(bt, c if bt.weight is None else c * bt.weight)
         if not _defined(Wr, Tr, davidson, prior_used):
             continue
         f0 = None if L0 is None else -float(((Wr + Tr / 2) * L0).sum()) - pen0

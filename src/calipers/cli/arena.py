@@ -160,10 +160,10 @@ def compute(model_a, model_b, outcome, *, groups=None, n_resamples=1000,
         "ci_low": _num(res.rating_interval.low[k]),
         "ci_high": _num(res.rating_interval.high[k]),
         "rank": int(res.ranks[k]),
-        "rank_low": _num(res.rank_interval.low[k]),
-        "rank_high": _num(res.rank_interval.high[k]),
+        "rank_low": _whole(res.rank_interval.low[k]),
+        "rank_high": _whole(res.rank_interval.high[k]),
         "prob_best": _num(res.prob_best[k]),
-        "battles": _num(battles[k]),
+        "battles": _whole(battles[k]),
     } for k in order]
     return {
         "n_battles": int(np.asarray(outcome).shape[0]),
@@ -190,6 +190,12 @@ def _num(x):
     return None if math.isnan(x) else x
 
 
+def _whole(x):
+    """A whole number (a rank, a count of unweighted battles) as an int; NaN as None."""
+    x = _num(x)
+    return None if x is None else int(x)
+
+
 # --------------------------------------------------------------------------- output
 
 def render_text(rep: dict, shown: str, *, markdown: bool = False) -> str:
@@ -213,7 +219,7 @@ def render_text(rep: dict, shown: str, *, markdown: bool = False) -> str:
              f"[{_fmt(m['ci_low'], 1)}, {_fmt(m['ci_high'], 1)}]",
              "undefined" if m["rank_low"] is None else
              f"{int(m['rank_low'])}-{int(m['rank_high'])}",
-             _fmt(m["prob_best"], 3), f"{m['battles']:g}"] for m in rep["models"]]
+             _fmt(m["prob_best"], 3), str(m["battles"])] for m in rep["models"]]
     lines.append(tabulate(rows, headers=["rank", "model", "rating", f"{level} interval",
                                          "rank interval", "P(best)", "battles"],
                           tablefmt="pipe" if markdown else "simple", disable_numparse=True))
