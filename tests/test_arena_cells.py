@@ -117,3 +117,13 @@ def test_counts_moments_at_scale():
     # covariance of two cells: -m_i m_j / N
     cov = np.cov(c[:, 0], c[:, 1])[0, 1]
     assert abs(cov - (-mult[0] * mult[1] / N)) < 5 * math.sqrt(var[0] * var[1] / R)
+
+
+def test_multiplicities_sum_exactly_past_float64_and_are_bounded():
+    """Multiplicities are summed in int64 (a float64 sum would round past 2**53); a total
+    at or past 2**62 is a ValueError, not a wrapped count."""
+    big = 2**53 + 1
+    t = cell_table(np.array([0, 0, 1]), multiplicity=np.array([big, 2, 1]))
+    assert t.multiplicity.tolist() == [big + 2, 1] and t.n_units == big + 3
+    with pytest.raises(ValueError, match="below 2\\*\\*62"):
+        cell_table(np.array([0, 1]), multiplicity=np.array([2**61, 2**61]))

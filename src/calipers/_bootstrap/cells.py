@@ -36,6 +36,9 @@ import numpy as np
 
 __all__ = ["CellTable", "cell_table", "cell_counts", "replicate_generator"]
 
+#: Bound on the units of a table: their int64 sum and the binomials' counts stay exact.
+_MAX_UNITS = 2**62
+
 
 class CellTable:
     """Cells in canonical order with their multiplicities, and the binary tree over them.
@@ -50,6 +53,10 @@ class CellTable:
         self.cells = cells
         self.value = value
         self.multiplicity = multiplicity
+        if multiplicity.shape[0] and float(multiplicity.sum(dtype=np.float64)) >= _MAX_UNITS:
+            raise ValueError(f"the total multiplicity (integer weight) of the units must be "
+                             f"below 2**62 = {_MAX_UNITS}, got about "
+                             f"{float(multiplicity.sum(dtype=np.float64)):.3e}")
         self.n_units = int(multiplicity.sum())
         G = int(multiplicity.shape[0])
         size = 1 << max(0, (G - 1).bit_length())
@@ -85,8 +92,8 @@ def cell_table(cells, value=None, multiplicity=None) -> CellTable:
             else np.asarray(multiplicity, dtype=np.int64))
     if value is None:
         uniq, inv = np.unique(cells, return_inverse=True)
-        m = np.bincount(inv.reshape(-1), weights=None if multiplicity is None else mult,
-                        minlength=uniq.shape[0])
+        m = np.zeros(uniq.shape[0], np.int64)       # int64 sums: exact, unlike bincount's
+        np.add.at(m, inv.reshape(-1), mult)           # float64 weights past 2**53
         keep = m > 0
         return CellTable(uniq[keep], None, np.asarray(m, np.int64)[keep])
     v = np.asarray(value, dtype=np.float64)

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
-from .._core.types import Array, ArrayLike
+from .._core.types import Array, ArrayLike, SeedLike
 
 # Constants as NumPy uint32 scalars: a Python int above 2**31 overflows JAX's
 # weak int32 typing without x64.
@@ -403,8 +403,8 @@ def counts_matrix(words, replicates, lo, hi, xp, idtype=None):
                     B.acc_int(xp) if idtype is None else idtype)
 
 
-def bootstrap_counts(row_ids: ArrayLike, replicate: ArrayLike, *, seed=None,
-                     resampling: str = "poisson", xp=None) -> Array:
+def bootstrap_counts(row_ids: ArrayLike, replicate: ArrayLike, *, seed: SeedLike = None,
+                     resampling: str = "poisson", xp: Any = None) -> Array:
     """Bootstrap counts of rows identified by global row ids: a function of (seed, replicate, id).
 
     The engine-neutral primitive of calipers' Poisson bootstrap: row ``j``'s

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from .._core import validation as V
 from .._core import xp as B
 from .._core.exceptions import BootstrapDesignWarning, UndefinedMetricWarning
 from .._core.results import ConfidenceInterval, result_type
+from .._core.types import ArrayLike, SeedLike
 from .._bootstrap.intervals import bootstrap_interval
 from .._bootstrap.cells import cell_counts, cell_table
 from .._bootstrap.resample import make_design, numpy_drawer, seed_words
@@ -688,8 +690,8 @@ def _fit(bt, W, T, ties, anchor, anchor_rating, scale, prior, max_iter, tol, war
         (theta, eta)
 
 
-def bradley_terry(model_a, model_b, outcome=None, *, sample_weight=None, ties: str = "half",
-                  anchor=None, anchor_rating: float | None = None, scale: str = "elo",
+def bradley_terry(model_a: ArrayLike, model_b: ArrayLike, outcome: ArrayLike = None, *,
+                  sample_weight: ArrayLike = None, ties: str = "half", anchor: Any = None, anchor_rating: float | None = None, scale: str = "elo",
                   prior: float | None = None, num_models: int | None = None,
                   max_iter: int = 100, tol: float = 1e-10) -> BradleyTerryResult:
     """Bradley-Terry ratings from pairwise outcomes, by maximum likelihood (Newton).
@@ -854,11 +856,12 @@ def _cell_table(bt):
     return t, t.value
 
 
-def bradley_terry_bootstrap(model_a, model_b, outcome=None, *, sample_weight=None, groups=None,
-                            ties: str = "half", anchor=None, anchor_rating: float | None = None,
+def bradley_terry_bootstrap(model_a: ArrayLike, model_b: ArrayLike, outcome: ArrayLike = None,
+                            *, sample_weight: ArrayLike = None, groups: ArrayLike = None,
+                            ties: str = "half", anchor: Any = None, anchor_rating: float | None = None,
                             scale: str = "elo", prior: float | None = None,
                             n_resamples: int = 1000, confidence_level: float = 0.95,
-                            seed=None, max_iter: int = 100,
+                            seed: SeedLike = None, max_iter: int = 100,
                             tol: float = 1e-10) -> BradleyTerryBootstrap:
     """Bradley-Terry ratings with bootstrap intervals, rank intervals and P(best).
 
