@@ -119,7 +119,9 @@ def test_slice_with_one_class_is_undefined_as_on_one_machine():
             for i in (0, 20, 40)]
     with pytest.warns(calipers.UndefinedMetricWarning):
         assert np.isnan(calipers.roc_auc_score(y[g == 2], A[g == 2]))
-    assert np.isnan(cd.roc_auc_score(only, "y", "a"))
+    with pytest.warns(calipers.UndefinedMetricWarning, match="one class") as rec:
+        assert np.isnan(cd.roc_auc_score(only, "y", "a"))
+    assert rec[0].filename == __file__                  # at the caller's line
 
 
 def test_nan_in_one_partition_is_the_one_machine_error():
