@@ -251,11 +251,11 @@ def _weights(part, sample_weight, n):
     return w.astype(np.int64)
 
 
-def _part_tables(part, y_true, y_score, sample_weight, cuts):
+def _part_tables(part, y_true, y_score, sample_weight, cuts, n_ranges):
     """One partition's score tables, one per range (low to high)."""
     y, s = _check_part(part, y_true, y_score)
     w = _weights(part, sample_weight, y.shape[0])
-    return R.split_table(R.score_table(s, y, w), cuts)
+    return R.split_table(R.score_table(s, y, w), cuts, n_ranges)
 
 
 def _range_table(i, *splits):
@@ -269,7 +269,7 @@ def _range_tables(parts, y_true, y_score, sample_weight):
     d = dask.delayed
     samples = [d(_sample, pure=True)(p, y_true, y_score, 16) for p in parts]
     cuts = d(_cuts, pure=True)(*samples)
-    splits = [d(_part_tables, pure=True)(p, y_true, y_score, sample_weight, cuts)
+    splits = [d(_part_tables, pure=True)(p, y_true, y_score, sample_weight, cuts, len(parts))
               for p in parts]
     return [d(_range_table, pure=True)(i, *splits) for i in range(len(parts))], samples
 

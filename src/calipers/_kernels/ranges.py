@@ -100,11 +100,12 @@ def merge_tables(*tables) -> tuple:
     return (s[start], np.add.reduceat(pos, start), np.add.reduceat(neg, start))
 
 
-def split_table(table, cuts) -> list:
-    """The table cut into ``len(cuts) + 1`` range tables (low to high)."""
+def split_table(table, cuts, n_ranges: int | None = None) -> list:
+    """The table cut into ``n_ranges`` (at least ``len(cuts) + 1``) range tables, low to high."""
     s, pos, neg = table
+    n_ranges = len(cuts) + 1 if n_ranges is None else max(n_ranges, len(cuts) + 1)
     r = range_ids(cuts, s)
-    bounds = np.searchsorted(r, np.arange(len(cuts) + 2), side="left")
+    bounds = np.searchsorted(r, np.arange(n_ranges + 1), side="left")
     return [(s[a:b], pos[a:b], neg[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
