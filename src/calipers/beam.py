@@ -533,7 +533,7 @@ class _ExactRanked:
     _metric: str
 
     def __init__(self, *, n_ranges: int = 16, label: str | None = None):
-        super().__init__(label)
+        super().__init__(label)  # type: ignore[call-arg]  # beam.PTransform's, in the made class
         self.n_ranges = V.positive_int(n_ranges, "n_ranges")
 
     def expand(self, pcoll):

@@ -83,14 +83,14 @@ def score_table(scores, labels, weights=None) -> tuple:
 
 def merge_tables(*tables) -> tuple:
     """One table of the union of the tables' rows (counts at equal scores added)."""
-    tables = [t for t in tables if t[0].size]
-    if not tables:
+    full = [t for t in tables if t[0].size]
+    if not full:
         return empty_table()
-    if len(tables) == 1:
-        return tables[0]
-    s = np.concatenate([t[0] for t in tables])
-    pos = np.concatenate([t[1] for t in tables])
-    neg = np.concatenate([t[2] for t in tables])
+    if len(full) == 1:
+        return full[0]
+    s = np.concatenate([t[0] for t in full])
+    pos = np.concatenate([t[1] for t in full])
+    neg = np.concatenate([t[2] for t in full])
     order = np.argsort(s, kind="stable")
     s, pos, neg = s[order], pos[order], neg[order]
     new = np.empty(s.size, dtype=bool)
