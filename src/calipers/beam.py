@@ -14,7 +14,11 @@ class of this module is first used, so ``import calipers`` (and
   bootstrap of accuracy or log loss, each row drawn by its global row id
   (:func:`calipers.bootstrap_counts`), and returns ``(dist_a, dist_b)``.
 
-Used with ``beam.CombinePerKey`` over ``(slice key, element)`` pairs they give
+* :class:`ExactRocAuc` and :class:`ExactAveragePrecision` are composite
+  transforms from ``(slice key, (y_true, y_score))`` pairs to one exact AUC /
+  AP per slice, by a shuffle of score ranges and integer parts per range.
+
+The CombineFns are used with ``beam.CombinePerKey`` over ``(slice key, element)`` pairs they give
 one result per slice; with ``beam.CombineGlobally`` one result.
 
 Elements. An element is a tuple of the columns ``update`` takes (for the
@@ -634,7 +638,7 @@ class _ExactAveragePrecision(_ExactRanked):
     runner or cuts (and equal to :func:`calipers.dask.average_precision_score`
     on the same rows), within ``2**-52`` (relative) of the exact rational AP;
     :func:`calipers.average_precision_score` sums the same terms in floating
-    point and agrees to rounding (relative 1e-13). NaN for a key without a
+    point and agrees to rounding (tested to relative 1e-13). NaN for a key without a
     positive (scikit-learn returns 0.0; no warning in a pipeline). Errors as
     :class:`ExactRocAuc`.
     """

@@ -1,4 +1,4 @@
-"""calipers on Dask: states by slice, exact AUC and the paired Poisson bootstrap, partition by partition.
+"""calipers on Dask: states by slice, exact AUC and AP, the paired Poisson bootstrap, partition by partition.
 
 Install with ``pip install calipers[dask]``. Dask is imported inside these
 functions only, so ``import calipers`` never imports it.
@@ -17,7 +17,9 @@ process bit for bit over any partitioning. AUC is computed from the integer
 Mann-Whitney parts ``U2`` (twice the statistic), ``P`` and ``N`` of disjoint
 score ranges, combined in score order as Python integers
 (``U2 = sum_r U2_r + 2 sum_r P_r N_below_r``) and divided once:
-the same double as :func:`calipers.roc_auc_score`. The paired Poisson
+the same double as :func:`calipers.roc_auc_score`. Average precision sums
+each range's float terms exactly given the counts of the ranges above it
+(:func:`average_precision_score`). The paired Poisson
 bootstrap draws row ``j``'s count from (seed, replicate, global row id ``j``)
 (:func:`calipers.bootstrap_counts`), so its AUC and
 accuracy replicates equal
@@ -356,8 +358,8 @@ def average_precision_score(data, y_true: str, y_score: str, *,
     Returns a float: the same double for every partitioning and every set of
     cuts, within ``2**-52`` (relative) of the exact rational AP. The
     one-machine :func:`calipers.average_precision_score` adds the same terms
-    in floating point, so the two agree to rounding (relative 1e-13 on
-    10^6 rows; bit for bit where that sum is exact). NaN with an
+    in floating point, so the two agree to rounding (the tests hold
+    them to relative 1e-13; often they are the same double). NaN with an
     :class:`calipers.UndefinedMetricWarning` when there is no positive
     (scikit-learn returns 0.0). Raises ``ValueError`` as
     :func:`roc_auc_score`.
