@@ -268,3 +268,83 @@ def test_auc_bootstrap_state_by_hand_equals_one_update():
     np.testing.assert_array_equal(da, ea)
     np.testing.assert_array_equal(db, eb)
     assert np.isfinite(da).all()
+
+
+# --------------------------------------------------------------------------
+# exact AUC and AP by a range shuffle
+# --------------------------------------------------------------------------
+
+Y1 = np.where(KEY == KEYS[-1], 1, Y)                  # the last slice: positives only
+W = RNG.integers(0, 3, N)
+
+
+def _ranked(mode, elements, tmp_path, n_ranges=4):
+    """Both transforms over the same ``(key, element)`` pairs: ``{key: (auc, ap)}``."""
+    out = str(tmp_path)
+    with beam.Pipeline(options=_options(mode)) as p:
+        pcoll = p | beam.Create(elements)
+        for name, t in (("auc", cb.ExactRocAuc), ("ap", cb.ExactAveragePrecision)):
+            _ = (pcoll | f"{name} exact" >> t(n_ranges=n_ranges)
+                       | f"{name} write" >> beam.Map(lambda kv, d=out, n=name: pickle.dump(
+                           kv, open(f"{d}/{n}-{kv[0]}.pkl", "wb"))))
+    got = {}
+    for k in KEYS:
+        vals = []
+        for name in ("auc", "ap"):
+            with open(tmp_path / f"{name}-{k}.pkl", "rb") as f:
+                key, v = pickle.load(f)
+            assert key == k
+            vals.append(v)
+        got[k] = tuple(vals)
+    return got
+
+
+def _check_ranked(got, y, w=None):
+    import warnings
+
+    import calipers.dask  # noqa: F401  (the distributed AP to compare with)
+    dask = pytest.importorskip("dask")
+
+    for k in KEYS:
+        sel = KEY == k
+        ws = None if w is None else w[sel]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", calipers.UndefinedMetricWarning)
+            auc = calipers.roc_auc_score(y[sel], SCORE[sel], sample_weight=ws)
+        ap_one = calipers.average_precision_score(y[sel], SCORE[sel], sample_weight=ws)
+        if np.isnan(auc):
+            assert np.isnan(got[k][0])
+        else:
+            assert got[k][0] == auc                              # bit for bit
+        np.testing.assert_allclose(got[k][1], ap_one, rtol=1e-13)
+        cols = {"y": y[sel], "s": SCORE[sel]} if w is None else \
+            {"y": y[sel], "s": SCORE[sel], "w": w[sel]}
+        with dask.config.set(scheduler="sync"):
+            ap_dask = calipers.dask.average_precision_score(
+                [dask.delayed(cols)], "y", "s", sample_weight=None if w is None else "w")
+        assert got[k][1] == ap_dask                              # one double everywhere
+
+
+def test_exact_auc_ap_rows_and_batches(tmp_path):
+    elements = _rows(Y1, SCORE) + _batches(Y1, SCORE)[::-1]       # every row twice
+    got = _ranked("in_memory", elements, tmp_path)
+    _check_ranked(got, Y1, np.full(N, 2))
+
+
+def test_exact_auc_ap_weighted_batches(tmp_path):
+    got = _ranked("in_memory", _batches(Y, SCORE, W), tmp_path, n_ranges=3)
+    _check_ranked(got, Y, W)
+
+
+def test_exact_auc_ap_multi_processing(tmp_path):
+    got = _ranked("multi_processing", _rows(Y1, SCORE), tmp_path, n_ranges=5)
+    _check_ranked(got, Y1)
+
+
+def test_exact_transform_errors(tmp_path):
+    with pytest.raises(ValueError, match="n_ranges"):
+        cb.ExactRocAuc(n_ranges=0)
+    with pytest.raises(Exception, match="binary labels"):
+        _ranked("in_memory", [(KEYS[0], (2, 0.5))] + _rows(Y, SCORE), tmp_path)
+    with pytest.raises(Exception, match="finite"):
+        _ranked("in_memory", [(KEYS[0], (1, float("nan")))] + _rows(Y, SCORE), tmp_path)

@@ -119,7 +119,9 @@ def test_slice_with_one_class_is_undefined_as_on_one_machine():
             for i in (0, 20, 40)]
     with pytest.warns(calipers.UndefinedMetricWarning):
         assert np.isnan(calipers.roc_auc_score(y[g == 2], A[g == 2]))
-    assert np.isnan(cd.roc_auc_score(only, "y", "a"))
+    with pytest.warns(calipers.UndefinedMetricWarning, match="one class") as rec:
+        assert np.isnan(cd.roc_auc_score(only, "y", "a"))
+    assert rec[0].filename == __file__                  # at the caller's line
 
 
 def test_nan_in_one_partition_is_the_one_machine_error():
@@ -180,3 +182,143 @@ def test_worker_killed_mid_run_gives_the_same_result():
         assert victim not in set(client.scheduler_info()["workers"])
     np.testing.assert_array_equal(out["st"].counts,
                                   calipers.ConfusionState.init(2).update(Y, PA).counts)
+
+
+# --------------------------------------------------------------------------
+# exact AP (and AUC) by score ranges
+# --------------------------------------------------------------------------
+
+def _exact_ap(y, s, w=None):
+    """The step-sum AP as an exact fraction, by brute force over the distinct scores."""
+    from fractions import Fraction
+
+    w = np.ones_like(y) if w is None else w
+    P = int(np.sum(w * y))
+    total = Fraction(0)
+    for t in np.unique(s):
+        at = s == t
+        n1 = int(np.sum(w[at] * y[at]))
+        if n1:
+            tp, fp = int(np.sum(w * y * (s >= t))), int(np.sum(w * (1 - y) * (s >= t)))
+            total += Fraction(n1 * tp, tp + fp)
+    return total / P
+
+
+def _close_to_exact(value, exact):
+    from fractions import Fraction
+
+    assert abs(Fraction(value) - exact) <= exact * Fraction(1, 2**52)
+
+
+@pytest.mark.parametrize("cuts", CUTS)
+def test_ap_by_ranges(cuts):
+    got = cd.average_precision_score(parts(cuts), "y", "a")
+    np.testing.assert_allclose(got, calipers.average_precision_score(Y, A), rtol=1e-13)
+    _close_to_exact(got, _exact_ap(Y, A))
+    # one double whatever the partitioning
+    assert got == cd.average_precision_score(parts([50]), "y", "a")
+
+
+def test_ranges_with_cuts_on_tied_scores():
+    from calipers._kernels import ranges as R
+
+    y = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 0])
+    s = np.array([.3, .3, .3, .5, .5, .7, .7, .7, .9, .1])
+    for cuts in ([], [.3], [.3, .5, .7], [.1, .9], [.2, .3, .31, .7]):
+        r = R.range_ids(np.array(cuts), s)
+        for t in np.unique(s):                      # a tie group lies in one range
+            assert np.unique(r[s == t]).size == 1
+        tables = [R.score_table(s[r == i], y[r == i]) for i in range(len(cuts) + 1)]
+        u2 = R.combine_u2([R.table_u2(t) for t in tables])
+        assert R.auc_of(*u2) == calipers.roc_auc_score(y, s)
+        offsets = R.offsets_above([R.table_totals(t) for t in tables])
+        total = sum(R.table_precision_sum(t, *o) for t, o in zip(tables, offsets))
+        ap = R.ratio_of_sum(total, int(y.sum()))
+        _close_to_exact(ap, _exact_ap(y, s))
+        np.testing.assert_allclose(ap, calipers.average_precision_score(y, s), rtol=1e-14)
+
+
+def test_exact_sum_is_exact():
+    from fractions import Fraction
+
+    from calipers._kernels import ranges as R
+
+    t = RNG.random(300) * 10.0 ** RNG.integers(-300, 300, 300)
+    t = np.concatenate([t, [5e-324, 1e-310, -3.5, 1e300, -1e300, 0.0]])
+    assert Fraction(R.exact_sum(t), 2**R.SHIFT) == sum(map(Fraction, t.tolist()))
+
+
+def test_weighted_ranges():
+    w = RNG.integers(0, 4, N)
+    ps = [dask.delayed({"y": Y[i:j], "a": A[i:j], "w": w[i:j]}) for i, j in
+          ((0, 60), (60, 60), (60, N))]
+    assert cd.roc_auc_score(ps, "y", "a", sample_weight="w") == \
+        calipers.roc_auc_score(Y, A, sample_weight=w)
+    got = cd.average_precision_score(ps, "y", "a", sample_weight="w")
+    np.testing.assert_allclose(got, calipers.average_precision_score(Y, A, sample_weight=w),
+                               rtol=1e-13)
+    _close_to_exact(got, _exact_ap(Y, A, w))
+    # integer weights are repetitions: the repeated rows give the same double
+    rep = np.repeat(np.arange(N), w)
+    assert got == cd.average_precision_score(
+        [dask.delayed({"y": Y[rep], "a": A[rep]})], "y", "a")
+    bad = [dask.delayed({"y": Y[:4], "a": A[:4], "w": np.array([1, .5, 1, 1])})]
+    with pytest.raises(ValueError, match="w must hold non-negative integer"):
+        cd.average_precision_score(bad, "y", "a", sample_weight="w")
+
+
+def test_ap_one_class_and_no_rows():
+    neg = [dask.delayed({"y": np.zeros(30, int), "a": A[:30]}), dask.delayed(
+        {"y": np.zeros(0, int), "a": A[:0]})]
+    with pytest.warns(calipers.UndefinedMetricWarning, match="positive"):
+        assert np.isnan(calipers.average_precision_score(np.zeros(30, int), A[:30]))
+    with pytest.warns(calipers.UndefinedMetricWarning, match="positive") as rec:
+        assert np.isnan(cd.average_precision_score(neg, "y", "a"))
+    assert rec[0].filename == __file__
+    pos = [dask.delayed({"y": np.ones(30, int), "a": A[:30]})]
+    assert cd.average_precision_score(pos, "y", "a") == 1.0
+    empty = [dask.delayed({"y": np.zeros(0, int), "a": np.zeros(0)})] * 2
+    for fn in (cd.roc_auc_score, cd.average_precision_score):
+        with pytest.raises(ValueError, match="empty"):
+            fn(empty, "y", "a")
+    with pytest.raises(ValueError, match="binary"):
+        cd.average_precision_score([dask.delayed({"y": np.array([0, 2]), "a": A[:2]})],
+                                   "y", "a")
+
+
+def test_ap_shuffled_unequal_partitions():
+    rng = np.random.default_rng(5)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    s = np.round(rng.random(n) + 0.3 * y, 2)
+    perm = rng.permutation(n)
+    bounds = [0, 1, 1, 700, 703, 1990, n]
+    ps = [dask.delayed({"y": y[perm[i:j]], "a": s[perm[i:j]]})
+          for i, j in zip(bounds[:-1], bounds[1:])]
+    assert cd.roc_auc_score(ps, "y", "a") == calipers.roc_auc_score(y, s)
+    got = cd.average_precision_score(ps, "y", "a")
+    np.testing.assert_allclose(got, calipers.average_precision_score(y, s), rtol=1e-13)
+    _close_to_exact(got, _exact_ap(y, s))
+
+
+def test_ranges_hypothesis_partitions():
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    want_auc = calipers.roc_auc_score(Y, A)
+    want_ap = cd.average_precision_score(parts([100]), "y", "a")
+
+    @hyp.settings(max_examples=8, deadline=None, database=None)
+    @hyp.given(st.lists(st.integers(0, N), max_size=6), st.randoms(use_true_random=False))
+    def check(cuts, rnd):
+        order = list(range(N))
+        rnd.shuffle(order)
+        order = np.array(order)
+        cuts = sorted(cuts)
+        b = [0, *cuts, N]
+        ps = [dask.delayed({"y": Y[order[i:j]], "a": A[order[i:j]]}) for i, j in
+              zip(b[:-1], b[1:])]
+        assert cd.roc_auc_score(ps, "y", "a") == want_auc
+        assert cd.average_precision_score(ps, "y", "a") == want_ap
+
+    check()
