@@ -180,3 +180,142 @@ def test_worker_killed_mid_run_gives_the_same_result():
         assert victim not in set(client.scheduler_info()["workers"])
     np.testing.assert_array_equal(out["st"].counts,
                                   calipers.ConfusionState.init(2).update(Y, PA).counts)
+
+
+# --------------------------------------------------------------------------
+# the default multinomial design in two passes
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cuts", CUTS)
+def test_multinomial_bootstrap_equals_the_one_machine_default(cuts):
+    for metric, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb")):
+        ra, rb = cd.paired_bootstrap_replicates(parts(cuts), metric, "y", a, b, n_resamples=6,
+                                                seed=5, resampling="multinomial")
+        fn = "roc_auc" if metric == "roc_auc" else calipers.accuracy_score
+        cols = {"a": A, "b": Bs, "pa": PA, "pb": PB}
+        ea, eb = calipers.paired_bootstrap_replicates(fn, Y, cols[a], cols[b], n_resamples=6,
+                                                      seed=5)
+        np.testing.assert_array_equal(ra, ea)
+        np.testing.assert_array_equal(rb, eb)
+        pa_, _ = cd.paired_bootstrap_replicates(parts(cuts), metric, "y", a, b, n_resamples=6,
+                                                seed=5)
+        assert not np.array_equal(pa_, ra)            # the Poisson default differs
+    pr = np.clip(Bs, .05, .95)
+    ps = [dask.delayed({**dask.compute(p)[0], "prb": pr[i:j]})
+          for p, (i, j) in zip(parts(cuts), zip([0, *cuts], [*cuts, N]))]
+    la, lb = cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb", n_resamples=6,
+                                            seed=5, resampling="multinomial")
+    ea, eb = calipers.paired_bootstrap_replicates("log_loss", Y, np.clip(A, .05, .95), pr,
+                                                  n_resamples=6, seed=5)
+    np.testing.assert_allclose(la, ea, rtol=1e-12)
+    np.testing.assert_allclose(lb, eb, rtol=1e-12)
+
+
+def test_multinomial_with_a_fallback_replicate(monkeypatch):
+    # lam = 1: about half the replicates' Poisson totals pass n, drawn directly per partition
+    from calipers._bootstrap import resample as RS
+
+    monkeypatch.setattr(RS, "_TOPUP_SIGMAS", 0.0)
+    RS.topup_plan.cache_clear()
+    try:
+        ra, _ = cd.paired_bootstrap_replicates(parts([0, 37, 90, 150]), "roc_auc", "y", "a",
+                                               "b", n_resamples=8, seed=2,
+                                               resampling="multinomial")
+        ea, _ = calipers.paired_bootstrap_replicates("roc_auc", Y, A, Bs, n_resamples=8, seed=2)
+        np.testing.assert_array_equal(ra, ea)
+        tot = calipers.multinomial_totals(np.arange(N), np.arange(8), n=N, seed=2)
+        assert (tot > N).any() and (tot <= N).any()
+    finally:
+        RS.topup_plan.cache_clear()
+
+
+def test_multinomial_refuses_row_id():
+    with pytest.raises(ValueError, match="row_id needs resampling='poisson'"):
+        cd.paired_bootstrap_replicates(parts([100]), "accuracy", "y", "pa", "pb",
+                                       n_resamples=3, resampling="multinomial", row_id="y")
+    with pytest.raises(ValueError, match="resampling must be one of"):
+        cd.paired_bootstrap_replicates(parts([100]), "accuracy", "y", "pa", "pb",
+                                       n_resamples=3, resampling="stratified")
+
+
+# --------------------------------------------------------------------------
+# faults: every function gives the one-shot function's ValueError
+# --------------------------------------------------------------------------
+
+def _one_shot_message(fn):
+    with pytest.raises(ValueError) as e:
+        fn()
+    return str(e.value)
+
+
+def _rule(msg):
+    """The one-shot message up to the element's position (the position is per partition)."""
+    return msg.split("; element")[0].split("; it has")[0]
+
+
+def _bad(col, i, value):
+    cols = {"y": Y.copy(), "a": A.copy(), "b": Bs.copy(), "pa": PA.astype(float),
+            "pb": PB.astype(float), "pra": np.clip(A, .05, .95), "prb": np.clip(Bs, .05, .95)}
+    cols[col] = cols[col].astype(float) if col == "y" and not float(value).is_integer() \
+        else cols[col]
+    cols[col][i] = value
+    return cols, [dask.delayed({k: v[s:t] for k, v in cols.items()})
+                  for s, t in ((0, 120), (120, N))]
+
+
+FAULTS = [   # (column, value, dask call, one-shot call), the bad row in partition 1
+    ("a", np.nan, lambda ps: cd.roc_auc_score(ps, "y", "a"),
+     lambda c: calipers.roc_auc_score(c["y"], c["a"])),
+    ("a", np.inf, lambda ps: cd.roc_auc_score(ps, "y", "a"),
+     lambda c: calipers.roc_auc_score(c["y"], c["a"])),
+    ("a", np.nan, lambda ps: cd.paired_bootstrap_replicates(ps, "roc_auc", "y", "a", "b",
+                                                            n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("b", -np.inf, lambda ps: cd.paired_bootstrap_replicates(
+        ps, "roc_auc", "y", "a", "b", n_resamples=3, seed=0, resampling="multinomial"),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("y", 2, lambda ps: cd.paired_bootstrap_replicates(ps, "roc_auc", "y", "a", "b",
+                                                       n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("pa", np.nan, lambda ps: cd.paired_bootstrap_replicates(ps, "accuracy", "y", "pa", "pb",
+                                                             n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates(calipers.accuracy_score, c["y"], c["pa"],
+                                                    c["pb"], n_resamples=3, seed=0)),
+    ("pra", 1.5, lambda ps: cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb",
+                                                           n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+    ("prb", np.nan, lambda ps: cd.paired_bootstrap_replicates(
+        ps, "log_loss", "y", "pra", "prb", n_resamples=3, seed=0, resampling="multinomial"),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+    ("y", 3, lambda ps: cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb",
+                                                       n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+]
+
+
+@pytest.mark.parametrize("col, value, dist, one", FAULTS)
+def test_fault_is_the_one_shot_error(col, value, dist, one):
+    cols, ps = _bad(col, 150, value)
+    want = _one_shot_message(lambda: one(cols))
+    with pytest.raises(ValueError) as got:
+        dist(ps)
+    msg = str(got.value)
+    assert _rule(msg) == _rule(want), (msg, want)
+    if "; element" in want:                       # the element counted within its partition
+        assert "element 30 is" in msg and "partition 1" in msg and repr(col) in msg
+
+
+def test_labels_out_of_range_in_the_exact_auc():
+    cols, ps = _bad("y", 150, 2)
+    with pytest.raises(ValueError, match=r"^y_true must contain only 0 and 1.*partition 1"):
+        cd.roc_auc_score(ps, "y", "a")
+    y = np.where(np.arange(N) < 120, 2 * Y - 1, Y)   # partition 0 coded {-1, 1}, 1 {0, 1}
+    ps = [dask.delayed({"y": y[s:t], "a": A[s:t]}) for s, t in ((0, 120), (120, N))]
+    with pytest.raises(ValueError, match=r"y_true must contain only 0 and 1 in calipers.dask"):
+        cd.roc_auc_score(ps, "y", "a")
