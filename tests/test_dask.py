@@ -319,3 +319,81 @@ def test_labels_out_of_range_in_the_exact_auc():
     ps = [dask.delayed({"y": y[s:t], "a": A[s:t]}) for s, t in ((0, 120), (120, N))]
     with pytest.raises(ValueError, match=r"y_true must contain only 0 and 1 in calipers.dask"):
         cd.roc_auc_score(ps, "y", "a")
+
+
+# --------------------------------------------------------------------------
+# 4 * 10^7 rows on two workers of 600 MB each (--runslow)
+# --------------------------------------------------------------------------
+
+BIG_N, BIG_PARTS, LEVELS = 40_000_000, 40, 4096
+
+
+@pytest.mark.slow
+def test_forty_million_rows_on_two_600mb_workers():
+    # helpers defined here: the worker processes receive them by value
+    def _big_part(i, j):
+        """Rows ``i .. j - 1``, made on the worker from (i, j); scores on a grid."""
+        rng = np.random.default_rng([7, i])
+        m = j - i
+        y = (rng.random(m) < 0.3).astype(np.int64)
+        a = (np.floor(np.clip(0.5 * y + rng.random(m) * 1.5, 0, 1.5 - 1e-12) / 1.5 * LEVELS)
+             / LEVELS)
+        pa = (a > 0.5).astype(np.int64)
+        pb = (rng.random(m) < 0.5).astype(np.int64)
+        return {"y": y, "a": a, "pa": pa, "pb": pb}
+
+    def _level_counts(part):
+        """Positives and negatives per score level: the partition's exact AUC ingredients."""
+        lv = np.rint(part["a"] * LEVELS).astype(np.int64)
+        return (np.bincount(lv[part["y"] == 1], minlength=LEVELS + 1),
+                np.bincount(lv[part["y"] == 0], minlength=LEVELS + 1))
+
+    def _reference_sums(part, offset, B, seed):
+        """Poisson replicate sums of accuracy, drawn in chunks apart from calipers.dask."""
+        m = part["y"].shape[0]
+        out = [np.zeros(B, np.int64) for _ in range(3)]
+        for s in range(0, m, 250_000):
+            ids = np.arange(offset + s, offset + min(m, s + 250_000), dtype=np.int64)
+            c = calipers.bootstrap_counts(ids, np.arange(B), seed=seed)
+            sl = slice(s, s + ids.shape[0])
+            out[0] += c @ (part["pa"][sl] == part["y"][sl])
+            out[1] += c @ (part["pb"][sl] == part["y"][sl])
+            out[2] += c.sum(axis=1)
+        return out
+
+    def _peak_rss():
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # Linux: KiB
+
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    cuts = np.linspace(0, BIG_N, BIG_PARTS + 1).astype(np.int64)
+    ps = [dask.delayed(_big_part, pure=True)(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+    B, seed = 4, 9
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit="600MB", dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cl, \
+            distributed.Client(cl) as client:
+        client.wait_for_workers(2)
+        auc = cd.roc_auc_score(ps, "y", "a", compute={"scheduler": client})
+        ra, rb = cd.paired_bootstrap_replicates(ps, "accuracy", "y", "pa", "pb", n_resamples=B,
+                                                seed=seed, compute={"scheduler": client})
+        # the references, computed partition-wise by other code
+        pos, neg = (np.sum(x, axis=0) for x in zip(*dask.compute(
+            *[dask.delayed(_level_counts)(p) for p in ps], scheduler=client)))
+        sums = dask.compute(*[dask.delayed(_reference_sums)(p, int(o), B, seed)
+                              for p, o in zip(ps, cuts[:-1])], scheduler=client)
+        peaks = client.run(_peak_rss)       # bytes, each worker's peak resident memory
+    print(f"peak worker RSS (MB): {sorted(round(v / 1e6) for v in peaks.values())}")
+    assert all(v < 600e6 for v in peaks.values())
+    below = np.concatenate([[0], np.cumsum(neg)[:-1]])
+    u2 = sum(int(p) * (2 * int(b) + int(q)) for p, b, q in zip(pos, below, neg))
+    P, Nn = int(pos.sum()), int(neg.sum())
+    assert P + Nn == BIG_N
+    assert auc == u2 / (2 * P * Nn)
+    sa, sb, w = (np.sum([s[k] for s in sums], axis=0) for k in range(3))
+    np.testing.assert_array_equal(ra, sa / w)
+    np.testing.assert_array_equal(rb, sb / w)
+    assert np.all(np.abs(w / BIG_N - 1) < 1e-3)        # Poisson(1): about n rows drawn

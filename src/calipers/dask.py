@@ -245,7 +245,7 @@ def _range_rows(parts, y_true, score, extra, k, name="y_score"):
 
     def cols(part, index, y_true=y_true, score=score, extra=extra, name=name):
         y, s = _check_part(part, y_true, score, name, index)
-        out = {"score": s, "y": y}
+        out = {"score": s, "y": y.astype(np.int8)}     # labels 0/1: a byte a row moved
         for key, fn in extra.items():  # e.g. the global row ids
             out[key] = fn(part)
         return out
