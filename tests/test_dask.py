@@ -229,6 +229,21 @@ def test_multinomial_with_a_fallback_replicate(monkeypatch):
         RS.topup_plan.cache_clear()
 
 
+@pytest.mark.parametrize("resampling", ["poisson", "multinomial"])
+def test_replicates_in_blocks_change_nothing(monkeypatch, resampling):
+    # a task holds counts for a block of replicates at a time: blocks of 1-2 replicates here
+    want = [cd.paired_bootstrap_replicates(parts([100]), m, "y", a, b, n_resamples=5, seed=4,
+                                           resampling=resampling)
+            for m, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb"))]
+    monkeypatch.setattr(cd, "_BLOCK", 150)
+    got = [cd.paired_bootstrap_replicates(parts([100]), m, "y", a, b, n_resamples=5, seed=4,
+                                          resampling=resampling)
+           for m, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb"))]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g[0], w[0])
+        np.testing.assert_array_equal(g[1], w[1])
+
+
 def test_multinomial_refuses_row_id():
     with pytest.raises(ValueError, match="row_id needs resampling='poisson'"):
         cd.paired_bootstrap_replicates(parts([100]), "accuracy", "y", "pa", "pb",

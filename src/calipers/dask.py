@@ -318,21 +318,33 @@ class _Draw:
     def __init__(self, seed, n_resamples, n=None):
         self.seed, self.n_resamples, self.n = seed, n_resamples, n
 
-    def counts(self, ids, totals=None):
-        reps = np.arange(self.n_resamples)
+    def counts(self, ids, totals=None, reps=None):
+        reps = np.arange(self.n_resamples) if reps is None else reps
         if ids.size == 0:
-            return np.zeros((self.n_resamples, 0), np.int64)
+            return np.zeros((reps.shape[0], 0), np.int64)
         if self.n is None:
             return poisson_counts(self.seed, reps, ids)
-        return multinomial_counts(ids, reps, totals, n=self.n, seed=self.seed)
+        return multinomial_counts(ids, reps, totals[reps], n=self.n, seed=self.seed)
+
+    def blocks(self, m):
+        """Replicates in blocks of at most ``_BLOCK`` counts of ``m`` rows (memory bound)."""
+        step = max(1, _BLOCK // max(m, 1))
+        return [np.arange(i, min(i + step, self.n_resamples))
+                for i in range(0, self.n_resamples, step)]
 
     def totals(self, ids):
         return multinomial_totals(ids, np.arange(self.n_resamples), n=self.n, seed=self.seed)
 
 
+_BLOCK = 1 << 21     # counts held at a time by a task: replicates in blocks of 2**21 / rows
+
+
 def _range_replicates(r, draw, totals=None):
-    c = draw.counts(r["row_id"], totals)
-    return [_u2_parts(r["score"], r["y"], c[b]) for b in range(draw.n_resamples)]
+    out = []
+    for reps in draw.blocks(r["row_id"].shape[0]):
+        c = draw.counts(r["row_id"], totals, reps)
+        out += [_u2_parts(r["score"], r["y"], c[k]) for k in range(reps.shape[0])]
+    return out
 
 
 def _combine_replicates(*ranges):
@@ -370,14 +382,18 @@ def _sums(part, index, cols, ids, metric, draw, totals=None):
                                   (b, "y_pred", "y_score_b", pb)):
             if x.dtype.kind == "f":
                 _Where(index, col)(name, V.check_finite, arg, x, np)
-        c = draw.counts(ids, totals)
-        return ((c * (pa == y)).sum(1), (c * (pb == y)).sum(1), c.sum(1))
-    y01 = _binary01(y, "y_true", _Where(index, y_true)).astype(np.float64)
-    la = _log_loss_rows(y01, _col(part, a), "y_score_a", _Where(index, a))
-    lb = _log_loss_rows(y01, _col(part, b), "y_score_b", _Where(index, b))
-    c = draw.counts(ids, totals)
-    cf = c.astype(np.float64)
-    return (cf @ la, cf @ lb, c.sum(1))
+        sa, sb = (pa == y).astype(np.int64), (pb == y).astype(np.int64)
+    else:
+        y01 = _binary01(y, "y_true", _Where(index, y_true)).astype(np.float64)
+        sa = _log_loss_rows(y01, _col(part, a), "y_score_a", _Where(index, a))
+        sb = _log_loss_rows(y01, _col(part, b), "y_score_b", _Where(index, b))
+    out = [np.zeros(draw.n_resamples, sa.dtype), np.zeros(draw.n_resamples, sb.dtype),
+           np.zeros(draw.n_resamples, np.int64)]
+    for reps in draw.blocks(ids.shape[0]):
+        c = draw.counts(ids, totals, reps)
+        cf = c if metric == "accuracy" else c.astype(np.float64)
+        out[0][reps], out[1][reps], out[2][reps] = cf @ sa, cf @ sb, c.sum(1)
+    return tuple(out)
 
 
 def _log_loss_rows(y01, p, name, where):
