@@ -1,13 +1,14 @@
 """calipers.dask on a 2-worker LocalCluster against one process, in one run.
 
     python benchmarks/distributed.py [--n 1000000] [--partitions 8] [--resamples 100]
-                                     [--repeat 3] [--smoke]
+                                     [--repeat 3] [--smoke] [--memory-only]
 
 Rows per second of
 
 * states: a ``ConfusionState`` and a ``ROCHistogramState`` (16 bits) per
   partition, merged in a tree (``calipers.dask.reduce_states``);
-* the paired Poisson bootstrap of accuracy and of ROC AUC
+* the paired Poisson bootstrap of accuracy and of ROC AUC, and the default
+  multinomial design of accuracy in two passes
   (``calipers.dask.paired_bootstrap_replicates``);
 
 on a ``distributed.LocalCluster`` of 2 worker processes (1 thread each) and in
@@ -18,7 +19,9 @@ where it lies), so the cluster never receives the rows from here; the graph
 columns include making them, the one-shot column has the rows in memory. Every
 distributed result is checked against the one-process result (integer counts
 bit for bit). Then the peak resident memory of each worker (``ru_maxrss``, on
-a fresh cluster) for two partition sizes, beside the partition's bytes.
+a fresh cluster) for four partition sizes, beside the partition's bytes, also
+written to ``benchmarks/results/distributed_memory.json`` (``--memory-only``:
+that section alone).
 
 Where Apache Beam is installed (``calipers[beam]``), the same comparison for
 ``calipers.beam`` on Beam's DirectRunner (``in_memory`` and
@@ -124,7 +127,17 @@ def cases(n, p, B, data):
         return calipers.paired_bootstrap_replicates(m, y, xa, xb, n_resamples=B, seed=3,
                                                     resampling="poisson", row_ids=ids)
 
+    def boot_multinomial(**compute):
+        return cd.paired_bootstrap_replicates(parts(n, p), "accuracy", "y", "pa", "pb",
+                                              n_resamples=B, seed=3, resampling="multinomial",
+                                              compute=compute)
+
+    def one_multinomial():
+        return calipers.paired_bootstrap_replicates(calipers.accuracy_score, y, pa, pb,
+                                                    n_resamples=B, seed=3)
+
     return [("states (confusion + 16-bit histogram)", states, one_states),
+            (f"multinomial bootstrap, accuracy, B={B}", boot_multinomial, one_multinomial),
             (f"paired bootstrap, accuracy, B={B}", lambda **c: boot("accuracy", **c),
              lambda: one_boot("accuracy")),
             (f"paired bootstrap, ROC AUC, B={B}", lambda **c: boot("roc_auc", **c),
@@ -225,10 +238,16 @@ def main():
     ap.add_argument("--resamples", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks, not timings")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the peak worker memory against partition size")
+    ap.add_argument("--memory-json", default=str(HERE / "results" / "distributed_memory.json"))
     args = ap.parse_args()
     if args.smoke:
         args.n, args.partitions, args.resamples, args.repeat = 20_000, 4, 10, 1
     n, p, B, r = args.n, args.partitions, args.resamples, args.repeat
+    if args.memory_only:
+        memory_by_partition_size(n, B, (max(2, p // 2), p, 2 * p, 4 * p), args.memory_json)
+        return
     print(f"machine: {machine()}; n = {n}, {p} partitions, 2 workers x 1 thread; "
           f"median of {r}")
     data = whole(n, p)
@@ -244,18 +263,49 @@ def main():
             t_dist = median_time(lambda: dist(scheduler=client), r)
             print(f"{name:42s} {n / t_one:16.3g} {t_one / t_sync:10.2f}x {t_one / t_dist:9.2f}x")
     bench_beam(n, p, B, r, data)
-    print("\npeak worker memory (ru_maxrss, fresh cluster), states + accuracy bootstrap:")
-    for q in (max(2, p // 2), 2 * p):
+    memory_by_partition_size(n, B, (max(2, p // 2), p, 2 * p, 4 * p), args.memory_json)
+
+
+def memory_by_partition_size(n, B, partition_counts, out_json):
+    """Peak resident memory of each worker against the partition size, written as JSON.
+
+    For each number of partitions, a fresh 2-worker cluster runs the states, the Poisson
+    and the multinomial accuracy bootstraps and the exact AUC over the same ``n`` rows;
+    ``ru_maxrss`` of each worker process after them, beside its value when idle.
+    """
+    import json
+
+    rows = []
+    print("\npeak worker memory (ru_maxrss, fresh cluster): states, Poisson and multinomial "
+          "accuracy bootstraps, exact AUC")
+    for q in partition_counts:
         with cluster() as cl, distributed.Client(cl) as client:
             client.wait_for_workers(2)
             base = client.run(peak_rss)
-            for _, dist, _ in cases(n, q, B, data)[:2]:
-                dist(scheduler=client)
+            ps = parts(n, q)
+            cd.reduce_states(ps, lambda: Pair(init()), lambda s, x: s.update(x),
+                             compute={"scheduler": client})
+            for resampling in ("poisson", "multinomial"):
+                cd.paired_bootstrap_replicates(ps, "accuracy", "y", "pa", "pb", n_resamples=B,
+                                               seed=3, resampling=resampling,
+                                               compute={"scheduler": client})
+            cd.roc_auc_score(ps, "y", "a", compute={"scheduler": client})
             peaks = client.run(peak_rss)
-        part_mb = n / q * BYTES_PER_ROW / 2**20
-        print(f"  {q:3d} partitions, {part_mb:8.1f} MiB a partition: peak "
-              + ", ".join(f"{peaks[w] / 2**20:.0f} MiB (idle {base[w] / 2**20:.0f})"
-                          for w in sorted(peaks)))
+        part_rows = n // q
+        row = {"partitions": q, "rows_per_partition": part_rows,
+               "partition_mib": round(part_rows * BYTES_PER_ROW / 2**20, 2),
+               "peak_mib": sorted(round(v / 2**20, 1) for v in peaks.values()),
+               "idle_mib": sorted(round(v / 2**20, 1) for v in base.values())}
+        rows.append(row)
+        print(f"  {q:3d} partitions, {row['partition_mib']:8.1f} MiB a partition: peak "
+              f"{row['peak_mib']} MiB (idle {row['idle_mib']})")
+    Path(out_json).parent.mkdir(parents=True, exist_ok=True)
+    with open(out_json, "w") as f:
+        json.dump({"machine": machine(), "n": n, "n_resamples": B, "workers": 2,
+                   "threads_per_worker": 1, "bytes_per_row": BYTES_PER_ROW,
+                   "measure": "ru_maxrss of each worker process, fresh cluster per row",
+                   "rows": rows}, f, indent=1)
+    print(f"  written to {out_json}")
 
 
 if __name__ == "__main__":

@@ -344,7 +344,41 @@ def test_exact_auc_ap_multi_processing(tmp_path):
 def test_exact_transform_errors(tmp_path):
     with pytest.raises(ValueError, match="n_ranges"):
         cb.ExactRocAuc(n_ranges=0)
-    with pytest.raises(Exception, match="binary labels"):
+    with pytest.raises(Exception, match="y_true must contain only 0 and 1"):
         _ranked("in_memory", [(KEYS[0], (2, 0.5))] + _rows(Y, SCORE), tmp_path)
-    with pytest.raises(Exception, match="finite"):
+    with pytest.raises(Exception, match=r"y_score must be finite .*calipers.beam"):
         _ranked("in_memory", [(KEYS[0], (1, float("nan")))] + _rows(Y, SCORE), tmp_path)
+
+
+# --------------------------------------------------------------------------
+# faults: the one-shot function's ValueError, element by element
+# --------------------------------------------------------------------------
+
+def _rule(msg):
+    return msg.split("; element")[0].split("; it has")[0]
+
+
+@pytest.mark.parametrize("metric, column, value", [
+    ("accuracy", 1, np.nan), ("accuracy", 2, np.inf), ("log_loss", 1, 1.5),
+    ("log_loss", 2, np.nan), ("log_loss", 0, 2)])
+def test_bootstrap_fault_is_the_one_shot_error(metric, column, value):
+    cols = [Y.astype(float), PA.astype(float), PB.astype(float)] if metric == "accuracy" else \
+        [Y.astype(float), PROB_A.copy(), PROB_B.copy()]
+    cols[column][5] = value
+    fn_one = calipers.accuracy_score if metric == "accuracy" else "log_loss"
+    with pytest.raises(ValueError) as one:
+        calipers.paired_bootstrap_replicates(fn_one, *cols, n_resamples=3, seed=0)
+    fn = cb.PairedBootstrapCombineFn(metric, n_resamples=3, seed=0)
+    with pytest.raises(ValueError) as dist:
+        fn.add_input(fn.create_accumulator(), (*cols, IDS))
+    assert _rule(str(dist.value)) == _rule(str(one.value)), (dist.value, one.value)
+    if "; element" in str(one.value):
+        assert "element 5 is" in str(dist.value)
+    if column:
+        assert ("y_score_a" if column == 1 else "y_score_b") in str(dist.value)
+
+
+def test_bootstrap_refuses_minus_one_labels():
+    ll = cb.PairedBootstrapCombineFn("log_loss", n_resamples=3, seed=0)
+    with pytest.raises(ValueError, match="only 0 and 1 in calipers.beam"):
+        ll.add_input(ll.create_accumulator(), (2 * Y - 1, PROB_A, PROB_B, IDS))

@@ -281,7 +281,7 @@ def test_ap_one_class_and_no_rows():
     for fn in (cd.roc_auc_score, cd.average_precision_score):
         with pytest.raises(ValueError, match="empty"):
             fn(empty, "y", "a")
-    with pytest.raises(ValueError, match="binary"):
+    with pytest.raises(ValueError, match="must contain only 0 and 1"):
         cd.average_precision_score([dask.delayed({"y": np.array([0, 2]), "a": A[:2]})],
                                    "y", "a")
 
@@ -322,3 +322,235 @@ def test_ranges_hypothesis_partitions():
         assert cd.average_precision_score(ps, "y", "a") == want_ap
 
     check()
+
+
+# --------------------------------------------------------------------------
+# the default multinomial design in two passes
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cuts", CUTS)
+def test_multinomial_bootstrap_equals_the_one_machine_default(cuts):
+    for metric, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb")):
+        ra, rb = cd.paired_bootstrap_replicates(parts(cuts), metric, "y", a, b, n_resamples=6,
+                                                seed=5, resampling="multinomial")
+        fn = "roc_auc" if metric == "roc_auc" else calipers.accuracy_score
+        cols = {"a": A, "b": Bs, "pa": PA, "pb": PB}
+        ea, eb = calipers.paired_bootstrap_replicates(fn, Y, cols[a], cols[b], n_resamples=6,
+                                                      seed=5)
+        np.testing.assert_array_equal(ra, ea)
+        np.testing.assert_array_equal(rb, eb)
+        pa_, _ = cd.paired_bootstrap_replicates(parts(cuts), metric, "y", a, b, n_resamples=6,
+                                                seed=5)
+        assert not np.array_equal(pa_, ra)            # the Poisson default differs
+    pr = np.clip(Bs, .05, .95)
+    ps = [dask.delayed({**dask.compute(p)[0], "prb": pr[i:j]})
+          for p, (i, j) in zip(parts(cuts), zip([0, *cuts], [*cuts, N]))]
+    la, lb = cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb", n_resamples=6,
+                                            seed=5, resampling="multinomial")
+    ea, eb = calipers.paired_bootstrap_replicates("log_loss", Y, np.clip(A, .05, .95), pr,
+                                                  n_resamples=6, seed=5)
+    np.testing.assert_allclose(la, ea, rtol=1e-12)
+    np.testing.assert_allclose(lb, eb, rtol=1e-12)
+
+
+def test_multinomial_with_a_fallback_replicate(monkeypatch):
+    # lam = 1: about half the replicates' Poisson totals pass n, drawn directly per partition
+    from calipers._bootstrap import resample as RS
+
+    monkeypatch.setattr(RS, "_TOPUP_SIGMAS", 0.0)
+    RS.topup_plan.cache_clear()
+    try:
+        ra, _ = cd.paired_bootstrap_replicates(parts([0, 37, 90, 150]), "roc_auc", "y", "a",
+                                               "b", n_resamples=8, seed=2,
+                                               resampling="multinomial")
+        ea, _ = calipers.paired_bootstrap_replicates("roc_auc", Y, A, Bs, n_resamples=8, seed=2)
+        np.testing.assert_array_equal(ra, ea)
+        tot = calipers.multinomial_totals(np.arange(N), np.arange(8), n=N, seed=2)
+        assert (tot > N).any() and (tot <= N).any()
+    finally:
+        RS.topup_plan.cache_clear()
+
+
+@pytest.mark.parametrize("resampling", ["poisson", "multinomial"])
+def test_replicates_in_blocks_change_nothing(monkeypatch, resampling):
+    # a task holds counts for a block of replicates at a time: blocks of 1-2 replicates here
+    want = [cd.paired_bootstrap_replicates(parts([100]), m, "y", a, b, n_resamples=5, seed=4,
+                                           resampling=resampling)
+            for m, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb"))]
+    monkeypatch.setattr(cd, "_BLOCK", 150)
+    got = [cd.paired_bootstrap_replicates(parts([100]), m, "y", a, b, n_resamples=5, seed=4,
+                                          resampling=resampling)
+           for m, a, b in (("roc_auc", "a", "b"), ("accuracy", "pa", "pb"))]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g[0], w[0])
+        np.testing.assert_array_equal(g[1], w[1])
+
+
+def test_multinomial_refuses_row_id():
+    with pytest.raises(ValueError, match="row_id needs resampling='poisson'"):
+        cd.paired_bootstrap_replicates(parts([100]), "accuracy", "y", "pa", "pb",
+                                       n_resamples=3, resampling="multinomial", row_id="y")
+    with pytest.raises(ValueError, match="resampling must be one of"):
+        cd.paired_bootstrap_replicates(parts([100]), "accuracy", "y", "pa", "pb",
+                                       n_resamples=3, resampling="stratified")
+
+
+# --------------------------------------------------------------------------
+# faults: every function gives the one-shot function's ValueError
+# --------------------------------------------------------------------------
+
+def _one_shot_message(fn):
+    with pytest.raises(ValueError) as e:
+        fn()
+    return str(e.value)
+
+
+def _rule(msg):
+    """The one-shot message up to the element's position (the position is per partition)."""
+    return msg.split("; element")[0].split("; it has")[0]
+
+
+def _bad(col, i, value):
+    cols = {"y": Y.copy(), "a": A.copy(), "b": Bs.copy(), "pa": PA.astype(float),
+            "pb": PB.astype(float), "pra": np.clip(A, .05, .95), "prb": np.clip(Bs, .05, .95)}
+    cols[col] = cols[col].astype(float) if col == "y" and not float(value).is_integer() \
+        else cols[col]
+    cols[col][i] = value
+    return cols, [dask.delayed({k: v[s:t] for k, v in cols.items()})
+                  for s, t in ((0, 120), (120, N))]
+
+
+FAULTS = [   # (column, value, dask call, one-shot call), the bad row in partition 1
+    ("a", np.nan, lambda ps: cd.roc_auc_score(ps, "y", "a"),
+     lambda c: calipers.roc_auc_score(c["y"], c["a"])),
+    ("a", np.inf, lambda ps: cd.roc_auc_score(ps, "y", "a"),
+     lambda c: calipers.roc_auc_score(c["y"], c["a"])),
+    ("a", np.nan, lambda ps: cd.paired_bootstrap_replicates(ps, "roc_auc", "y", "a", "b",
+                                                            n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("b", -np.inf, lambda ps: cd.paired_bootstrap_replicates(
+        ps, "roc_auc", "y", "a", "b", n_resamples=3, seed=0, resampling="multinomial"),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("y", 2, lambda ps: cd.paired_bootstrap_replicates(ps, "roc_auc", "y", "a", "b",
+                                                       n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("roc_auc", c["y"], c["a"], c["b"],
+                                                    n_resamples=3, seed=0)),
+    ("pa", np.nan, lambda ps: cd.paired_bootstrap_replicates(ps, "accuracy", "y", "pa", "pb",
+                                                             n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates(calipers.accuracy_score, c["y"], c["pa"],
+                                                    c["pb"], n_resamples=3, seed=0)),
+    ("pra", 1.5, lambda ps: cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb",
+                                                           n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+    ("prb", np.nan, lambda ps: cd.paired_bootstrap_replicates(
+        ps, "log_loss", "y", "pra", "prb", n_resamples=3, seed=0, resampling="multinomial"),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+    ("y", 3, lambda ps: cd.paired_bootstrap_replicates(ps, "log_loss", "y", "pra", "prb",
+                                                       n_resamples=3, seed=0),
+     lambda c: calipers.paired_bootstrap_replicates("log_loss", c["y"], c["pra"], c["prb"],
+                                                    n_resamples=3, seed=0)),
+]
+
+
+@pytest.mark.parametrize("col, value, dist, one", FAULTS)
+def test_fault_is_the_one_shot_error(col, value, dist, one):
+    cols, ps = _bad(col, 150, value)
+    want = _one_shot_message(lambda: one(cols))
+    with pytest.raises(ValueError) as got:
+        dist(ps)
+    msg = str(got.value)
+    assert _rule(msg) == _rule(want), (msg, want)
+    if "; element" in want:                       # the element counted within its partition
+        assert "element 30 is" in msg and "partition 1" in msg and repr(col) in msg
+
+
+def test_labels_out_of_range_in_the_exact_auc():
+    cols, ps = _bad("y", 150, 2)
+    with pytest.raises(ValueError, match=r"^y_true must contain only 0 and 1.*partition 1"):
+        cd.roc_auc_score(ps, "y", "a")
+    y = np.where(np.arange(N) < 120, 2 * Y - 1, Y)   # partition 0 coded {-1, 1}, 1 {0, 1}
+    ps = [dask.delayed({"y": y[s:t], "a": A[s:t]}) for s, t in ((0, 120), (120, N))]
+    with pytest.raises(ValueError, match=r"y_true must contain only 0 and 1 in calipers.dask"):
+        cd.roc_auc_score(ps, "y", "a")
+
+
+# --------------------------------------------------------------------------
+# 4 * 10^7 rows on two workers of 600 MB each (--runslow)
+# --------------------------------------------------------------------------
+
+BIG_N, BIG_PARTS, LEVELS = 40_000_000, 40, 4096
+
+
+@pytest.mark.slow
+def test_forty_million_rows_on_two_600mb_workers():
+    # helpers defined here: the worker processes receive them by value
+    def _big_part(i, j):
+        """Rows ``i .. j - 1``, made on the worker from (i, j); scores on a grid."""
+        rng = np.random.default_rng([7, i])
+        m = j - i
+        y = (rng.random(m) < 0.3).astype(np.int64)
+        a = (np.floor(np.clip(0.5 * y + rng.random(m) * 1.5, 0, 1.5 - 1e-12) / 1.5 * LEVELS)
+             / LEVELS)
+        pa = (a > 0.5).astype(np.int64)
+        pb = (rng.random(m) < 0.5).astype(np.int64)
+        return {"y": y, "a": a, "pa": pa, "pb": pb}
+
+    def _level_counts(part):
+        """Positives and negatives per score level: the partition's exact AUC ingredients."""
+        lv = np.rint(part["a"] * LEVELS).astype(np.int64)
+        return (np.bincount(lv[part["y"] == 1], minlength=LEVELS + 1),
+                np.bincount(lv[part["y"] == 0], minlength=LEVELS + 1))
+
+    def _reference_sums(part, offset, B, seed):
+        """Poisson replicate sums of accuracy, drawn in chunks apart from calipers.dask."""
+        m = part["y"].shape[0]
+        out = [np.zeros(B, np.int64) for _ in range(3)]
+        for s in range(0, m, 250_000):
+            ids = np.arange(offset + s, offset + min(m, s + 250_000), dtype=np.int64)
+            c = calipers.bootstrap_counts(ids, np.arange(B), seed=seed)
+            sl = slice(s, s + ids.shape[0])
+            out[0] += c @ (part["pa"][sl] == part["y"][sl])
+            out[1] += c @ (part["pb"][sl] == part["y"][sl])
+            out[2] += c.sum(axis=1)
+        return out
+
+    def _peak_rss():
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # Linux: KiB
+
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    cuts = np.linspace(0, BIG_N, BIG_PARTS + 1).astype(np.int64)
+    ps = [dask.delayed(_big_part, pure=True)(int(i), int(j)) for i, j in zip(cuts[:-1], cuts[1:])]
+    B, seed = 4, 9
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit="600MB", dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cl, \
+            distributed.Client(cl) as client:
+        client.wait_for_workers(2)
+        auc = cd.roc_auc_score(ps, "y", "a", compute={"scheduler": client})
+        ra, rb = cd.paired_bootstrap_replicates(ps, "accuracy", "y", "pa", "pb", n_resamples=B,
+                                                seed=seed, compute={"scheduler": client})
+        # the references, computed partition-wise by other code
+        pos, neg = (np.sum(x, axis=0) for x in zip(*dask.compute(
+            *[dask.delayed(_level_counts)(p) for p in ps], scheduler=client)))
+        sums = dask.compute(*[dask.delayed(_reference_sums)(p, int(o), B, seed)
+                              for p, o in zip(ps, cuts[:-1])], scheduler=client)
+        peaks = client.run(_peak_rss)       # bytes, each worker's peak resident memory
+    print(f"peak worker RSS (MB): {sorted(round(v / 1e6) for v in peaks.values())}")
+    assert all(v < 600e6 for v in peaks.values())
+    below = np.concatenate([[0], np.cumsum(neg)[:-1]])
+    u2 = sum(int(p) * (2 * int(b) + int(q)) for p, b, q in zip(pos, below, neg))
+    P, Nn = int(pos.sum()), int(neg.sum())
+    assert P + Nn == BIG_N
+    assert auc == u2 / (2 * P * Nn)
+    sa, sb, w = (np.sum([s[k] for s in sums], axis=0) for k in range(3))
+    np.testing.assert_array_equal(ra, sa / w)
+    np.testing.assert_array_equal(rb, sb / w)
+    assert np.all(np.abs(w / BIG_N - 1) < 1e-3)        # Poisson(1): about n rows drawn

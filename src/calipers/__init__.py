@@ -103,6 +103,8 @@ from ._streaming.histogram import (
     QueryMeanState, QueryMeanSummary, RankingBatch, ROCHistogramState, ROCHistogramSummary,
     ranking_batch_metrics)
 from ._bootstrap.resample import bootstrap_counts
+# the distributed multinomial bootstrap: totals, then counts, per partition
+from ._bootstrap.resample import multinomial_counts, multinomial_totals
 from ._streaming.bootstrap import PairedBootstrapState
 from ._streaming.base import MergeableState
 from ._streaming.collection import StateCollection
@@ -198,6 +200,8 @@ __all__ = [
     "paired_bootstrap",
     "paired_bootstrap_replicates",
     "bootstrap_counts",
+    # the distributed multinomial bootstrap: totals, then counts, per partition
+    "multinomial_totals", "multinomial_counts",
     "PairedBootstrapState",
     "DeLongResult",
     "McNemarResult",

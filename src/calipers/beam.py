@@ -314,13 +314,34 @@ def _row_ids(ids) -> np.ndarray:
     return ids.astype(np.int64) if ids.dtype.kind == "i" or not ids.size else ids
 
 
-def _log_loss_rows(y, p, name):
+def _one_shot(check, *args, which=None, **kw):
+    """A rule of ``calipers._core.validation`` (the one-shot function's own): its
+    ``ValueError``, with where the element is counted (and ``which`` column) added."""
+    try:
+        return check(*args, **kw)
+    except ValueError as e:
+        col = f"{which}; " if which else ""
+        raise ValueError(f"{e} (calipers.beam: {col}the element is counted within the batch "
+                         "of rows being added)") from None
+
+
+def _labels01(y):
+    """Binary labels 0/1 by the one-shot rule; {-1, 1} is not inferred batch by batch."""
+    if y.size == 0:
+        return y.astype(np.float64)
+    _one_shot(V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    if y.dtype.kind != "b" and np.any(y == -1):
+        raise ValueError(f"y_true must contain only 0 and 1 in calipers.beam (the {{-1, 1}} "
+                         f"coding is not inferred per batch); element {int(np.argmax(y == -1))} "
+                         "of the batch is -1")
+    return (y == 1).astype(np.float64)
+
+
+def _log_loss_rows(y01, p, name):
     """Per-row log loss as :func:`calipers.log_loss`: clipped at the probabilities' epsilon."""
-    if y.size and not np.all((y == 0) | (y == 1)):
-        raise ValueError("y_true must hold binary labels 0/1 for log_loss")
-    if p.size and (not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1))):
-        raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
-    return _prob.binary_log_loss_rows_widened(y.astype(np.float64), p, np)
+    _one_shot(V.check_real_values, name, p, np, "probabilities")
+    _one_shot(V.check_probabilities, name, p, np)
+    return _prob.binary_log_loss_rows_widened(y01, p, np)
 
 
 class _PairedBootstrapCombine(_Combine):
@@ -365,9 +386,24 @@ class _PairedBootstrapCombine(_Combine):
     :func:`calipers.log_loss`): bit for bit for accuracy (integer sums, one
     division), to rounding for log loss. Row ids must be distinct across all
     elements (a repeated id repeats its counts). Raises ``ValueError`` for a
-    bad option here, and in the pipeline for columns of different lengths,
-    negative or non-integer row ids, and (log loss) labels outside {0, 1} or
-    probabilities outside [0, 1].
+    bad option here, and in the pipeline for columns of different lengths and
+    negative or non-integer row ids; for the values, the one-shot function's
+    ``ValueError`` (the same argument name and rule, the element counted
+    within the batch being added): NaN or inf labels or predictions
+    (``y_true`` / ``y_pred`` as :func:`calipers.accuracy_score`), and for log
+    loss labels outside {0, 1} (``y_true``; the {-1, 1} coding is refused,
+    not inferred per batch) or probabilities outside [0, 1] or NaN
+    (``y_score_a`` / ``y_score_b``).
+
+    Poisson only: the default multinomial design (every replicate exactly n
+    draws) needs every row's global position in ``0 .. n - 1``, ``n`` and the
+    whole data's Poisson totals before any row's count is known
+    (:func:`calipers.multinomial_totals`, then
+    :func:`calipers.multinomial_counts`). A ``CombineFn`` sees its rows
+    once, so that is two pipeline stages (a combine of totals, then this
+    combine with the totals as a side input), not one ``CombineFn``; it is
+    not provided here. ``calipers.dask.paired_bootstrap_replicates(...,
+    resampling="multinomial")`` does it in one graph.
     """
 
     def __init__(self, metric: str, *, n_resamples: int = 1000, seed=None,
@@ -396,9 +432,15 @@ class _PairedBootstrapCombine(_Combine):
                              f"length, got shapes {y.shape}, {a.shape}, {b.shape}, {ids.shape}")
         ids = _row_ids(ids)
         if self.metric == "accuracy":
+            # the one-shot accuracy_score's rules: finite labels and predictions
+            for arg, which, x in (("y_true", None, y), ("y_pred", "y_score_a", a),
+                                  ("y_pred", "y_score_b", b)):
+                if x.dtype.kind == "f":
+                    _one_shot(V.check_finite, arg, x, np, which=which)
             sa, sb = (a == y).astype(np.int64), (b == y).astype(np.int64)
         else:
-            sa, sb = _log_loss_rows(y, a, "y_score_a"), _log_loss_rows(y, b, "y_score_b")
+            y01 = _labels01(y)
+            sa, sb = _log_loss_rows(y01, a, "y_score_a"), _log_loss_rows(y01, b, "y_score_b")
         reps = np.arange(self.n_resamples)
         ta, tb, drawn = value
         for i in range(0, ids.shape[0], self._batch_size):
@@ -445,12 +487,10 @@ def _element_table(kv):
     if any(c.ndim != 1 for c in cols) or len({c.shape[0] for c in cols}) != 1:
         raise ValueError("y_true, y_score (and sample_weight) must be scalars or 1-D arrays "
                          f"of one length, got shapes {[c.shape for c in cols]}")
-    y, s = cols[0], cols[1]
-    if y.size and not np.all((y == 0) | (y == 1)):
-        raise ValueError("y_true must hold binary labels 0/1")
+    y, s = _labels01(cols[0]).astype(np.int64), cols[1]
+    _one_shot(V.check_real_values, "y_score", s, np, "scores")
     s = s.astype(np.float64)
-    if s.size and not np.all(np.isfinite(s)):
-        raise ValueError("y_score must be finite (no NaN or inf)")
+    _one_shot(V.check_finite, "y_score", s, np)
     w = None
     if len(cols) == 3:
         w = cols[2]

@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._bootstrap.resample import poisson_counts
+from ._bootstrap.resample import multinomial_counts, multinomial_totals, poisson_counts
+from ._core import validation as V
 from ._core.xp import warn_undefined
 from ._kernels import ranges as R
 
@@ -141,20 +142,59 @@ def reduce_states(data, init: Callable[[], Any], update: Callable[[Any, Any], An
 # exact AUC: a range split of the scores, integer parts, an ordered combine
 # --------------------------------------------------------------------------
 
-def _check_part(part, y_true, y_score):
+class _Where:
+    """Where a partition's column sits, for the one-shot error raised on its values."""
+
+    def __init__(self, index, column):
+        self.index, self.column = index, column
+
+    def __call__(self, arg, check, *args, **kw):
+        """``check(*args, **kw)`` (a rule of ``calipers._core.validation``, the one-shot
+        function's own): its ``ValueError`` with the column and the partition added."""
+        try:
+            return check(*args, **kw)
+        except ValueError as e:
+            raise ValueError(f"{e} (calipers.dask: {arg} is column {self.column!r}; the "
+                             f"element is counted within partition {self.index})") from None
+
+
+def _binary01(y, name, where):
+    """Labels 0/1 by the one-shot rule (:func:`calipers._core.validation.binary_labels`).
+
+    The {-1, 1} coding that the one-shot functions infer is not inferred partition by
+    partition (a partition of -1 and 1 beside one of 0 and 1 would read two codings as
+    one): a -1 is a ``ValueError`` here.
+    """
+    if y.size == 0:
+        return y.astype(np.int64)
+    where("y_true", V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    if y.dtype.kind != "b" and np.any(y == -1):
+        i = int(np.argmax(y == -1))
+        raise ValueError(f"y_true must contain only 0 and 1 in calipers.dask (the {{-1, 1}} "
+                         f"coding is not inferred per partition); element {i} is -1 "
+                         f"(column {where.column!r}, partition {where.index})")
+    return (y == 1).astype(np.int64)
+
+
+def _finite_scores(s, name, where):
+    s = np.asarray(s)
+    where(name, V.check_real_values, name, s, np, "scores")
+    s = s.astype(np.float64)
+    where(name, V.check_finite, name, s, np)
+    return s
+
+
+def _check_part(part, y_true, y_score, name="y_score", index=0):
     y = _col(part, y_true)
-    s = _col(part, y_score).astype(np.float64)
+    s = _col(part, y_score)
     if y.shape != s.shape or y.ndim != 1:
         raise ValueError(f"{y_true} and {y_score} must be 1-D columns of one length")
-    if y.size and not np.all(np.isfinite(s)):
-        raise ValueError(f"{y_score} must be finite (no NaN or inf)")
-    if y.size and not np.all((y == 0) | (y == 1)):
-        raise ValueError(f"{y_true} must hold binary labels 0/1")
-    return y.astype(np.int64), s
+    y = _binary01(y, "y_true", _Where(index, y_true))
+    return y, _finite_scores(s, name, _Where(index, y_score))
 
 
-def _sample(part, y_true, y_score, k):
-    _, s = _check_part(part, y_true, y_score)
+def _sample(part, y_true, y_score, k, name="y_score", index=0):
+    _, s = _check_part(part, y_true, y_score, name, index)
     if s.size == 0:
         return s
     return np.quantile(s, np.linspace(0, 1, k + 1), method="inverted_cdf")
@@ -168,9 +208,9 @@ def _cuts(*samples):
                                  method="inverted_cdf"))
 
 
-def _split(part, cuts, cols, n_ranges):
+def _split(part, cuts, cols, n_ranges, index):
     """The partition's rows cut into score ranges (a range id is a function of the score)."""
-    arrays = {name: np.asarray(a) for name, a in cols(part).items()}
+    arrays = {name: np.asarray(a) for name, a in cols(part, index).items()}
     r = np.searchsorted(cuts, arrays["score"], side="left")
     return [{k: v[r == i] for k, v in arrays.items()} for i in range(n_ranges)]
 
@@ -179,40 +219,26 @@ def _pick(split, i):
     return split[i]
 
 
-def _u2_parts(s, y, w):
-    """``(U2, P, N)`` of rows with scores ``s``, labels ``y`` and integer weights ``w``.
+def _range_rows(parts, y_true, score, extra, k, name="y_score"):
+    """Delayed score ranges: each a dict of the rows (all partitions) whose score falls in it.
 
-    Python integers: ``U2 = sum_pos w (2 N_below + N_tied)``.
+    ``name``: the one-shot function's argument for the scores (in its errors).
     """
-    if s.size == 0:
-        return 0, 0, 0
-    order = np.argsort(s, kind="stable")
-    s, y, w = s[order], y[order], w[order]
-    _, start = np.unique(s, return_index=True)
-    pos = np.add.reduceat(w * y, start).astype(object)
-    neg = np.add.reduceat(w * (1 - y), start).astype(object)
-    below = np.concatenate([[0], np.cumsum(neg)[:-1]]).astype(object)
-    u2 = int(np.sum(pos * (2 * below + neg))) if pos.size else 0
-    return u2, int(np.sum(pos)), int(np.sum(neg))
-
-
-def _range_rows(parts, y_true, score, extra, k):
-    """Delayed score ranges: each a dict of the rows (all partitions) whose score falls in it."""
     import dask
 
     d = dask.delayed
-    samples = [d(_sample, pure=True)(p, y_true, score, k) for p in parts]
+    samples = [d(_sample, pure=True)(p, y_true, score, k, name, i) for i, p in enumerate(parts)]
     cuts = d(_cuts, pure=True)(*samples)
     n_ranges = len(parts)
 
-    def cols(part, y_true=y_true, score=score, extra=extra):
-        y, s = _check_part(part, y_true, score)
-        out = {"score": s, "y": y}
-        for name, fn in extra.items():  # e.g. the global row ids
-            out[name] = fn(part)
+    def cols(part, index, y_true=y_true, score=score, extra=extra, name=name):
+        y, s = _check_part(part, y_true, score, name, index)
+        out = {"score": s, "y": y.astype(np.int8)}     # labels 0/1: a byte a row moved
+        for key, fn in extra.items():  # e.g. the global row ids
+            out[key] = fn(part)
         return out
 
-    splits = [d(_split, pure=True)(p, cuts, cols, n_ranges) for p in parts]
+    splits = [d(_split, pure=True)(p, cuts, cols, n_ranges, i) for i, p in enumerate(parts)]
     ranges = []
     for i in range(n_ranges):
         pieces = [d(_pick, pure=True)(sp, i) for sp in splits]
@@ -222,20 +248,6 @@ def _range_rows(parts, y_true, score, extra, k):
 
 def _concat(*pieces):
     return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-
-
-def _combine_parts(*parts):
-    """Ordered combine of ``(U2_r, P_r, N_r)`` of score ranges given low to high."""
-    u2 = p = n = 0
-    for u, pr, nr in parts:
-        u2 += u + 2 * pr * n
-        p += pr
-        n += nr
-    return u2, p, n
-
-
-def _auc(u2, p, n):
-    return math.nan if p == 0 or n == 0 else u2 / (2 * p * n)
 
 
 def _weights(part, sample_weight, n):
@@ -253,9 +265,9 @@ def _weights(part, sample_weight, n):
     return w.astype(np.int64)
 
 
-def _part_tables(part, y_true, y_score, sample_weight, cuts, n_ranges):
+def _part_tables(part, y_true, y_score, sample_weight, cuts, n_ranges, index=0):
     """One partition's score tables, one per range (low to high)."""
-    y, s = _check_part(part, y_true, y_score)
+    y, s = _check_part(part, y_true, y_score, index=index)
     w = _weights(part, sample_weight, y.shape[0])
     return R.split_table(R.score_table(s, y, w), cuts, n_ranges)
 
@@ -269,10 +281,12 @@ def _range_tables(parts, y_true, y_score, sample_weight):
     import dask
 
     d = dask.delayed
-    samples = [d(_sample, pure=True)(p, y_true, y_score, 16) for p in parts]
+    samples = [d(_sample, pure=True)(p, y_true, y_score, 16, index=i)
+               for i, p in enumerate(parts)]
     cuts = d(_cuts, pure=True)(*samples)
-    splits = [d(_part_tables, pure=True)(p, y_true, y_score, sample_weight, cuts, len(parts))
-              for p in parts]
+    splits = [d(_part_tables, pure=True)(p, y_true, y_score, sample_weight, cuts, len(parts),
+                                         index=i)
+              for i, p in enumerate(parts)]
     return [d(_range_table, pure=True)(i, *splits) for i in range(len(parts))], samples
 
 
@@ -382,32 +396,59 @@ def average_precision_score(data, y_true: str, y_score: str, *,
 
 
 # --------------------------------------------------------------------------
-# the paired Poisson bootstrap by global row id
+# the paired bootstrap: Poisson by global row id, or multinomial in two passes
 # --------------------------------------------------------------------------
 
 _METRICS = ("roc_auc", "accuracy", "log_loss")
 
 
-def _counts(seed, n_resamples, ids):
-    """``(n_resamples, len(ids))`` Poisson counts of the rows: one broadcast hash."""
-    return poisson_counts(seed, np.arange(n_resamples), ids) \
-        if ids.size else np.zeros((n_resamples, 0), np.int64)
+class _Draw:
+    """How a set of rows draws its ``(B, rows)`` counts: Poisson by global row id, or
+    (``n`` given) the default multinomial design by row position, given the summed
+    Poisson totals of pass 1 (:func:`calipers.multinomial_counts`)."""
+
+    def __init__(self, seed, n_resamples, n=None):
+        self.seed, self.n_resamples, self.n = seed, n_resamples, n
+
+    def counts(self, ids, totals=None, reps=None):
+        reps = np.arange(self.n_resamples) if reps is None else reps
+        if ids.size == 0:
+            return np.zeros((reps.shape[0], 0), np.int64)
+        if self.n is None:
+            return poisson_counts(self.seed, reps, ids)
+        return multinomial_counts(ids, reps, totals[reps], n=self.n, seed=self.seed)
+
+    def blocks(self, m):
+        """Replicates in blocks of at most ``_BLOCK`` counts of ``m`` rows (memory bound)."""
+        step = max(1, _BLOCK // max(m, 1))
+        return [np.arange(i, min(i + step, self.n_resamples))
+                for i in range(0, self.n_resamples, step)]
+
+    def totals(self, ids):
+        return multinomial_totals(ids, np.arange(self.n_resamples), n=self.n, seed=self.seed)
 
 
-def _range_replicates(r, seed, n_resamples):
-    c = _counts(seed, n_resamples, r["row_id"])
-    return [_u2_parts(r["score"], r["y"], c[b]) for b in range(n_resamples)]
+_BLOCK = 1 << 21     # counts held at a time by a task: replicates in blocks of 2**21 / rows
+
+
+def _range_replicates(r, draw, totals=None):
+    out = []
+    for reps in draw.blocks(r["row_id"].shape[0]):
+        c = draw.counts(r["row_id"], totals, reps)
+        out += [R.table_u2(R.score_table(r["score"], r["y"], c[k]))
+                for k in range(reps.shape[0])]
+    return out
 
 
 def _combine_replicates(*ranges):
-    return [_combine_parts(*[rg[b] for rg in ranges]) for b in range(len(ranges[0]))]
+    return [R.combine_u2([rg[b] for rg in ranges]) for b in range(len(ranges[0]))]
 
 
 def _row_offsets(parts):
     import dask
 
     lens = dask.compute(*[dask.delayed(_nrows, pure=True)(p) for p in parts])
-    return np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    return np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
 
 
 def _nrows(p):
@@ -423,28 +464,38 @@ def _ids(part, row_id, offset):
     return np.arange(offset, offset + _nrows(part), dtype=np.int64)
 
 
-def _sums(part, y_true, a, b, ids, metric, seed, n_resamples):
+def _sums(part, index, cols, ids, metric, draw, totals=None):
     """Per-partition replicate sums ``(value_a, value_b, weight)`` of shape (B,) each."""
+    y_true, a, b = cols
     y = _col(part, y_true)
-    c = _counts(seed, n_resamples, ids)
     if metric == "accuracy":
+        # the one-shot accuracy_score's rules: finite labels and predictions
         pa, pb = _col(part, a), _col(part, b)
-        return ((c * (pa == y)).sum(1), (c * (pb == y)).sum(1), c.sum(1))
-    y01 = y.astype(np.float64)
-    if y.size and not np.all((y == 0) | (y == 1)):
-        raise ValueError(f"{y_true} must hold binary labels 0/1")
-    la, lb = _log_loss_rows(y01, _col(part, a), a), _log_loss_rows(y01, _col(part, b), b)
-    cf = c.astype(np.float64)
-    return (cf @ la, cf @ lb, c.sum(1))
+        for col, arg, name, x in ((y_true, "y_true", "y_true", y), (a, "y_pred", "y_score_a", pa),
+                                  (b, "y_pred", "y_score_b", pb)):
+            if x.dtype.kind == "f":
+                _Where(index, col)(name, V.check_finite, arg, x, np)
+        sa, sb = (pa == y).astype(np.int64), (pb == y).astype(np.int64)
+    else:
+        y01 = _binary01(y, "y_true", _Where(index, y_true)).astype(np.float64)
+        sa = _log_loss_rows(y01, _col(part, a), "y_score_a", _Where(index, a))
+        sb = _log_loss_rows(y01, _col(part, b), "y_score_b", _Where(index, b))
+    out = [np.zeros(draw.n_resamples, sa.dtype), np.zeros(draw.n_resamples, sb.dtype),
+           np.zeros(draw.n_resamples, np.int64)]
+    for reps in draw.blocks(ids.shape[0]):
+        c = draw.counts(ids, totals, reps)
+        cf = c if metric == "accuracy" else c.astype(np.float64)
+        out[0][reps], out[1][reps], out[2][reps] = cf @ sa, cf @ sb, c.sum(1)
+    return tuple(out)
 
 
-def _log_loss_rows(y01, p, name):
+def _log_loss_rows(y01, p, name, where):
     """Per-row log loss as the one-shot function: clipped at the probabilities' epsilon."""
     from . import _probability as _prob
 
     p = np.asarray(p)
-    if p.size and (not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1))):
-        raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
+    where(name, V.check_real_values, name, p, np, "probabilities")
+    where(name, V.check_probabilities, name, p, np)
     return _prob.binary_log_loss_rows_widened(y01, p, np)
 
 
@@ -452,48 +503,92 @@ def _add_sums(*xs):
     return tuple(sum(x[i] for x in xs) for i in range(3))
 
 
+def _add(*xs):
+    return sum(xs[1:], xs[0])
+
+
+def _part_totals(part, offset, draw):
+    return draw.totals(np.arange(offset, offset + _nrows(part), dtype=np.int64))
+
+
 def paired_bootstrap_replicates(data, metric: str, y_true: str, y_score_a: str, y_score_b: str,
                                 *, n_resamples: int = 1000, seed: int = 0,
-                                row_id: str | None = None,
+                                resampling: str = "poisson", row_id: str | None = None,
                                 compute: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Replicates ``(dist_a, dist_b)`` of the paired Poisson bootstrap over Dask partitions.
+    """Replicates ``(dist_a, dist_b)`` of the paired bootstrap over Dask partitions.
 
     ``metric``: ``"roc_auc"``, ``"accuracy"`` (``y_score_*`` are predicted
-    labels) or ``"log_loss"`` (probabilities of class 1). Row ``j``'s count in
-    replicate ``b`` is ``poisson_counts(seed, b, j)`` with ``j`` its global row
-    id: the column ``row_id`` (non-negative integers, unique), or the row's
-    position in the concatenated partitions (one extra pass counts the rows).
-    Each partition (for AUC: each score range, per model) sums its replicate
-    statistics; sums merge in a tree. Equals
-    ``calipers.paired_bootstrap_replicates(metric, ..., resampling="poisson",
-    seed=seed)`` on the concatenated rows: bit for bit for AUC and accuracy
-    (integer parts, one division), to rounding for log loss. Float64 arrays of
-    shape ``(n_resamples,)``; NaN where a replicate is undefined (no rows
-    drawn, or one class for AUC).
+    labels) or ``"log_loss"`` (probabilities of class 1). Each partition (for
+    AUC: each score range, per model) sums its replicate statistics; sums
+    merge in a tree. Float64 arrays of shape ``(n_resamples,)``; NaN where a
+    replicate is undefined (no rows drawn, or one class for AUC).
+
+    ``resampling``:
+
+    * ``"poisson"`` (the default here, kept so that calls written for it keep
+      their replicates): row ``j``'s count in replicate ``b`` is
+      ``bootstrap_counts(j, b, seed=seed)`` with ``j`` its global row id: the
+      column ``row_id`` (non-negative integers, unique), or the row's
+      position in the concatenated partitions (one extra pass counts the
+      rows). Equals ``calipers.paired_bootstrap_replicates(metric, ...,
+      resampling="poisson", seed=seed)`` (with ``row_ids=`` the ids) on the
+      concatenated rows.
+    * ``"multinomial"``: the default design of the one-machine functions,
+      every replicate exactly ``n`` draws, in two passes
+      (:func:`calipers.multinomial_totals` per partition, summed, then
+      :func:`calipers.multinomial_counts`); rows are keyed by their position
+      in the concatenated partitions (``row_id`` must be None: a
+      multinomial count is a function of the row's position and of ``n``).
+      Equals ``calipers.paired_bootstrap_replicates(metric, ..., seed=seed)``
+      with its default resampling on the concatenated rows. One graph: the
+      row counts, the totals' tree and the replicate sums.
+
+    Both: bit for bit for AUC and accuracy (integer parts, one division), to
+    rounding for log loss (float sums in another order, relative 1e-12).
+
+    Errors are the one-shot function's ``ValueError`` (the same argument name
+    and rule: ``y_score_a must be finite (no NaN or inf); element 3 is
+    nan``, labels outside {0, 1}, probabilities outside [0, 1]), with the
+    column and the partition added; ``metric``, ``n_resamples``,
+    ``resampling`` and ``row_id`` with ``"multinomial"`` are checked before
+    anything runs. Labels coded {-1, 1} are refused (not inferred per
+    partition).
     """
     import dask
 
-    if metric not in _METRICS:
-        raise ValueError(f"metric must be one of {list(_METRICS)}, got {metric!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    V.choice(metric, "metric", _METRICS)
+    n_resamples = V.positive_int(n_resamples, "n_resamples")
+    V.choice(resampling, "resampling", ("poisson", "multinomial"))
+    if resampling == "multinomial" and row_id is not None:
+        raise ValueError("row_id needs resampling='poisson': a multinomial count is a function "
+                         "of the row's position in the concatenated partitions and of their "
+                         "number; got resampling='multinomial'")
     parts = _partitions(data)
-    offsets = _row_offsets(parts) if row_id is None else [None] * len(parts)
+    offsets: Any = _row_offsets(parts) if row_id is None else [None] * (len(parts) + 1)
     d = dask.delayed
+    totals = None
+    if resampling == "poisson":
+        draw = _Draw(seed, n_resamples)
+    else:
+        draw = _Draw(seed, n_resamples, n=int(offsets[-1]))
+        if draw.n == 0:
+            raise ValueError("data has no rows")
+        totals = _tree([d(_part_totals, pure=True)(p, int(off), draw)
+                        for p, off in zip(parts, offsets[:-1])], _add)
     if metric == "roc_auc":
         out = []
-        for col in (y_score_a, y_score_b):
+        for col, name in ((y_score_a, "y_score_a"), (y_score_b, "y_score_b")):
             ranges = _range_rows(
                 [d(_with_ids, pure=True)(p, row_id, off) for p, off in zip(parts, offsets)],
-                y_true, col, {"row_id": _take_ids}, 16)
-            reps = [d(_range_replicates, pure=True)(r, seed, n_resamples) for r in ranges]
+                y_true, col, {"row_id": _take_ids}, 16, name)
+            reps = [d(_range_replicates, pure=True)(r, draw, totals) for r in ranges]
             out.append(d(_combine_replicates, pure=True)(*reps))
         ra, rb = _compute(out, compute)
-        return (np.array([_auc(*t) for t in ra], dtype=np.float64),
-                np.array([_auc(*t) for t in rb], dtype=np.float64))
-    sums = [d(_sums, pure=True)(p, y_true, y_score_a, y_score_b,
-                                d(_ids, pure=True)(p, row_id, off), metric, seed, n_resamples)
-            for p, off in zip(parts, offsets)]
+        return (np.array([R.auc_of(*t) for t in ra], dtype=np.float64),
+                np.array([R.auc_of(*t) for t in rb], dtype=np.float64))
+    sums = [d(_sums, pure=True)(p, i, (y_true, y_score_a, y_score_b),
+                                d(_ids, pure=True)(p, row_id, off), metric, draw, totals)
+            for i, (p, off) in enumerate(zip(parts, offsets))]
     sa, sb, w = _compute(_tree(sums, _add_sums), compute)
     with np.errstate(invalid="ignore", divide="ignore"):
         wf = np.asarray(w, dtype=np.float64)

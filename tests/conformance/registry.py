@@ -780,6 +780,12 @@ EXEMPT = {
     "bootstrap_counts": "the resampler's counts from (seed, replicate, row id), no metric; "
                         "checked by the partition property and against paired_bootstrap's "
                         "replicates in test_row_ids.py",
+    "multinomial_totals": "the resampler's pass-1 totals of the distributed multinomial "
+                          "design, no metric; checked against the one-machine counts in "
+                          "test_multinomial_partitions.py",
+    "multinomial_counts": "the resampler's pass-2 counts of the distributed multinomial "
+                          "design, no metric; concatenated over partitions equal to the "
+                          "one-machine counts in test_multinomial_partitions.py",
     "PairedBootstrapState": "streaming state class (init/update/merge/compute), tested against "
                             "paired_bootstrap_replicates with row_ids, under jit and psum, in "
                             "test_streaming_bootstrap.py",

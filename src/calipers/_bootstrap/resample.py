@@ -579,6 +579,267 @@ def _design_multinomial(design: _Design, arrays, layout, keys, xp, idtype, direc
     return finish(c), ok
 
 
+# --------------------------------------------------------------------------
+# the multinomial design in two passes over partitions of the rows
+# --------------------------------------------------------------------------
+# Plain multinomial rows (the default design, :func:`topup_plan`) are Poisson
+# counts of each row position plus at most M extra draws, or, for the rare
+# replicate whose Poisson total passes n or misses more than M draws, n direct
+# draws. The Poisson part of a row is a function of (seed, replicate, position)
+# alone; the extra draws are a function of (seed, replicate, n) and of how many
+# are missing, n - total. So a partition of the rows draws its part in two
+# passes: the per-replicate totals of its Poisson part (summed over partitions),
+# then, given n and the summed totals, its rows' Poisson counts plus the extra
+# (or direct) draws that land on its rows.
+
+_DIRECT_CHUNK = 1 << 22     # direct draws hashed at a time (NumPy): memory O(chunk)
+
+
+def _multinomial_setup(rows, replicate, n, seed, xp, name="rows"):
+    """Checked ``(xp, pos uint32 (m,), reps (B,), keys (B, 1) pair, plan, scalar)``."""
+    xp = np if xp is None else xp
+    n = V.positive_int(n, "n")
+    _check_units(n, "n", "the row count")
+    pos = xp.asarray(rows)
+    if pos.ndim != 1 or not xp.isdtype(pos.dtype, "integral"):
+        raise ValueError(f"{name} must be a 1-D integer array of row positions, got "
+                         f"shape {tuple(pos.shape)} and dtype {pos.dtype}")
+    if not B.is_traced(pos) and pos.shape[0] and (
+            bool(xp.any(pos < 0)) or bool(xp.any(pos >= n))):
+        raise ValueError(f"{name} must be row positions in [0, n) = [0, {n})")
+    scalar = isinstance(replicate, (int, np.integer)) and not isinstance(replicate, bool)
+    if scalar and not 0 <= int(replicate) < 2**32:
+        raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
+    reps = xp.reshape(xp.asarray(replicate), (-1,)) if scalar else xp.asarray(replicate)
+    if reps.ndim != 1 or not xp.isdtype(reps.dtype, "integral"):
+        raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
+                         f"{replicate!r}")
+    if not B.is_traced(reps) and reps.shape[0] and (
+            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
+            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
+        raise ValueError("replicate must be in [0, 2**32)")
+    u32 = xp.uint32
+    words = xp.asarray(seed_words(seed), dtype=u32)
+    keys = _replicate_keys((words[0:1], words[1:2]),
+                           xp.reshape(xp.astype(reps, u32), (-1, 1)), xp)
+    return xp, xp.astype(pos, u32), reps, keys, topup_plan(n), scalar, n
+
+
+def _total_dtype(xp):
+    # the totals are below 2**32 (topup_plan): int64, or uint32 on JAX without x64
+    return xp.int64 if B.acc_int(xp) == xp.int64 else xp.uint32
+
+
+def _poisson_rows(pos, keys, thresholds, xp):
+    """``(B, m)`` uint32 Poisson parts of rows at positions ``pos`` (the one-machine hash)."""
+    return _poisson(_hash(xp.reshape(pos, (1, -1)) * _GOLDEN, keys[0], keys[1], xp), xp,
+                    xp.uint32, thresholds)
+
+
+def multinomial_totals(rows: ArrayLike, replicate: ArrayLike, *, n: int, seed=None,
+                       xp=None) -> Array:
+    """Pass 1 of the distributed multinomial bootstrap: a partition's Poisson totals.
+
+    The default bootstrap design (``resampling="multinomial"``, plain rows)
+    draws each replicate as independent Poisson(lam) counts of the row
+    positions, ``lam = 1 - 5 / sqrt(n)``, topped up to exactly ``n`` draws by
+    extra uniform draws (:func:`multinomial_counts`). This function returns,
+    for the rows at global positions ``rows`` of the ``n`` rows, the sum of
+    their Poisson parts in each replicate. Summed over the partitions (any
+    split of ``0 .. n - 1``), the totals are the whole data's, which pass 2
+    (:func:`multinomial_counts`) needs. For ``n <= 25`` (no Poisson part) and
+    past 2**31 rows (every replicate drawn directly) the totals are 0.
+
+    Parameters
+    ----------
+    rows : 1-D integer array
+        The partition's global row positions, distinct, in ``[0, n)``: the
+        positions of its rows in the one-machine row order (a partition of
+        rows ``[lo, hi)`` passes ``arange(lo, hi)``). Any order.
+    replicate : int in [0, 2**32), or a 1-D integer array of them
+    n : int >= 1
+        The number of rows of the whole data (at most ``2**32 - 1``).
+    seed : None, int >= 0, NumPy Generator or SeedSequence, or JAX key
+        As :func:`calipers.paired_bootstrap`; give the same explicit seed to
+        every partition (``None`` draws fresh entropy at each call).
+    xp : namespace, optional
+        ``numpy`` (default) or ``jax.numpy`` (traceable under ``jit``).
+
+    Returns
+    -------
+    array (B,) of int64 (uint32 on JAX without x64; the totals are below 2**32)
+        A 0-d array for an int ``replicate``. Memory O(B * len(rows)).
+
+    Raises
+    ------
+    ValueError
+        ``n`` not a positive integer or above ``2**32 - 1``; ``rows`` not a
+        1-D integer array or (eagerly) outside ``[0, n)``; ``replicate`` out
+        of range; a bad ``seed``.
+    """
+    xp, pos, reps, keys, plan, scalar, n = _multinomial_setup(rows, replicate, n, seed, xp)
+    tdt = _total_dtype(xp)
+    if plan is None or not plan[0] or pos.shape[0] == 0:
+        out = xp.zeros(reps.shape[0], dtype=tdt)
+    else:
+        c = _poisson_rows(pos, keys, plan[0], xp)
+        out = xp.astype(xp.sum(c, axis=1, dtype=xp.uint32), tdt)
+    return out[0] if scalar else out
+
+
+def _membership(pos, xp):
+    """``(order, sorted)``: ``pos`` sorted, to find a drawn position among them."""
+    order = xp.argsort(pos)
+    return order, xp.take(pos, order)
+
+
+def _hits(drawn, order, sp, xp):
+    """Index into the partition of each drawn position, and whether it is there at all."""
+    m = sp.shape[0]
+    j = xp.searchsorted(sp, drawn)
+    j = xp.minimum(j, m - 1)
+    return xp.take(order, xp.reshape(j, (-1,))), \
+        xp.reshape(xp.take(sp, xp.reshape(j, (-1,))) == xp.reshape(drawn, (-1,)), drawn.shape)
+
+
+def multinomial_counts(rows: ArrayLike, replicate: ArrayLike, totals: ArrayLike, *, n: int,
+                       seed=None, xp=None) -> Array:
+    """Pass 2 of the distributed multinomial bootstrap: a partition's counts.
+
+    Given ``n`` and the whole data's Poisson totals (the sum over partitions
+    of :func:`multinomial_totals`), the counts of the rows at global
+    positions ``rows`` in each replicate: their Poisson parts plus the extra
+    draws that land on them. Bit for bit the counts that
+    :func:`calipers.paired_bootstrap` and
+    :func:`calipers.paired_bootstrap_replicates` draw with the default
+    ``resampling="multinomial"`` on plain rows (no ``stratify``, ``groups``,
+    ``block_length`` or integer ``sample_weight``), for the rows at those
+    positions, so the counts of every partition concatenated are one
+    machine's and sum to ``n`` in every replicate.
+
+    The design (Poisson counts topped up to ``n`` draws): given their total
+    T, Poisson counts are Multinomial(T, uniform), and ``n - T`` more uniform
+    draws make them Multinomial(n, uniform). A replicate whose total passes
+    ``n``, or that misses more than ``M = ceil(10 sqrt(n))`` draws (each
+    about 3e-7), is drawn directly, ``n`` uniform draws: each partition then
+    hashes all ``n`` draws of that replicate and keeps the ones on its rows,
+    O(n) time for those rare replicates (memory O(2**22) on NumPy; under
+    JAX, a ``lax.map`` over the batch's replicates taken only when one of
+    them falls back).
+
+    Parameters
+    ----------
+    rows : 1-D integer array
+        The partition's global row positions, distinct, in ``[0, n)`` (a
+        partition of rows ``[lo, hi)``: ``arange(lo, hi)``). Any order; the
+        counts come in that order.
+    replicate : int in [0, 2**32), or a 1-D integer array of them
+    totals : integer array (B,) (0-d for an int ``replicate``)
+        The summed :func:`multinomial_totals` of every partition, replicate
+        by replicate. Totals of only some partitions give counts that are not
+        the one-machine counts (nothing can check this).
+    n, seed, xp
+        As :func:`multinomial_totals`; the same on every partition.
+
+    Returns
+    -------
+    array (B, len(rows)) of int64 (int32 on JAX without x64)
+        ``(len(rows),)`` for an int ``replicate``. Memory O(B * (len(rows) +
+        M)), M = ceil(10 sqrt(n)).
+
+    Raises
+    ------
+    ValueError
+        As :func:`multinomial_totals`; ``totals`` not one integer per
+        replicate, or (eagerly) negative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calipers import multinomial_counts, multinomial_totals
+    >>> n, reps = 1000, np.arange(4)
+    >>> parts = [np.arange(0, 300), np.arange(300, 1000)]
+    >>> totals = sum(multinomial_totals(p, reps, n=n, seed=5) for p in parts)
+    >>> counts = np.concatenate([multinomial_counts(p, reps, totals, n=n, seed=5)
+    ...                          for p in parts], axis=1)
+    >>> counts.sum(axis=1).tolist()
+    [1000, 1000, 1000, 1000]
+    """
+    xp, pos, reps, keys, plan, scalar, n = _multinomial_setup(rows, replicate, n, seed, xp)
+    tot = xp.reshape(xp.asarray(totals), (-1,))
+    if not xp.isdtype(tot.dtype, "integral") or tot.shape[0] != reps.shape[0]:
+        raise ValueError(f"totals must hold one integer per replicate ({reps.shape[0]}), got "
+                         f"shape {tuple(xp.asarray(totals).shape)} and dtype {tot.dtype}")
+    if not B.is_traced(tot) and tot.shape[0] and \
+            xp.isdtype(tot.dtype, "signed integer") and bool(xp.any(tot < 0)):
+        raise ValueError("totals must be non-negative (sums of multinomial_totals)")
+    idt = B.acc_int(xp)
+    Bn, m = reps.shape[0], pos.shape[0]
+    if m == 0:
+        out = xp.zeros((Bn, 0), dtype=idt)
+        return out[0] if scalar else out
+    order, sp = _membership(pos, xp)
+    wide = _wide(xp)
+    if plan is None:         # every replicate is the direct draw, counters from 0
+        ok = xp.zeros(Bn, dtype=xp.bool)
+        c = xp.zeros((Bn, m), dtype=idt)
+        k0 = 0
+    else:
+        thresholds, M = plan
+        c = xp.astype(_poisson_rows(pos, keys, thresholds, xp), idt) if thresholds else \
+            xp.zeros((Bn, m), dtype=idt)
+        tot = xp.astype(tot, xp.int64) if wide else tot
+        ok = (tot <= n) & (n - tot <= M)
+        missing = xp.where(ok, n - tot, 0)
+        drawn = _mulhi(_draws(n, M, keys, xp), _U(n), xp, wide)          # (B, M)
+        take = xp.reshape(xp.arange(M), (1, M)) < xp.reshape(missing, (-1, 1))
+        at, there = _hits(drawn, order, sp, xp)
+        add = xp.reshape(xp.astype(there & take, idt), (-1,))
+        b = xp.reshape(xp.broadcast_to(xp.reshape(xp.arange(Bn), (-1, 1)), (Bn, M)), (-1,))
+        c = _scatter_add2(c, b, at, add, xp)
+        k0 = n + M
+    c = _direct_fallback(c, ok, keys, k0, n, order, sp, xp, idt)
+    return c[0] if scalar else c
+
+
+def _scatter_add2(c, i, j, add, xp):
+    """``c[i, j] += add`` with repeated pairs summed (a copy on JAX)."""
+    if B.is_numpy(xp):
+        np.add.at(c, (np.asarray(i, dtype=np.intp), np.asarray(j, dtype=np.intp)), add)
+        return c
+    return c.at[i, j].add(add)
+
+
+def _direct_one(key1, key2, k0, n, order, sp, xp, idt, chunk):
+    """One replicate's direct draws (``n`` from counter ``k0``) that land on the partition."""
+    m = sp.shape[0]
+    keys = (xp.reshape(key1, (1,)), xp.reshape(key2, (1,)))
+    out = xp.zeros(m, dtype=idt)
+    for s in range(0, n, chunk):
+        drawn = _mulhi(_draws(k0 + s, min(chunk, n - s), keys, xp), _U(n), xp, _wide(xp))
+        at, there = _hits(drawn, order, sp, xp)
+        out = _scatter_add(out, at, xp.astype(there, idt), xp)
+    return out
+
+
+def _direct_fallback(c, ok, keys, k0, n, order, sp, xp, idt):
+    """Replicates not ``ok`` replaced by their direct draws (eagerly only those; JAX: a
+    ``lax.cond`` on any of them, then a ``lax.map`` over the batch)."""
+    if B.is_numpy(xp):
+        for b in np.flatnonzero(~np.asarray(ok)):
+            c[b] = _direct_one(keys[0][b, 0], keys[1][b, 0], k0, n, order, sp, xp, idt,
+                               _DIRECT_CHUNK)
+        return c
+    import jax
+
+    def direct(c):
+        d = jax.lax.map(lambda k: _direct_one(k[0], k[1], k0, n, order, sp, xp, idt, n),
+                        (keys[0][:, 0], keys[1][:, 0]))
+        return xp.where(xp.reshape(ok, (-1, 1)), c, d)
+
+    return jax.lax.cond(xp.all(ok), lambda c: c, direct, c)
+
+
 def row_counts(design: _Design, arrays, words, r, xp, idtype):
     """Counts per row in the caller's order of replicate ``r``: (n,) ``idtype``.
 
