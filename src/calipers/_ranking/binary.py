@@ -186,14 +186,16 @@ def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: Array
             return result
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
-    V.check_binary_for_1d_scores(
-        y_true, y_score, pos_label,
-        note="" if multi_class in ("ovr", "ovo") else " (and multi_class must be in ('ovo', "
-                                                      "'ovr') for multiclass y_true)")
-    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    labels_01 = R.numpy_01(y_true)     # 0/1 labels: nothing for the label rules to say
+    if not labels_01:
+        V.check_binary_for_1d_scores(
+            y_true, y_score, pos_label,
+            note="" if multi_class in ("ovr", "ovo") else " (and multi_class must be in "
+                                                          "('ovo', 'ovr') for multiclass y_true)")
+    d = _prepare(y_true, y_score, sample_weight, pos_label, labels_01=labels_01)
     xp = d.xp
     if max_fpr is None or max_fpr == 1:
-        value, undefined = R.roc_auc(d.y, d.s, d.w, xp)
+        value, undefined = R.roc_auc(d.y, d.s, d.w, xp, d.bits)
         return _result(value, d, undefined,
                        "Only one class is present in y_true. ROC AUC score is not defined in "
                        "that case: returning NaN")
@@ -276,14 +278,16 @@ def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                                                pos_label=pos_label, average=average)
         if result is not None:
             return result
-    V.check_binary_for_1d_scores(y_true, y_score, pos_label)
+    labels_01 = R.numpy_01(y_true)     # 0/1 labels: nothing for the label rules to say
+    if not labels_01:
+        V.check_binary_for_1d_scores(y_true, y_score, pos_label)
     if pos_label is not None:
         from .multilabel import check_pos_label_present
 
         check_pos_label_present(y_true, pos_label)
-    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    d = _prepare(y_true, y_score, sample_weight, pos_label, labels_01=labels_01)
     xp = d.xp
-    value, undefined = R.average_precision(d.y, d.s, d.w, xp)
+    value, undefined = R.average_precision(d.y, d.s, d.w, xp, d.bits)
     return _result(value, d, undefined,
                    "No positive class found in y_true: average precision is undefined; "
                    "returning NaN")
