@@ -1161,10 +1161,45 @@ def packed_average_precision(pk: Packed):
     return total / P
 
 
+def _group_starts(pk: Packed):
+    """Tie groups of sorted packed keys: ``(first position, positives before it)`` per group.
+
+    One chunked pass: a group starts where a key's high bits differ from the
+    previous key's (``xor > 1``); the positives before it are read off an
+    int32 running count of the chunk at the starts only.
+    """
+    keys, n = pk.keys, pk.n
+    C = _AUC_CHUNK
+    L = min(C, n)
+    lab = np.empty(L, dtype=np.int32)
+    d = np.empty(L, dtype=np.int64)
+    new = np.empty(L, dtype=bool)
+    starts, before = [], []
+    seen = 0
+    for a in range(0, n, C):
+        e = min(a + C, n)
+        m = e - a
+        lc, dc, nc = lab[:m], d[:m], new[:m]
+        np.bitwise_and(keys[a:e], 1, out=lc, casting="unsafe")
+        if a == 0:
+            nc[0] = True
+        else:
+            nc[0] = (int(keys[a - 1]) ^ int(keys[a])) > 1
+        np.bitwise_xor(keys[a + 1:e], keys[a:e - 1], out=dc[1:])
+        np.greater(dc[1:], 1, out=nc[1:])
+        st = np.flatnonzero(nc)
+        cum = np.cumsum(lc, dtype=np.int32)
+        if st.size:
+            b = cum[st] - lc[st]
+            starts.append(st + a)
+            before.append(b.astype(np.int64) + seen)
+        seen += int(cum[-1])
+    return np.concatenate(starts), np.concatenate(before)
+
+
 def _packed_ap_groups(pk: Packed):
     P, N = pk.P, pk.n - pk.P
-    g = packed_pass(pk, groups=True)
-    st, bf = g["starts"], g["before"]
+    st, bf = _group_starts(pk)
     n1 = np.diff(np.append(bf, P))
     has = n1 > 0
     st, bf, n1 = st[has], bf[has], n1[has]

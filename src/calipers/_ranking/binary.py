@@ -396,10 +396,7 @@ def _curve_points_numpy_unweighted(y, s):
     """
     pk = R.packed_sort(y, s)
     if pk is not None:
-        u, tp, fp = R.packed_curve_points(pk)
-        f = np.float64
-        return fp[::-1], tp[::-1], u[::-1].astype(s.dtype, copy=False), _Totals(
-            f(pk.P), f(pk.n - pk.P)), True
+        return _packed_points(pk, s.dtype)
     ss = np.sort(s)
     n = ss.shape[0]
     new = np.empty(n, dtype=bool)
@@ -419,6 +416,21 @@ def _curve_points_numpy_unweighted(y, s):
     tps_f = tps.astype(f)
     fps_f = (at_or_above - tps).astype(f)
     return fps_f, tps_f, u[::-1], _Totals(f(P), f(n - P)), True
+
+
+def _packed_points(pk, dtype):
+    """:func:`_curve_points`' result from sorted packed keys (NumPy, unweighted)."""
+    u, tp, fp = R.packed_curve_points(pk)
+    f = np.float64
+    return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
+        f(pk.P), f(pk.n - pk.P)), True
+
+
+def _packed_numpy(d: _Binary):
+    """NumPy, unweighted, valid float scores: the packed sort (None where it does not apply)."""
+    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
+        return None
+    return R.packed_sort(d.y, d.s, d.bits)
 
 
 def _collinear_keep(x, y, xp):
@@ -498,10 +510,14 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     """
     d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    vertices = _roc_vertices_numpy(d) if drop_intermediate else None
+    pk = _packed_numpy(d)
+    vertices = _roc_vertices_numpy(d, pk) if drop_intermediate and pk is not None else None
     if vertices is not None:
         return vertices
-    fps, tps, thr, st, compact = _curve_points(d)
+    if pk is not None:      # the same points as _curve_points, from the one packed sort
+        fps, tps, thr, st, compact = _packed_points(pk, d.s.dtype)
+    else:
+        fps, tps, thr, st, compact = _curve_points(d)
     zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
     fps = xp.concat([zero, fps])
     tps = xp.concat([zero, tps])
@@ -516,17 +532,14 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
 
 
-def _roc_vertices_numpy(d: _Binary):
+def _roc_vertices_numpy(d: _Binary, pk):
     """NumPy, unweighted, untied float scores: the vertices straight from the packed sort.
 
     The same curve as the general path (every point where the direction
     changes, the endpoints), built without per-row arrays; None when the
-    input does not take this path (weights, ties, scores that do not pack).
+    input does not take this path (a class missing, ties).
     """
-    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
-        return None
-    pk = R.packed_sort(d.y, d.s)
-    if pk is None or pk.P == 0 or pk.P == pk.n:
+    if pk.P == 0 or pk.P == pk.n:
         return None
     v = R.packed_roc_vertices(pk)
     if v is None:
