@@ -134,6 +134,32 @@ def bench_binary(sizes, quick):
             assert math.isclose(calipers.roc_auc_score(y, s), skm.roc_auc_score(y, s), rel_tol=1e-12)
 
 
+def floor_ratios(n, quick, rounds=5):
+    """Interleaved best-of-``rounds``: each calipers call against ``np.sort`` of the same scores.
+
+    On a shared machine a median of separate runs mixes different loads into
+    one ratio; here every round times the sort and each call back to back, and
+    the ratio is of the best times (the least disturbed runs of each side).
+    """
+    fns = {"calipers roc_auc_score": calipers.roc_auc_score,
+           "calipers average_precision_score": calipers.average_precision_score,
+           "calipers roc_curve": calipers.roc_curve}
+    for tied in (False, True):
+        y, s = binary_data(n, tied)
+        best = {"np.sort (floor)": math.inf, **{k: math.inf for k in fns}}
+        for _ in range(1 if quick else rounds):
+            for k in best:
+                f = (lambda: np.sort(s)) if k.startswith("np.sort") else (
+                    lambda f=fns[k]: f(y, s))
+                gc.collect()
+                t = time.perf_counter()
+                f()
+                best[k] = min(best[k], time.perf_counter() - t)
+        section = "floor-tied" if tied else "floor-random"
+        for k, v in best.items():
+            record(section, k, n, v, best_of=rounds, ratio_to_sort=v / best["np.sort (floor)"])
+
+
 def peak_memory_per_score(n):
     y, s = binary_data(n, False)
     out = {}
@@ -541,6 +567,8 @@ def main():
     if "binary" not in a.skip:
         print("binary AUC / AP / ROC curve")
         bench_binary(sizes, a.quick)
+        print("interleaved best-of-5 against np.sort")
+        floor_ratios(sizes[-1], a.quick)
         mem = peak_memory_per_score(sizes[-1])
     if "ndcg" not in a.skip:
         print("per-query NDCG@10")
@@ -563,6 +591,11 @@ def main():
             if sl is not None:
                 slopes[f"{sec}:{impl}"] = sl
                 print(f"  {sec:10s} {impl:42s} {sl:5.2f}")
+    floors = [r for r in RESULTS if r["section"].startswith("floor-")]
+    if floors:
+        print("\n=== interleaved best-of-5, ratio to np.sort of the same scores ===")
+        for r in floors:
+            print(f"  {r['section']:13s} {r['impl']:36s} {r['ratio_to_sort']:5.2f}x")
     if mem:
         print(f"\n=== peak memory per score at n={sizes[-1]:,} (tracemalloc, NumPy) ===")
         for k, v in mem.items():

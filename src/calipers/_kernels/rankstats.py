@@ -218,10 +218,32 @@ class Binary(NamedTuple):
     w: Any          # weights or None
     invalid: Any    # scalar bool: under jit, input broke a rule -> NaN
     out: Any        # output float dtype (:func:`out_float`)
+    bits: Any = None  # NumPy float64 scores: their bit extremes (:func:`packed_sort`)
 
 
-def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_score"):
-    """Validate binary labels, 1-D finite scores and non-negative weights."""
+def numpy_01(y) -> bool:
+    """Is ``y`` a NumPy integer array holding only 0 and 1? One reduction (a bitwise or).
+
+    Every value is in {0, 1} exactly when the bitwise or of all of them is
+    (a negative value sets the sign bit, any other value a higher bit). Such
+    labels pass the binary rule unchanged (:func:`calipers._core.validation.binary_labels`
+    returns them as they are), so callers may skip its checks.
+    """
+    if not isinstance(y, np.ndarray) or y.dtype.kind not in "iu" or y.size == 0:
+        return False
+    return 0 <= int(np.bitwise_or.reduce(y, axis=None)) <= 1
+
+
+def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_score",
+                   labels_01=False):
+    """Validate binary labels, 1-D finite scores and non-negative weights.
+
+    ``labels_01``: the caller has checked that ``y_true`` is a NumPy integer
+    array of 0/1 (:func:`numpy_01`). NumPy float64 scores are checked for
+    finiteness from their bit extremes, the pass :func:`packed_sort` needs
+    anyway (kept in ``Binary.bits``); a non-finite score raises as
+    :func:`calipers._core.validation.check_finite` says.
+    """
     xp, (y_true, y_score, sample_weight) = B.as_arrays(y_true, y_score, sample_weight)
     B.check_1d("y_true", y_true)
     B.check_1d(score_name, y_score)
@@ -230,14 +252,23 @@ def prepare_binary(y_true, y_score, sample_weight, pos_label, *, score_name="y_s
     B.check_same_length(y_true=y_true, **{score_name: y_score}, sample_weight=sample_weight)
     B.check_nonempty("y_true", y_true)
     V.check_real_values(score_name, y_score, xp, "numeric scores")
-    V.check_finite(score_name, y_score, xp)
-    y, invalid = V.binary_labels(y_true, xp, pos_label=pos_label)
+    bits = None
+    if isinstance(y_score, np.ndarray) and y_score.dtype == np.float64 and y_score.ndim == 1:
+        bits = _bit_extremes(y_score)
+        if _max_magnitude(bits) >= _INF_BITS:
+            V.check_finite(score_name, y_score, xp)     # raises, naming the element
+    else:
+        V.check_finite(score_name, y_score, xp)
+    if pos_label is None and (labels_01 or numpy_01(y_true)):
+        y, invalid = y_true, np.asarray(False)
+    else:
+        y, invalid = V.binary_labels(y_true, xp, pos_label=pos_label)
     if sample_weight is not None:
         invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
     if B.is_traced(y_score):
         invalid = invalid | ~xp.all(xp.isfinite(y_score)) if xp.isdtype(
             y_score.dtype, "real floating") else invalid
-    return Binary(xp, y, y_score, sample_weight, invalid, out_float(xp, y_score))
+    return Binary(xp, y, y_score, sample_weight, invalid, out_float(xp, y_score), bits)
 
 
 # --------------------------------------------------------------------------
@@ -709,10 +740,13 @@ def _average_precision_split_jax(y01, s, xp):
     return _ap_value(P - before, N - k_lo, real, P, xp)
 
 
-def roc_auc(y01, s, w, xp):
-    """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``."""
+def roc_auc(y01, s, w, xp, bits=None):
+    """Binary Mann-Whitney AUC (ties 1/2) of unsorted input: ``(auc, undefined)``.
+
+    ``bits``: NumPy float64 scores' bit extremes (``Binary.bits``), when known.
+    """
     if B.is_numpy(xp) and w is None:
-        pk = packed_sort(y01, s)
+        pk = packed_sort(y01, s, bits)
         if pk is not None:
             P, N = pk.P, pk.n - pk.P
             if P == 0 or N == 0:
@@ -730,10 +764,11 @@ def roc_auc(y01, s, w, xp):
     return binary_auc(tg, class_weights(tg, ws, xp), xp)
 
 
-def average_precision(y01, s, w, xp):
-    """Average precision (step sum) of unsorted input: ``(ap, undefined)``."""
+def average_precision(y01, s, w, xp, bits=None):
+    """Average precision (step sum) of unsorted input: ``(ap, undefined)``; ``bits`` as
+    :func:`roc_auc`."""
     if B.is_numpy(xp) and w is None:
-        pk = packed_sort(y01, s)
+        pk = packed_sort(y01, s, bits)
         if pk is not None:
             if pk.P == 0:
                 return np.float64(math.nan), True
@@ -817,47 +852,61 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
 # NumPy, unweighted: one keys-only sort with the labels packed in
 # --------------------------------------------------------------------------
 #
-# The scores' float64 bits are mapped to order-preserving signed integers
-# (non-negative x: its magnitude bits m; negative x: -1 - m), the common gap of
-# unused small magnitudes removed (m - mmin, mmin the smallest magnitude of the
-# data), shifted to start at 0, doubled, and the label added as the lowest bit.
-# Every step is exact and injective, so equal scores give equal high bits (a tie
-# group is a run of equal ``key >> 1``; within it the negatives, label 0, sort
-# first) and different scores keep their order. When the doubled span fits
-# below 0x7FF0_0000_0000_0000 the packed integers are the bits of non-negative
-# finite float64 values whose float order is their integer order, so one float64
-# ``np.sort`` (the fastest 64-bit sort NumPy has on AVX2 machines; see
-# benchmarks/scaling.py) sorts them. When it does not fit (magnitudes spanning
-# more than about 2**511, e.g. exact zeros beside values of 1.5 and more) the
-# callers take the classes-apart path. -0.0 is turned into 0.0 first, so the two
-# still tie. The passes over the data run in cache-sized chunks.
+# The scores' float64 bits are mapped to order-preserving signed integers:
+# with m the magnitude bits, a non-negative x gives t = m - g, a negative one
+# -1 - t, where g removes the common gap of unused small magnitudes (g = the
+# smallest magnitude of the data). When the data hold zeros, g is one less
+# than the smallest nonzero magnitude and t = max(m - g, 0), so a zero is t = 0
+# and every other magnitude t >= 1: the gap between 0.0 and the data's
+# smallest nonzero magnitude is removed too. When -0.0 is among them, a
+# negative x gives -t instead (a symmetric map), so -0.0 and 0.0 tie with no
+# copy of the scores. The keys are shifted to start at 0, doubled, and the
+# label added as the lowest bit. Every step is exact and injective, so equal
+# scores give equal high bits (a tie group is a run of equal ``key >> 1``;
+# within it the negatives, label 0, sort first) and different scores keep
+# their order. When the doubled span fits below 0x7FF0_0000_0000_0000 the
+# packed integers are the bits of non-negative finite float64 values whose
+# float order is their integer order, so one float64 ``np.sort`` (the fastest
+# 64-bit sort NumPy has on AVX2 / AVX-512 machines; see benchmarks/scaling.py)
+# sorts them. When it does not fit (nonzero magnitudes spanning more than
+# about 2**511) the callers take the classes-apart path. The passes over the
+# data run in cache-sized chunks.
 
 _CHUNK = 1 << 16
 _MAG = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SPAN = 0x3FF7_FFFF_FFFF_FFFF       # largest key span whose packed keys stay below +inf's bits
+_INF_BITS = 0x7FF0_0000_0000_0000   # magnitude bits of inf; NaN's are larger
 
 
 class Packed(NamedTuple):
     keys: Any       # int64 (n,), sorted: ((key - kmin) << 1) | label
-    mmin: int       # the magnitude gap removed
+    mmin: int       # g, the magnitude gap removed
     kmin: int       # the smallest key (before the shift)
     P: int          # positives
     n: int
+    zero: bool = False  # zeros present: t = max(m - g, 0)
+    sym: bool = False   # -0.0 present: a negative x maps to -t (else -1 - t)
 
 
-def packed_sort(y01, s):
-    """NumPy, unweighted: the packed keys of 1-D float scores, sorted; None where it does not fit."""
+def _max_magnitude(bits) -> int:
+    """The largest magnitude bits of the scores, from their :func:`_bit_extremes`."""
+    smin, smax, umin, umax = bits
+    return max(umax - 2**63 if smin < 0 else 0, smax if smax >= 0 else 0)
+
+
+def packed_sort(y01, s, bits=None):
+    """NumPy, unweighted: the packed keys of 1-D float scores, sorted; None where it does not fit.
+
+    ``bits``: the scores' :func:`_bit_extremes` when already computed (float64
+    scores only). ``y01``: integer or bool labels 0/1.
+    """
     if s.dtype.kind != "f" or s.ndim != 1 or s.shape[0] == 0:
         return None
-    s = np.ascontiguousarray(s, dtype=np.float64)      # float16 / float32: exact
-    smin, smax, umin, umax = _bit_extremes(s)
-    if smin == -(2**63):                               # -0.0 present: make it tie with 0.0
-        # a zero beside the largest magnitude already spans more than the packed keys
-        # hold: the callers' other path, without copying the scores first
-        if max(umax - 2**63, smax) > _SPAN:
-            return None
-        s = s + 0.0
-        smin, smax, umin, umax = _bit_extremes(s)
+    if s.dtype != np.float64:
+        s, bits = s.astype(np.float64), None          # float16 / float32: exact
+    if bits is None:
+        bits = _bit_extremes(s)
+    smin, smax, umin, umax = bits
     b = s.view(np.int64)
     any_neg, any_pos = smin < 0, smax >= 0
     mmin_neg = smin + 2**63 if any_neg else None       # negatives: int64 bits -2**63 + m
@@ -865,32 +914,56 @@ def packed_sort(y01, s):
     mmin_pos = umin if any_pos else None
     mmax_pos = smax if any_pos else None
     mmin = min(v for v in (mmin_neg, mmin_pos) if v is not None)
-    kmin = -(mmax_neg - mmin) - 1 if any_neg else mmin_pos - mmin
-    kmax = mmax_pos - mmin if any_pos else -(mmin_neg - mmin) - 1
+    zero = mmin == 0
+    sym = smin == -(2**63)                             # -0.0 present
+    if zero:
+        nz = _min_nonzero_magnitude(b)
+        g = 0 if nz is None else nz - 1
+    else:
+        g = mmin
+
+    def t(m):
+        return max(m - g, 0)
+
+    def neg_key(m):
+        return -t(m) if sym else -1 - t(m)
+
+    kmin = neg_key(mmax_neg) if any_neg else t(mmin_pos)
+    kmax = t(mmax_pos) if any_pos else neg_key(mmin_neg)
     if kmax - kmin > _SPAN:
         return None
     n = s.shape[0]
     out = np.empty(n, dtype=np.int64)
-    sg = np.empty(min(n, _CHUNK), dtype=np.int64)
+    L = min(n, _CHUNK)
+    sg = np.empty(L, dtype=np.int64) if any_neg else None
     y = np.asarray(y01)
-    if y.dtype != np.int64:
+    if y.dtype.kind not in "biu" or y.dtype == np.uint64:
         y = y.astype(np.int64)
-    m_, k_ = np.int64(mmin), np.int64(kmin)
+    g_, k_ = np.int64(g), np.int64(kmin)
+    P = 0
     for a in range(0, n, _CHUNK):
         e = min(a + _CHUNK, n)
-        bc, oc, gc = b[a:e], out[a:e], sg[:e - a]
+        bc, oc, yc = b[a:e], out[a:e], y[a:e]
         if any_neg:
+            gc = sg[:e - a]
             np.right_shift(bc, 63, out=gc)             # 0 or -1
             np.bitwise_and(bc, _MAG, out=oc)           # magnitude bits m
-            oc -= m_
-            np.bitwise_xor(oc, gc, out=oc)             # m - mmin, or -1 - (m - mmin)
+            oc -= g_
+            if zero:
+                np.maximum(oc, 0, out=oc)              # t
+            np.bitwise_xor(oc, gc, out=oc)             # t, or -1 - t
+            if sym:
+                oc -= gc                               # t, or -t
             oc -= k_
         else:                                          # no negatives: the bits are m
-            np.subtract(bc, m_ + k_, out=oc)
+            np.subtract(bc, g_ + k_, out=oc)
+            if zero:                                   # (kmin = 0 then)
+                np.maximum(oc, 0, out=oc)
         np.left_shift(oc, 1, out=oc)
-        np.bitwise_or(oc, y[a:e], out=oc)
+        np.bitwise_or(oc, yc, out=oc)
+        P += int(np.count_nonzero(yc))
     out.view(np.float64).sort()                        # the one sort (non-negative finite floats)
-    return Packed(out, mmin, kmin, int(np.count_nonzero(y)), n)
+    return Packed(out, g, kmin, P, n, zero, sym)
 
 
 def _bit_extremes(s):
@@ -907,11 +980,35 @@ def _bit_extremes(s):
     return int(min(lo)), int(max(hi)), int(min(ulo)), int(max(uhi))
 
 
+def _min_nonzero_magnitude(b):
+    """The smallest nonzero magnitude among float64 bits ``b`` (None if all are zeros).
+
+    ``m - 1`` as unsigned turns a zero magnitude into the largest value, so one
+    minimum finds the smallest nonzero one.
+    """
+    L = min(b.shape[0], 4 * _CHUNK)
+    buf = np.empty(L, dtype=np.int64)
+    lo = []
+    for a in range(0, b.shape[0], 4 * _CHUNK):
+        bc = b[a:a + 4 * _CHUNK]
+        mc = buf[:bc.shape[0]]
+        np.bitwise_and(bc, _MAG, out=mc)
+        mc -= 1
+        lo.append(int(mc.view(np.uint64).min()))
+    m = min(lo)
+    return None if m == 2**64 - 1 else m + 1
+
+
 def _unpack(keys, pk: Packed):
     """Scores (float64) of packed keys: the inverse of :func:`packed_sort`'s map, exact."""
     k = (keys >> 1) + np.int64(pk.kmin)
     sg = k >> 63
-    m = (k ^ sg) + np.int64(pk.mmin)
+    t = k ^ sg
+    if pk.sym:
+        t -= sg
+    m = t + np.int64(pk.mmin)
+    if pk.zero:
+        m[t == 0] = 0
     return (m | (sg << 63)).view(np.float64)
 
 
@@ -992,9 +1089,45 @@ def packed_roc_auc(pk: Packed):
     sum of positive positions - P(P-1)/2; ``T`` = sum over tie groups of
     negatives x positives, so ``2 S' - T`` counts each tied pair once.
     """
-    r = packed_pass(pk)
+    S, mixed = _positions_and_mixed(pk)
     P = pk.P
-    return 2 * (r["S"] - P * (P - 1) // 2) - _mixed_ties(pk, r["mixed"])
+    return 2 * (S - P * (P - 1) // 2) - _mixed_ties(pk, mixed)
+
+
+_AUC_CHUNK = 1 << 15    # sum of in-chunk positions below 2**31: int32 dot products
+
+
+def _positions_and_mixed(pk: Packed):
+    """One chunked pass: the sum of the positives' sorted positions (Python int) and the
+    positions i where a tie group turns from negatives to positives (``keys[i] ^ keys[i + 1]
+    == 1``). The in-chunk positions are summed in int32 (at most 2**15 * 2**15 / 2 per
+    chunk); the chunk offsets in Python integers."""
+    keys, n = pk.keys, pk.n
+    C = _AUC_CHUNK
+    L = min(C, n)
+    ar = np.arange(L, dtype=np.int32)
+    lab = np.empty(L, dtype=np.int32)
+    d = np.empty(L, dtype=np.int64)
+    hit = np.empty(L, dtype=bool)
+    S = 0
+    mixed = []
+    for a in range(0, n, C):
+        e = min(a + C, n)
+        m = e - a
+        lc = lab[:m]
+        np.bitwise_and(keys[a:e], 1, out=lc, casting="unsafe")
+        c = int(np.count_nonzero(lc))
+        if c:
+            S += int(np.dot(lc, ar[:m])) + a * c
+        e1 = min(e + 1, n)
+        if e1 - a > 1:
+            dc, hc = d[:e1 - a - 1], hit[:e1 - a - 1]
+            np.bitwise_xor(keys[a + 1:e1], keys[a:e1 - 1], out=dc)
+            np.equal(dc, 1, out=hc)
+            mx = np.flatnonzero(hc)
+            if mx.size:
+                mixed.append(mx + a)
+    return S, (np.concatenate(mixed) if mixed else np.zeros(0, np.int64))
 
 
 def packed_average_precision(pk: Packed):
@@ -1028,10 +1161,45 @@ def packed_average_precision(pk: Packed):
     return total / P
 
 
+def _group_starts(pk: Packed):
+    """Tie groups of sorted packed keys: ``(first position, positives before it)`` per group.
+
+    One chunked pass: a group starts where a key's high bits differ from the
+    previous key's (``xor > 1``); the positives before it are read off an
+    int32 running count of the chunk at the starts only.
+    """
+    keys, n = pk.keys, pk.n
+    C = _AUC_CHUNK
+    L = min(C, n)
+    lab = np.empty(L, dtype=np.int32)
+    d = np.empty(L, dtype=np.int64)
+    new = np.empty(L, dtype=bool)
+    starts, before = [], []
+    seen = 0
+    for a in range(0, n, C):
+        e = min(a + C, n)
+        m = e - a
+        lc, dc, nc = lab[:m], d[:m], new[:m]
+        np.bitwise_and(keys[a:e], 1, out=lc, casting="unsafe")
+        if a == 0:
+            nc[0] = True
+        else:
+            nc[0] = (int(keys[a - 1]) ^ int(keys[a])) > 1
+        np.bitwise_xor(keys[a + 1:e], keys[a:e - 1], out=dc[1:])
+        np.greater(dc[1:], 1, out=nc[1:])
+        st = np.flatnonzero(nc)
+        cum = np.cumsum(lc, dtype=np.int32)
+        if st.size:
+            b = cum[st] - lc[st]
+            starts.append(st + a)
+            before.append(b.astype(np.int64) + seen)
+        seen += int(cum[-1])
+    return np.concatenate(starts), np.concatenate(before)
+
+
 def _packed_ap_groups(pk: Packed):
     P, N = pk.P, pk.n - pk.P
-    g = packed_pass(pk, groups=True)
-    st, bf = g["starts"], g["before"]
+    st, bf = _group_starts(pk)
     n1 = np.diff(np.append(bf, P))
     has = n1 > 0
     st, bf, n1 = st[has], bf[has], n1[has]

@@ -186,14 +186,16 @@ def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: Array
             return result
     if max_fpr is not None and not (0 < max_fpr <= 1):
         raise ValueError(f"max_fpr must be in (0, 1], got {max_fpr!r}")
-    V.check_binary_for_1d_scores(
-        y_true, y_score, pos_label,
-        note="" if multi_class in ("ovr", "ovo") else " (and multi_class must be in ('ovo', "
-                                                      "'ovr') for multiclass y_true)")
-    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    labels_01 = R.numpy_01(y_true)     # 0/1 labels: nothing for the label rules to say
+    if not labels_01:
+        V.check_binary_for_1d_scores(
+            y_true, y_score, pos_label,
+            note="" if multi_class in ("ovr", "ovo") else " (and multi_class must be in "
+                                                          "('ovo', 'ovr') for multiclass y_true)")
+    d = _prepare(y_true, y_score, sample_weight, pos_label, labels_01=labels_01)
     xp = d.xp
     if max_fpr is None or max_fpr == 1:
-        value, undefined = R.roc_auc(d.y, d.s, d.w, xp)
+        value, undefined = R.roc_auc(d.y, d.s, d.w, xp, d.bits)
         return _result(value, d, undefined,
                        "Only one class is present in y_true. ROC AUC score is not defined in "
                        "that case: returning NaN")
@@ -276,14 +278,16 @@ def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                                                pos_label=pos_label, average=average)
         if result is not None:
             return result
-    V.check_binary_for_1d_scores(y_true, y_score, pos_label)
+    labels_01 = R.numpy_01(y_true)     # 0/1 labels: nothing for the label rules to say
+    if not labels_01:
+        V.check_binary_for_1d_scores(y_true, y_score, pos_label)
     if pos_label is not None:
         from .multilabel import check_pos_label_present
 
         check_pos_label_present(y_true, pos_label)
-    d = _prepare(y_true, y_score, sample_weight, pos_label)
+    d = _prepare(y_true, y_score, sample_weight, pos_label, labels_01=labels_01)
     xp = d.xp
-    value, undefined = R.average_precision(d.y, d.s, d.w, xp)
+    value, undefined = R.average_precision(d.y, d.s, d.w, xp, d.bits)
     return _result(value, d, undefined,
                    "No positive class found in y_true: average precision is undefined; "
                    "returning NaN")
@@ -392,10 +396,7 @@ def _curve_points_numpy_unweighted(y, s):
     """
     pk = R.packed_sort(y, s)
     if pk is not None:
-        u, tp, fp = R.packed_curve_points(pk)
-        f = np.float64
-        return fp[::-1], tp[::-1], u[::-1].astype(s.dtype, copy=False), _Totals(
-            f(pk.P), f(pk.n - pk.P)), True
+        return _packed_points(pk, s.dtype)
     ss = np.sort(s)
     n = ss.shape[0]
     new = np.empty(n, dtype=bool)
@@ -415,6 +416,21 @@ def _curve_points_numpy_unweighted(y, s):
     tps_f = tps.astype(f)
     fps_f = (at_or_above - tps).astype(f)
     return fps_f, tps_f, u[::-1], _Totals(f(P), f(n - P)), True
+
+
+def _packed_points(pk, dtype):
+    """:func:`_curve_points`' result from sorted packed keys (NumPy, unweighted)."""
+    u, tp, fp = R.packed_curve_points(pk)
+    f = np.float64
+    return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
+        f(pk.P), f(pk.n - pk.P)), True
+
+
+def _packed_numpy(d: _Binary):
+    """NumPy, unweighted, valid float scores: the packed sort (None where it does not apply)."""
+    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
+        return None
+    return R.packed_sort(d.y, d.s, d.bits)
 
 
 def _collinear_keep(x, y, xp):
@@ -494,10 +510,14 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     """
     d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    vertices = _roc_vertices_numpy(d) if drop_intermediate else None
+    pk = _packed_numpy(d)
+    vertices = _roc_vertices_numpy(d, pk) if drop_intermediate and pk is not None else None
     if vertices is not None:
         return vertices
-    fps, tps, thr, st, compact = _curve_points(d)
+    if pk is not None:      # the same points as _curve_points, from the one packed sort
+        fps, tps, thr, st, compact = _packed_points(pk, d.s.dtype)
+    else:
+        fps, tps, thr, st, compact = _curve_points(d)
     zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
     fps = xp.concat([zero, fps])
     tps = xp.concat([zero, tps])
@@ -512,17 +532,14 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     return xp.astype(fpr, d.out), xp.astype(tpr, d.out), thr
 
 
-def _roc_vertices_numpy(d: _Binary):
+def _roc_vertices_numpy(d: _Binary, pk):
     """NumPy, unweighted, untied float scores: the vertices straight from the packed sort.
 
     The same curve as the general path (every point where the direction
     changes, the endpoints), built without per-row arrays; None when the
-    input does not take this path (weights, ties, scores that do not pack).
+    input does not take this path (a class missing, ties).
     """
-    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
-        return None
-    pk = R.packed_sort(d.y, d.s)
-    if pk is None or pk.P == 0 or pk.P == pk.n:
+    if pk.P == 0 or pk.P == pk.n:
         return None
     v = R.packed_roc_vertices(pk)
     if v is None:

@@ -1,0 +1,190 @@
+"""The NumPy packed-key paths of ROC AUC, AP and the ROC curve against exact references.
+
+The packed sort (:func:`calipers._kernels.rankstats.packed_sort`) maps each float64 score
+to an order-preserving integer with the label in its lowest bit; zeros, -0.0, one-signed
+and mixed-sign data take different branches of that map. Every case here is checked
+against a reference that shares nothing with it: pair enumeration in exact fractions
+(AUC), the step sum in fractions over the distinct thresholds (AP), per-threshold counts
+by brute force (ROC curve), and the classes-apart path of the same kernels where the
+result must be bit-identical.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import calipers
+from calipers._kernels import rankstats as R
+
+
+def _auc_pairs(y, s):
+    """Mann-Whitney AUC by enumerating pairs, ties 1/2, as an exact fraction."""
+    pos = [float(v) for v in s[y == 1]]
+    neg = [float(v) for v in s[y == 0]]
+    u2 = sum(2 * (p > q) + (p == q) for p in pos for q in neg)
+    return Fraction(u2, 2 * len(pos) * len(neg))
+
+
+def _ap_steps(y, s):
+    """Step-sum AP over distinct thresholds (ties together), exact fractions."""
+    vals = sorted({float(v) for v in s}, reverse=True)
+    P = int(np.sum(y == 1))
+    total, tp, fp = Fraction(0), 0, 0
+    for v in vals:
+        at = s == v
+        n1 = int(np.sum(at & (y == 1)))
+        tp += n1
+        fp += int(np.sum(at & (y == 0)))
+        if n1:
+            total += Fraction(n1 * tp, tp + fp)
+    return total / P
+
+
+def _roc_points(y, s):
+    """(fps, tps, thresholds) per distinct score, decreasing, by brute force."""
+    vals = sorted({float(v) for v in s}, reverse=True)
+    tps = [int(np.sum((s >= v) & (y == 1))) for v in vals]
+    fps = [int(np.sum((s >= v) & (y == 0))) for v in vals]
+    return np.array(fps, float), np.array(tps, float), np.array(vals)
+
+
+def _scores(rng, n, kind):
+    s = rng.normal(size=n) * 10.0 ** int(rng.integers(-3, 4))
+    if kind == "tied":
+        s = np.round(s, 1)
+    elif kind == "zeros":                       # exact zeros beside values >= 1.5
+        s = np.round(s)
+        s[rng.random(n) < 0.3] = 0.0
+    elif kind == "signed-zeros":                # -0.0 and 0.0 must tie
+        s = np.round(s)
+        s[rng.random(n) < 0.3] = -0.0
+        s[rng.random(n) < 0.2] = 0.0
+    elif kind == "non-negative":
+        s = np.abs(np.round(s, 1))
+    elif kind == "non-positive":
+        s = -np.abs(np.round(s, 1))
+        s[rng.random(n) < 0.3] = -0.0
+    elif kind == "all-zero":
+        s = np.where(rng.random(n) < 0.5, 0.0, -0.0)
+    elif kind == "wide":                        # magnitudes past the packed span: other path
+        s = rng.choice([0.0, 1e-300, 3.0, -1e300, 2.5e-310], size=n)
+    return s
+
+
+KINDS = ["random", "tied", "zeros", "signed-zeros", "non-negative", "non-positive",
+         "all-zero", "wide"]
+
+
+def _labels(rng, n):
+    y = (rng.random(n) < rng.uniform(0.1, 0.9)).astype(np.int64)
+    y[0], y[1] = 0, 1
+    return y
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_auc_ap_equal_exact_references(kind):
+    rng = np.random.default_rng(KINDS.index(kind))
+    for _ in range(25):
+        n = int(rng.integers(2, 60))
+        y, s = _labels(rng, n), _scores(rng, n, kind)
+        assert calipers.roc_auc_score(y, s) == float(_auc_pairs(y, s))
+        ap = calipers.average_precision_score(y, s)
+        assert ap == pytest.approx(float(_ap_steps(y, s)), rel=1e-13, abs=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_roc_curve_equals_brute_force(kind):
+    rng = np.random.default_rng(100 + KINDS.index(kind))
+    for _ in range(15):
+        n = int(rng.integers(2, 60))
+        y, s = _labels(rng, n), _scores(rng, n, kind)
+        fps, tps, thr = _roc_points(y, s)
+        fpr, tpr, th = calipers.roc_curve(y, s, drop_intermediate=False)
+        np.testing.assert_array_equal(fpr[1:], fps / fps[-1])
+        np.testing.assert_array_equal(tpr[1:], tps / tps[-1])
+        np.testing.assert_array_equal(th[1:], thr)
+        assert not np.signbit(th[1:][th[1:] == 0]).any()      # -0.0 reported as 0.0
+        # the vertices: the general (weighted) path with unit weights, bit for bit
+        got = calipers.roc_curve(y, s)
+        ref = calipers.roc_curve(y, s, sample_weight=np.ones(n))
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+
+
+def _exact_u2_by_groups(y, s):
+    """2U from per-distinct-score class counts (np.unique), Python integers."""
+    u, inv = np.unique(s, return_inverse=True)
+    n1 = np.bincount(inv, weights=y, minlength=u.shape[0]).astype(np.int64)
+    n0 = np.bincount(inv, minlength=u.shape[0]) - n1
+    below = np.concatenate([[0], np.cumsum(n0)[:-1]])
+    return int(np.sum(n1.astype(object) * (2 * below + n0).astype(object)))
+
+
+@pytest.mark.parametrize("kind", ["random", "tied", "zeros", "signed-zeros", "non-positive"])
+def test_across_chunks(kind):
+    # more rows than one chunk of the passes (2**15 and 2**16), ties spanning chunk ends
+    rng = np.random.default_rng(7)
+    n = 140_003
+    y, s = _labels(rng, n), _scores(rng, n, kind)
+    P, N = int(y.sum()), n - int(y.sum())
+    assert calipers.roc_auc_score(y, s) == _exact_u2_by_groups(y, s) / (2.0 * P * N)
+    pk = R.packed_sort(y, s)
+    assert pk is not None and pk.P == P
+    assert np.all(pk.keys[1:] >= pk.keys[:-1])
+    # the scores come back from the keys, -0.0 as 0.0
+    np.testing.assert_array_equal(np.unique(R._unpack(pk.keys, pk)), np.unique(s + 0.0))
+    fpr, tpr, th = calipers.roc_curve(y, s, drop_intermediate=False)
+    u = np.unique(s)[::-1]
+    np.testing.assert_array_equal(th[1:], u)
+    # tps at each threshold: positives at or above it
+    pos = np.sort(s[y == 1])
+    tps = P - np.searchsorted(pos, u, side="left")
+    np.testing.assert_array_equal(tpr[1:], tps / P)
+
+
+@pytest.mark.parametrize("kind", ["tied", "zeros", "signed-zeros", "non-negative"])
+def test_tied_ap_bit_identical_to_classes_apart(kind, monkeypatch):
+    # with ties both paths sum n1 * tp / (tp + fp) over the same groups in the same order
+    rng = np.random.default_rng(11)
+    cases = [(int(rng.integers(2, 400)),) for _ in range(20)] + [(90_001,)]
+    got = []
+    for (n,) in cases:
+        y, s = _labels(rng, n), _scores(rng, n, kind)
+        if np.unique(s).shape[0] == n:      # no ties: the untied step sum, summed per row
+            continue
+        got.append((y, s, calipers.average_precision_score(y, s), calipers.roc_auc_score(y, s)))
+    assert len(got) > 5
+    monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
+    for y, s, ap, auc in got:
+        assert calipers.average_precision_score(y, s) == ap
+        assert calipers.roc_auc_score(y, s) == auc
+
+
+def test_label_kinds_and_float32():
+    rng = np.random.default_rng(3)
+    y = _labels(rng, 200)
+    s = np.round(rng.normal(size=200), 1)
+    ref = float(_auc_pairs(y, s))
+    for yy in (y.astype(bool), y.astype(np.int8), y.astype(np.uint64), 2 * y - 1):
+        assert calipers.roc_auc_score(yy, s) == ref
+    s32 = s.astype(np.float32)
+    assert calipers.roc_auc_score(y, s32) == np.float32(float(_auc_pairs(y, s32)))
+
+
+def test_bad_input_still_refused():
+    y = np.array([0, 1, 0, 1])
+    for bad in (np.inf, -np.inf, np.nan):
+        s = np.array([0.1, 0.2, bad, 0.4])
+        with pytest.raises(ValueError, match="y_score must be finite"):
+            calipers.roc_auc_score(y, s)
+        with pytest.raises(ValueError, match="y_score must be finite"):
+            calipers.average_precision_score(y, s)
+    with pytest.raises(ValueError, match="y_true"):
+        calipers.roc_auc_score(np.array([0, 2, 0, 2]), np.array([0.1, 0.2, 0.3, 0.4]))
+    with pytest.raises(ValueError, match="y_true"):
+        calipers.roc_auc_score(np.array([0, 1, 2, 1]), np.array([0.1, 0.2, 0.3, 0.4]))
+    assert R.numpy_01(np.array([0, 1, 1])) and not R.numpy_01(np.array([0, -1]))
+    assert not R.numpy_01(np.array([0, 2])) and not R.numpy_01(np.array([0.0, 1.0]))
