@@ -969,9 +969,19 @@ class QueryMeanState(NamedTuple):
         return self.update(batch)
 
     def compute(self) -> QueryMeanSummary:
-        """Means over defined queries, counts of defined and undefined queries."""
+        """Means over defined queries, counts of defined and undefined queries.
+
+        A metric with no defined query (no query added, or every one without
+        a relevant item) has mean NaN, with one :class:`UndefinedMetricWarning`
+        eagerly naming those metrics; under ``jit`` NaN and no warning.
+        """
         xp = _state_xp(self)
         c = xp.astype(self.count, self.total.dtype)
         mean = self.total / xp.where(c > 0, c, xp.ones_like(c))
-        mean = _nan_if((c == 0) | _bad(self, xp), mean, xp)
+        bad = _bad(self, xp)
+        V.warn_if((c == 0) & ~bad, lambda none: (
+            f"QueryMeanState: no defined query for metric(s) "
+            f"{np.flatnonzero(np.asarray(none)).tolist()} (no query added, or none with a "
+            "relevant item): their mean is undefined; NaN"), xp, values=c == 0)
+        mean = _nan_if((c == 0) | bad, mean, xp)
         return QueryMeanSummary(mean, self.count, self.n_undefined)
