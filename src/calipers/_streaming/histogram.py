@@ -714,11 +714,13 @@ def _as_mask(name, mask, shape, xp):
 
 
 def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike = None, *,
-                          query_mask: ArrayLike = None, k: int | Sequence[int] = 10,
+                          query_mask: ArrayLike = None, query_id: ArrayLike = None,
+                          num_queries: int | None = None, k: int | Sequence[int] = 10,
                           gain: str = "linear",
                           relevance_level: float | None = None
                           ) -> RankingBatch | dict[int, RankingBatch]:
-    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
+    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch, or of
+    flat rows with ``query_id``.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
     ``mask``, nothing leaves the device. Each row is one query; items with
@@ -736,17 +738,35 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     neither counts it nor calls it undefined. Undefined queries are real
     queries without a relevant item.
 
+    Flat rows: with ``query_id`` (n,), ``y_true``, ``y_score`` and ``mask``
+    are (n,) rows (any order; a query's rows need not be contiguous), and
+    the values are the one-shot functions' per-query values on the unmasked
+    rows, queries in ascending id order. Without ``num_queries`` (eager
+    only) the ids may be any numbers and the result has one entry per
+    distinct id of an unmasked row. With ``num_queries`` (static; required
+    under ``jit``) the ids must be ``0 .. num_queries - 1`` and the result
+    has ``num_queries`` entries, the queries without an unmasked row padded
+    (``query_mask`` False). Only this batch's rows are seen: a query whose
+    rows are split over two batches is evaluated as two queries, one on
+    each part; keep each query within one batch.
+
     Parameters
     ----------
-    y_true : array (Q, L)
+    y_true : array (Q, L), or (n,) with ``query_id``
         Graded relevance (negative means judged non-relevant, gain 0).
-    y_score : array (Q, L)
+    y_score : array (Q, L), or (n,) with ``query_id``
         Scores, higher ranks first; finite where ``mask`` is True.
-    mask : array (Q, L) or (Q,), boolean or 0/1, optional
+    mask : array (Q, L) or (Q,) (or (n,) with ``query_id``), boolean or 0/1, optional
         True (1) for real items; a (Q,) mask marks whole queries. Default:
         every item is real.
     query_mask : array (Q,), boolean or 0/1, optional
-        True (1) for real queries, combined with ``mask``.
+        True (1) for real queries, combined with ``mask`` (padded batches only).
+    query_id : array (n,), optional
+        The query of each row: flat rows instead of a padded batch.
+    num_queries : int, optional
+        With ``query_id``: the static number of queries, ids ``0 ..
+        num_queries - 1`` (required under ``jit``; the ``num_segments`` of
+        :func:`calipers.retrieval.ndcg`).
     k : int or sequence of int
         Cut-off for NDCG and recall (static). A sequence of distinct
         cut-offs is computed on one sort and returns a ``dict`` mapping each
@@ -767,14 +787,30 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     Raises
     ------
     ValueError
-        Eagerly: shapes that are not 2-D or differ, a mask that is not
-        boolean or 0/1, NaN/inf in real items, bad ``k``/``gain``. Under
-        ``jit``: values NaN and ``invalid`` True instead; no warning. Eagerly
-        an :class:`UndefinedMetricWarning` names the number of undefined
-        (real) queries.
+        Eagerly: shapes that are not 2-D (1-D with ``query_id``) or differ, a
+        mask that is not boolean or 0/1, NaN/inf in real items, bad
+        ``k``/``gain``/``num_queries``, ids outside ``0 .. num_queries - 1``,
+        ``query_mask`` with ``query_id``, ``query_id`` without
+        ``num_queries`` under ``jit``. Under ``jit``: values NaN and
+        ``invalid`` True instead; no warning. Eagerly an
+        :class:`UndefinedMetricWarning` names the number of undefined (real)
+        queries.
     """
     from ..retrieval import _measures as R
 
+    if query_id is not None:
+        ks, is_seq = R.check_k(k, required=True)
+        if len(set(ks)) != len(ks):
+            raise ValueError(f"k must not repeat a cut-off, got {k!r}")
+        gain = V.choice(gain, "gain", ("linear", "exponential"))
+        if query_mask is not None:
+            raise ValueError("query_mask marks the queries of a padded (Q, L) batch; with "
+                             "query_id, mark padding rows with mask=")
+        outs = _ranking_flat(y_true, y_score, mask, query_id, num_queries, ks, gain,
+                             relevance_level)
+        return _warn_and_pack(outs, ks, is_seq)
+    if num_queries is not None:
+        raise ValueError("num_queries is the number of queries of flat rows: it needs query_id")
     xp, (y_true, y_score, mask, query_mask) = B.as_arrays(y_true, y_score, mask, query_mask)
     for name, a in (("y_true", y_true), ("y_score", y_score)):
         if a.ndim != 2:
@@ -809,8 +845,14 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     else:
         outs = _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp)
     outs = [o._replace(invalid=o.invalid | bad_mask) for o in outs]
+    return _warn_and_pack(outs, ks, is_seq)
+
+
+def _warn_and_pack(outs, ks, is_seq):
+    """Eagerly warn about undefined real queries; one batch, or a dict by cut-off."""
     first = outs[0]
     if not B.is_traced(first.ndcg) and not bool(first.invalid):
+        xp = _state_xp(first)
         undefined = (xp.isnan(first.recall) | xp.isnan(first.ndcg)) & first.query_mask
         nu = int(xp.sum(xp.astype(undefined, xp.int32)))
         nq = int(xp.sum(xp.astype(first.query_mask, xp.int32)))
@@ -820,6 +862,44 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     if is_seq:
         return dict(zip(ks, outs))
     return first
+
+
+def _ranking_flat(y_true, y_score, mask, query_id, num_queries, ks, gain, relevance_level):
+    """The :class:`RankingBatch` list of flat rows (see :func:`ranking_batch_metrics`)."""
+    xp, (y_true, y_score, mask, query_id) = B.as_arrays(y_true, y_score, mask, query_id)
+    for name, a in (("y_true", y_true), ("y_score", y_score), ("query_id", query_id)):
+        B.check_1d(name, a)
+    B.check_same_length(y_true=y_true, y_score=y_score, query_id=query_id)
+    n = y_true.shape[0]
+    keep, bad_mask = _row_mask(mask, n, xp)
+    dev = B.device(y_true)
+    if num_queries is None:
+        if B.is_traced(y_true, y_score, query_id, keep):
+            raise ValueError("num_queries (static) is required under jit for flat rows with "
+                             "query_id: the number of queries sets the output's shape")
+        _, (y_true, y_score, query_id) = _drop_masked(
+            keep, [y_true, y_score, query_id], [_fill_zero] * 3, xp)
+        n = y_true.shape[0]
+        Q = int(np.unique(np.asarray(B.to_numpy(query_id))).shape[0])
+        retrieved, real = None, xp.ones(Q, dtype=xp.bool, device=dev)
+    else:
+        Q = V.positive_int(num_queries, "num_queries")
+        if keep is None:
+            keep = xp.ones(n, dtype=xp.bool, device=dev)
+        # padding rows: query 0, gain 0, not retrieved (ranked after the real rows): no effect
+        y_true = xp.where(keep, y_true, xp.zeros_like(y_true))
+        y_score = xp.where(keep, y_score, xp.zeros_like(y_score))
+        query_id = xp.where(keep, query_id, xp.zeros_like(query_id))
+        retrieved = keep
+        ai = B.acc_int(xp)
+        real = B.segment_sum(xp.astype(keep, ai), xp.astype(query_id, ai), Q, xp) > 0
+    if n == 0:                                  # nothing unmasked: every query padded
+        nan = xp.full(Q, math.nan, dtype=B.acc_float(xp), device=dev)
+        return [RankingBatch(nan, nan, nan, xp.asarray(False) | bad_mask, real & False)
+                for _ in ks]
+    outs = _per_query_batches(y_true, y_score, query_id, retrieved, real, Q, ks, gain,
+                              relevance_level, xp)
+    return [o._replace(invalid=o.invalid | bad_mask) for o in outs]
 
 
 def _ranking_batch_jit(ks, gain, relevance_level):
@@ -832,25 +912,38 @@ def _ranking_batch_jit(ks, gain, relevance_level):
 
 def _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp):
     """One :class:`RankingBatch` per cut-off in ``ks`` (a tuple), from one sort per metric."""
-    from ..retrieval import _measures as R
-
     # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
     # every real item of its query; its score is replaced so garbage never
     # makes the batch invalid.
     yt = xp.where(mask, y_true, xp.zeros_like(y_true))
     ys = xp.where(mask, y_score, xp.zeros_like(y_score))
-    Q = y_true.shape[0]
     real = xp.any(mask, axis=1)                     # a query with no real item is padding
+    return _per_query_batches(yt, ys, None, mask, real, y_true.shape[0], ks, gain,
+                              relevance_level, xp)
+
+
+def _per_query_batches(yt, ys, query_id, retrieved, real, Q, ks, gain, relevance_level, xp):
+    """One :class:`RankingBatch` per cut-off: the per-query values of
+    :mod:`calipers.retrieval` (one segment sort per metric) of a padded ``(Q, L)``
+    batch (``query_id`` None) or of flat rows with ``Q`` queries; ``real`` (Q,)
+    marks the queries with a real row (the others are padding: NaN)."""
+    from ..retrieval import _measures as R
+
     kk = list(ks) if len(ks) > 1 else ks[0]
+    # flat rows with a static number of queries pass it on (ids 0 .. Q-1)
+    seg = {"num_segments": Q} if query_id is not None and retrieved is not None else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        nd = R.ndcg(yt, ys, k=kk, gain=gain, retrieved=mask)
-        rr = R.reciprocal_rank(yt, ys, relevance_level=relevance_level, retrieved=mask)
-        rc = R.recall_at_k(yt, ys, k=kk, relevance_level=relevance_level, retrieved=mask)
+        nd = R.ndcg(yt, ys, query_id, k=kk, gain=gain, retrieved=retrieved, **seg)
+        rr = R.reciprocal_rank(yt, ys, query_id, relevance_level=relevance_level,
+                               retrieved=retrieved, **seg)
+        rc = R.recall_at_k(yt, ys, query_id, k=kk, relevance_level=relevance_level,
+                           retrieved=retrieved, **seg)
+    dev = B.device(yt)
     # A batch-level failure makes the mean NaN although some query is defined.
-    invalid = xp.asarray(False, device=B.device(y_true))
+    invalid = xp.asarray(False, device=dev)
     for r in (nd, rr, rc):
-        nu = xp.asarray(r.n_undefined, device=B.device(y_true))
+        nu = xp.asarray(r.n_undefined, device=dev)
         invalid = invalid | (xp.any(xp.isnan(xp.asarray(r.mean))) & (nu < Q))
     ndv = nd.values if len(ks) > 1 else xp.reshape(nd.values, (1, -1))
     rcv = rc.values if len(ks) > 1 else xp.reshape(rc.values, (1, -1))
@@ -868,7 +961,7 @@ class QueryMeanSummary(NamedTuple):
     n_undefined: Any  #: undefined queries (left out of the mean)
 
 
-@streaming_state(takes=("labels", "scores"))
+@streaming_state(takes=("labels", "scores", "query_id"))
 class QueryMeanState(NamedTuple):
     """Mergeable mean of per-query values over defined queries, for ``m`` metrics.
 
@@ -882,6 +975,13 @@ class QueryMeanState(NamedTuple):
     summation order. Limits: ``count`` and ``n_undefined`` each at most
     ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
+
+    In a :class:`calipers.StateCollection` (``update_outputs``) the state
+    takes a padded ``(Q, L)`` batch, or flat rows with ``query_id`` (n,)
+    (and the static option ``num_queries`` under ``jit``); both go through
+    :func:`ranking_batch_metrics`, whose per-query values are those of
+    :mod:`calipers.retrieval` on the same rows. A query must lie within one
+    batch: one split over batches counts once per batch, on each part.
     """
 
     total: Any
@@ -955,17 +1055,28 @@ class QueryMeanState(NamedTuple):
         add = QueryMeanState(total, cnt, nu, xp.astype(bad, self.invalid.dtype))
         return merge(self, add)
 
-    def _from_outputs(self, out, k=10, gain="linear", relevance_level=None):
-        """A padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
-        ``logits``), ``mask`` (Q, L) or (Q,); per-query NDCG@k, reciprocal rank and
-        recall@k by :func:`ranking_batch_metrics` (``k`` static, default 10)."""
+    def _from_outputs(self, out, k=10, gain="linear", relevance_level=None, num_queries=None):
+        """Per-query NDCG@k, reciprocal rank and recall@k by :func:`ranking_batch_metrics`
+        (static options ``k``, default 10, ``gain``, ``relevance_level``) of
+
+        * a padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
+          ``logits``), ``mask`` (Q, L) or (Q,); or
+        * flat rows with ``query_id`` (n,): ``labels``, ``scores`` (or ``logits``),
+          ``mask`` (n,); ``num_queries`` (static, ids ``0 .. num_queries - 1``) is
+          required under ``jit``. Each query must lie within one batch: a query
+          whose rows are split over batches counts as one query per batch.
+        """
         if self.total.shape[0] != 3:
             raise ValueError("a QueryMeanState fed from model outputs holds the 3 metrics of "
                              "ranking_batch_metrics: make it with init(3)")
         who = "QueryMeanState"
         src = out.require(who, "scores", "logits")
-        batch = ranking_batch_metrics(out.labels(who), out.get(src), out.get("mask"), k=k,
-                                      gain=gain, relevance_level=relevance_level)
+        if num_queries is not None and "query_id" not in out:
+            raise ValueError("QueryMeanState's num_queries option is for flat rows: it needs "
+                             "query_id= in the model outputs")
+        batch = ranking_batch_metrics(out.labels(who), out.get(src), out.get("mask"),
+                                      query_id=out.get("query_id"), num_queries=num_queries,
+                                      k=k, gain=gain, relevance_level=relevance_level)
         return self.update(batch)
 
     def compute(self) -> QueryMeanSummary:
