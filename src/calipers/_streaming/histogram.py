@@ -59,6 +59,7 @@ from .._core.compile import compiled, program
 from .._core.exceptions import UndefinedMetricWarning
 from .base import (bad as _bad, batch_total_flag as _batch_total_flag,
                    check_host_ints as _check_host_ints, drop_masked as _drop_masked,
+                   limit_text as _limit_text,
                    fill_one as _fill_one, fill_zero as _fill_zero, integral as _integral,
                    merge, namespace as _namespace, row_mask as _row_mask, state_xp as _state_xp,
                    streaming_state, to as _to)
@@ -570,8 +571,15 @@ class MulticlassROCHistogramState(NamedTuple):
         one = ROCHistogramState.init(bits, score_dtype=score_dtype, weighted=weighted, xp=xp)
         xp = _state_xp(one)
         shape = (num_classes,) + tuple(one.neg.shape)
-        return cls(xp.zeros(shape, dtype=one.neg.dtype), xp.zeros(shape, dtype=one.pos.dtype),
-                   one.invalid)
+        klass = _Float16MulticlassROCHistogramState if one.score_dtype == "float16" \
+            else MulticlassROCHistogramState
+        return klass(xp.zeros(shape, dtype=one.neg.dtype), xp.zeros(shape, dtype=one.pos.dtype),
+                     one.invalid)
+
+    @property
+    def score_dtype(self) -> str:
+        """The key format: ``"float32"`` or ``"float16"`` (as :class:`ROCHistogramState`)."""
+        return "float32"
 
     @property
     def num_classes(self) -> int:
@@ -582,7 +590,8 @@ class MulticlassROCHistogramState(NamedTuple):
         return int(self.neg.shape[1]).bit_length() - 1
 
     def _binary(self, c):
-        return ROCHistogramState(self.neg[c], self.pos[c], self.invalid)
+        klass = _Float16ROCHistogramState if self.score_dtype == "float16" else ROCHistogramState
+        return klass(self.neg[c], self.pos[c], self.invalid)
 
     def _count_totals(self):
         if _integral(self.neg):
@@ -591,8 +600,15 @@ class MulticlassROCHistogramState(NamedTuple):
         return ()
 
     def update(self, y_true, y_score, *, mask=None, sample_weight=None) -> MulticlassROCHistogramState:
-        """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C)."""
+        """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C).
+
+        One segment count over ``(class, label, bin)`` ids: row ``i`` adds to
+        class ``c``'s positive histogram (``y_true[i] == c``) or negative one,
+        at the bin of ``y_score[i, c]``: the same counts, bit for bit, as
+        ``C`` binary :class:`ROCHistogramState` updates.
+        """
         xp = _state_xp(self)
+        _check_host_ints("sample_weight", sample_weight, self.neg.dtype, xp)
         y_true, y_score, sample_weight, mask = _to(xp, y_true, y_score, sample_weight, mask)
         C = self.num_classes
         B.check_1d("y_true", y_true)
@@ -600,7 +616,16 @@ class MulticlassROCHistogramState(NamedTuple):
         if y_score.ndim != 2 or y_score.shape[1] != C:
             raise ValueError(f"y_score must have shape (n, {C}) for this state, got "
                              f"{tuple(y_score.shape)}")
+        if sample_weight is not None:
+            B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, y_score=y_score, sample_weight=sample_weight)
+        if B.is_numpy(xp) and _dtype_name(y_score.dtype) == "bfloat16":
+            y_score = y_score.astype(np.float32)   # ml_dtypes' bfloat16: exact in float32
+        fmt = self.score_dtype
+        if fmt == "float16" and _dtype_name(y_score.dtype) != "float16":
+            raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
+                             f"has dtype {y_score.dtype}: cast it, or use "
+                             "init(score_dtype='float32')")
         t = y_true
         if xp.isdtype(t.dtype, "bool"):
             t = xp.astype(t, B.acc_int(xp))
@@ -611,28 +636,55 @@ class MulticlassROCHistogramState(NamedTuple):
         rows_bad = bad if keep is None else bad & keep
         invalid = V.fail_if(rows_bad, "y_true", f"must hold class indices 0 .. {C - 1} (the "
                             "columns of y_score)", xp, values=y_true) | bad_m
-        if keep is not None and not B.is_traced(keep):
-            keep_np = np.asarray(B.to_numpy(keep)).astype(bool)
-            if not keep_np.all():                       # eager padding: drop the rows
-                idx = xp.asarray(np.flatnonzero(keep_np), device=B.device(t))
-                t, y_score = xp.take(t, idx, axis=0), xp.take(y_score, idx, axis=0)
-                sample_weight = (None if sample_weight is None
-                                 else xp.take(sample_weight, idx, axis=0))
-                bad = xp.take(bad, idx, axis=0)
-            keep = None
-        if keep is not None:                            # traced padding: a row mask per class
-            mask_c = keep & ~bad
+        keep, (t, y_score, sample_weight, bad) = _drop_masked(
+            keep, [t, y_score, sample_weight, bad], [_fill_zero] * 4, xp)
+        n = t.shape[0]
+        if n == 0:
+            return self                                 # nothing unmasked: adds nothing
+        V.check_finite("y_score", y_score, xp)
+        M = self.neg.shape[1]
+        cdt = self.neg.dtype
+        integral_state = xp.isdtype(cdt, "integral")
+        if sample_weight is not None:
+            if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
+                raise ValueError("real-valued sample_weight needs a state made with "
+                                 "init(..., weighted=True); integer weights (repetitions) "
+                                 "are accepted as they are")
+            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
+        # id of (row, class c): c * 2M + [row is of class c] * M + bin of score[row, c]
+        b = _bin_index(y_score, fmt, self.bits, xp)                       # (n, C)
+        cls = xp.reshape(xp.arange(C, dtype=b.dtype, device=B.device(b)), (1, -1))
+        ti = xp.reshape(xp.astype(xp.where(bad, xp.zeros_like(t), t), b.dtype), (-1, 1))
+        ids = cls * (2 * M) + xp.astype(ti == cls, b.dtype) * M + b
+        drop = xp.zeros(ids.shape, dtype=xp.bool, device=B.device(b))
+        if xp.isdtype(y_score.dtype, "real floating") and B.is_traced(y_score):
+            finite = xp.isfinite(y_score)
+            invalid = invalid | ~xp.all(finite)
+            drop = drop | ~finite
+        if B.is_traced(bad):                            # rows with a bad label: not counted
+            drop = drop | xp.reshape(bad, (-1, 1))
+        if keep is not None:                            # traced padding: not counted
+            drop = drop | ~xp.reshape(keep, (-1, 1))
+        ids = xp.reshape(xp.where(drop, xp.full_like(ids, 2 * M * C), ids), (-1,))
+        if sample_weight is None:
+            hist = _count(ids, 2 * M * C, cdt, xp)
         else:
-            mask_c = None if not B.is_traced(bad) else ~bad
-        negs, poss, inv = [], [], invalid
-        for c in range(C):
-            st = ROCHistogramState(xp.zeros_like(self.neg[c]), xp.zeros_like(self.pos[c]),
-                                   xp.zeros_like(self.invalid))
-            st = st.update(t == c, y_score[:, c], mask=mask_c, sample_weight=sample_weight)
-            negs.append(st.neg)
-            poss.append(st.pos)
-            inv = inv | (st.invalid > 0)
-        add = type(self)(xp.stack(negs), xp.stack(poss), xp.astype(inv, self.invalid.dtype))
+            w = xp.reshape(xp.broadcast_to(xp.reshape(xp.astype(sample_weight, cdt), (-1, 1)),
+                                           (n, C)), (-1,))
+            hist = B.segment_sum(w, ids, 2 * M * C, xp)
+            if integral_state and B.is_traced(hist):
+                # integer weights can sum past the count dtype inside one batch: the rule
+                # of batch_total_flag for each (class, label) histogram
+                f = B.acc_float(xp)
+                wf = xp.reshape(xp.broadcast_to(xp.reshape(xp.astype(sample_weight, f),
+                                                           (-1, 1)), (n, C)), (-1,))
+                fsum = B.segment_sum(wf, ids // M, 2 * C, xp)
+                isum = xp.sum(xp.reshape(hist, (2 * C, M)), axis=1)
+                limit, text = _limit_text(cdt, xp)
+                invalid = invalid | V.fail_if(xp.any(isum < 0) | xp.any(fsum > 1.5 * limit),
+                                              "sample_weight", f"must sum to at most {text}", xp)
+        hist = xp.reshape(hist, (C, 2, M))
+        add = type(self)(hist[:, 0, :], hist[:, 1, :], xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
     def compute(self, average="macro") -> MulticlassROCSummary:
@@ -667,6 +719,17 @@ class MulticlassROCHistogramState(NamedTuple):
         src = out.require(who, "logits", "scores", "probs")
         return self.update(out.labels(who), out.get(src), mask=out.get("mask"),
                            sample_weight=out.get("sample_weight"), **options)
+
+
+class _Float16MulticlassROCHistogramState(MulticlassROCHistogramState):
+    """:class:`MulticlassROCHistogramState` keyed by float16 bits
+    (``init(score_dtype="float16")``)."""
+
+    __slots__ = ()
+
+    @property
+    def score_dtype(self) -> str:
+        return "float16"
 
 
 _nan_if = B.nan_if
