@@ -752,6 +752,17 @@ def _check_weighted(weighted):
     return V.choice(weighted, "weighted", (False, True))
 
 
+def _empty_sums(cls, kinds, weighted, xp):
+    """An empty state of 0-d sums, one field per letter of ``kinds``: ``f`` a float
+    sum, ``i`` an integer count, ``w`` the weight (float if ``weighted``, else a
+    count)."""
+    weighted = _check_weighted(weighted)
+    xp = _namespace(xp)
+    f, i = B.acc_float(xp), B.acc_int(xp)
+    dtypes = {"f": f, "i": i, "w": f if weighted else i}
+    return cls(*[xp.zeros((), dtype=dtypes[k]) for k in kinds])
+
+
 # --------------------------------------------------------------------------
 # regression sums
 # --------------------------------------------------------------------------
@@ -800,12 +811,7 @@ class RegressionState(NamedTuple):
     @classmethod
     def init(cls, *, xp=None, weighted=False) -> RegressionState:
         """An empty state (``weighted=True`` for real ``sample_weight``)."""
-        weighted = _check_weighted(weighted)
-        xp = _namespace(xp)
-        f = B.acc_float(xp)
-        return cls(xp.zeros((), dtype=f if weighted else B.acc_int(xp)), xp.zeros((), dtype=f),
-                   xp.zeros((), dtype=f), xp.zeros((), dtype=f), xp.zeros((), dtype=f),
-                   xp.zeros((), dtype=B.acc_int(xp)))
+        return _empty_sums(cls, "wffffi", weighted, xp)
 
     def _count_totals(self):
         return (self.weight,) if _integral(self.weight) else ()
@@ -909,11 +915,7 @@ class MeanState(NamedTuple):
     @classmethod
     def init(cls, *, xp=None, weighted=False) -> MeanState:
         """An empty state (``weighted=True`` for ``sample_weight``)."""
-        weighted = _check_weighted(weighted)
-        xp = _namespace(xp)
-        f, i = B.acc_float(xp), B.acc_int(xp)
-        return cls(xp.zeros((), dtype=f), xp.zeros((), dtype=f if weighted else i),
-                   xp.zeros((), dtype=i), xp.zeros((), dtype=i))
+        return _empty_sums(cls, "fwii", weighted, xp)
 
     def _count_totals(self):
         return (self.count, self.weight) if _integral(self.weight) else (self.count,)
