@@ -85,8 +85,13 @@ def test_nnx_metric_in_a_multimetric_under_nnx_jit():
     for yb, zb, mb, _ in data[:2]:
         other.update(labels=yb, logits=zb, mask=mb)
     metrics.reset()
-    with pytest.warns(UndefinedMetricWarning, match="only one class"):
+    with pytest.warns(UndefinedMetricWarning) as rec:     # one warning per empty state
         emptied = metrics.calipers.compute()
+    msgs = sorted(str(w.message) for w in rec)
+    assert len(msgs) == 3, msgs
+    assert any("ConfusionState holds no rows" in m for m in msgs)
+    assert any("only one class" in m for m in msgs)
+    assert any("ProbabilityLossState holds no rows" in m for m in msgs)
     assert int(np.asarray(emptied["cm"].confusion_matrix).sum()) == 0
     metrics.calipers.merge(other)
     keep = np.concatenate([np.asarray(mb) for _, _, mb, _ in data[:2]])

@@ -291,3 +291,125 @@ def test_shard_map_over_four_devices_equals_one_device(tmp_path, x64):
     assert line, res.stdout[-2000:]
     _, counted, real = line[0].split()
     assert counted == real                 # every real row counted once, padding never
+
+
+def _flat_queries(seed, nq=10):
+    """Ragged queries as flat rows (ties in the scores, some queries without a relevant
+    row), with their per-query references from calipers.retrieval."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 9, nq)
+    qid = np.repeat(np.arange(nq), sizes)
+    rel = rng.integers(0, 3, qid.size) * (rng.random(qid.size) < 0.5)
+    score = rng.integers(0, 4, qid.size) / 4.0                    # ties
+    return qid, rel, score
+
+
+def _reference(qid, rel, score, k):
+    flat = dict(y_true=rel, y_score=score, query_id=qid)
+    return [retrieval.ndcg(**flat, k=k), retrieval.reciprocal_rank(**flat),
+            retrieval.recall_at_k(**flat, k=k)]
+
+
+def _batches_by_query(qid, rel, score, cut, width, rng, ids=lambda q: q):
+    """Two batches, queries < cut and >= cut, rows shuffled, each padded to ``width`` rows
+    holding garbage (labels -5, NaN scores, ids that no real row has)."""
+    out = []
+    for sel in (qid < cut, qid >= cut):
+        idx = rng.permutation(np.flatnonzero(sel))
+        pad = width - idx.size
+        out.append(dict(
+            labels=np.concatenate([rel[idx], np.full(pad, -5)]),
+            scores=np.concatenate([score[idx], np.full(pad, np.nan)]),
+            query_id=np.concatenate([ids(qid[idx]), np.full(pad, ids(7777))]),
+            mask=np.arange(width) < idx.size))
+    return out
+
+
+def _check_against_reference(got, ref):
+    means = np.asarray(got.mean)
+    for i, r in enumerate(ref):
+        assert means[i] == pytest.approx(float(r.mean), rel=1e-12), i
+        np.testing.assert_array_equal(np.asarray(got.n_undefined)[i], r.n_undefined)
+        np.testing.assert_array_equal(np.asarray(got.count)[i],
+                                      int(np.sum(~np.isnan(np.asarray(r.values)))))
+
+
+@pytest.mark.filterwarnings("ignore::calipers.UndefinedMetricWarning")
+@pytest.mark.parametrize("mode", ["numpy_any_ids", "numpy_num_queries", "jax_eager", "jax_jit"])
+def test_flat_rows_with_query_id_equal_retrieval_and_the_padded_path(mode):
+    """QueryMeanState in a collection fed flat rows keyed by query_id (each query inside one
+    batch, rows shuffled, padding masked): the means and counts equal calipers.retrieval's
+    one-shot per-query functions on the same rows, and the padded (Q, L) path."""
+    k = 3
+    qid, rel, score = _flat_queries(11)
+    ref = _reference(qid, rel, score, k)
+    rng = np.random.default_rng(5)
+    width = int(qid.size)
+    if mode == "numpy_any_ids":            # eager: any ids (unsorted, far apart), no num_queries
+        opts = {"k": k}
+        batches = _batches_by_query(qid, rel, score, 4, width, rng, ids=lambda q: 1000 - 37 * q)
+    else:
+        opts = {"k": k, "num_queries": 10}
+        batches = _batches_by_query(qid, rel, score, 4, width, rng)
+    xp = jnp if mode.startswith("jax") else None
+    c = StateCollection.init({"rank": QueryMeanState.init(3, xp=xp),
+                              "cm": ConfusionState.init(3, xp=xp)}, options={"rank": opts})
+    step = (jax.jit(lambda c, b: c.update(**b)) if mode == "jax_jit"
+            else lambda c, b: c.update(**b))
+    for b in batches:
+        if xp is not None:
+            b = {n: jnp.asarray(v) for n, v in b.items()}
+        b["preds"] = b["labels"] * 0 + 1
+        c = step(c, b)
+    _check_against_reference(c.compute()["rank"], ref)
+    # the padded (Q, L) path on the same queries gives the same state
+    L = int(np.bincount(qid).max())
+    pos = np.concatenate([np.arange(n) for n in np.bincount(qid)])
+    Yp = np.zeros((10, L), rel.dtype)
+    Sp = np.zeros((10, L))
+    Mp = np.zeros((10, L), bool)
+    Yp[qid, pos], Sp[qid, pos], Mp[qid, pos] = rel, score, True
+    padded = QueryMeanState.init(3).update_outputs(labels=Yp, scores=Sp, mask=Mp, k=k)
+    np.testing.assert_allclose(np.asarray(c["rank"].total), padded.total, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(c["rank"].count), padded.count)
+    np.testing.assert_array_equal(np.asarray(c["rank"].n_undefined), padded.n_undefined)
+
+
+@pytest.mark.filterwarnings("ignore::calipers.UndefinedMetricWarning")
+def test_flat_ranking_batch_per_query_values_equal_retrieval():
+    """ranking_batch_metrics with query_id: per-query values in ascending id order, eagerly
+    and under jit with num_queries (queries without a real row padded)."""
+    qid, rel, score = _flat_queries(2, nq=8)
+    perm = np.random.default_rng(0).permutation(qid.size)
+    qid, rel, score = qid[perm], rel[perm], score[perm]
+    ref = _reference(qid, rel, score, 2)
+    got = calipers.ranking_batch_metrics(rel, score, query_id=qid * 3 + 1, k=2)
+    for g, r in zip((got.ndcg, got.reciprocal_rank, got.recall), ref):
+        np.testing.assert_allclose(g, np.asarray(r.values), rtol=1e-12)
+    assert bool(np.all(got.query_mask))
+    f = jax.jit(lambda y, s, q: calipers.ranking_batch_metrics(y, s, query_id=q, k=2,
+                                                               num_queries=11))
+    j = f(jnp.asarray(rel), jnp.asarray(score), jnp.asarray(qid))
+    np.testing.assert_array_equal(np.asarray(j.query_mask), np.arange(11) < 8)
+    for g, r in zip((j.ndcg, j.reciprocal_rank, j.recall), ref):
+        np.testing.assert_allclose(np.asarray(g)[:8], np.asarray(r.values), rtol=1e-12)
+        assert np.isnan(np.asarray(g)[8:]).all()
+
+
+@pytest.mark.filterwarnings("ignore::calipers.UndefinedMetricWarning")
+def test_flat_rows_errors_and_a_query_split_over_batches_counts_per_batch():
+    y, s, q = np.array([1, 0, 2, 0]), np.array([0.5, 0.2, 0.9, 0.1]), np.array([0, 0, 1, 1])
+    with pytest.raises(ValueError, match="num_queries .*required under jit"):
+        jax.jit(lambda y, s, q: calipers.ranking_batch_metrics(y, s, query_id=q).ndcg)(
+            jnp.asarray(y), jnp.asarray(s), jnp.asarray(q))
+    with pytest.raises(ValueError, match="query_mask"):
+        calipers.ranking_batch_metrics(y, s, query_id=q, query_mask=[True, True])
+    with pytest.raises(ValueError, match="needs query_id"):
+        calipers.ranking_batch_metrics(y[None], s[None], num_queries=1)
+    with pytest.raises(ValueError, match="num_queries"):
+        calipers.ranking_batch_metrics(y, s, query_id=q, num_queries=0)
+    # query 0 split over two batches: two queries, one on each part (documented)
+    st = QueryMeanState.init(3)
+    st = st.update_outputs(labels=y[:1], scores=s[:1], query_id=q[:1])
+    st = st.update_outputs(labels=y[1:], scores=s[1:], query_id=q[1:])
+    np.testing.assert_array_equal(st.count + st.n_undefined, [3, 3, 3])

@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -147,11 +148,29 @@ def test_invalid_batch_under_jit_makes_compute_nan():
     assert int(state.counts.sum()) == 2
 
 
-def test_empty_states_compute_nan():
-    assert np.isnan(ConfusionState.init(2).compute().accuracy)
-    assert np.isnan(NLLState.init().compute().perplexity)
-    assert np.isnan(ProbabilityLossState.init().compute().log_loss)
-    assert np.isnan(CalibrationState.init(4).compute())
+@pytest.mark.parametrize("compute, value, match", [
+    (lambda: ConfusionState.init(2).compute(), lambda r: r.accuracy,
+     "ConfusionState holds no rows.*accuracy"),
+    (lambda: NLLState.init().compute(), lambda r: r.perplexity, "NLLState holds no tokens"),
+    (lambda: ProbabilityLossState.init().compute(), lambda r: r.log_loss,
+     "ProbabilityLossState holds no rows.*log loss and Brier"),
+    (lambda: CalibrationState.init(4).compute(), lambda r: r,
+     "CalibrationState holds no rows.*calibration error"),
+    (lambda: CalibrationState.init(4, weighted=True).update([1], [0.5], sample_weight=[0.0])
+     .compute(), lambda r: r, "CalibrationState holds no rows"),
+])
+def test_empty_states_compute_nan_with_one_warning(compute, value, match):
+    with pytest.warns(calipers.UndefinedMetricWarning, match=match) as rec:
+        out = compute()
+    assert len(rec) == 1 and rec[0].filename == __file__
+    assert np.isnan(value(out))
+
+
+def test_nll_state_without_bytes_is_nan_bits_per_byte_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", calipers.UndefinedMetricWarning)
+        out = NLLState.init().update([-0.5, -1.5]).compute()
+    assert np.isnan(out.bits_per_byte) and out.nll_per_token == 1.0
 
 
 @pytest.mark.parametrize("call, match", [

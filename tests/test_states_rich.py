@@ -329,3 +329,17 @@ def test_top_k_state_errors():
         TopKAccuracyState.init(1)
     with pytest.warns(UndefinedMetricWarning):
         assert math.isnan(float(TopKAccuracyState.init(3).compute(1)))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regression_and_mean_init_field_dtypes(weighted):
+    """One helper makes both empty states: float sums, integer counts, and the weight a
+    count unless weighted=True."""
+    w = np.float64 if weighted else np.int64
+    r = calipers.RegressionState.init(weighted=weighted)
+    assert [np.asarray(f).dtype for f in r] == [w] + [np.float64] * 4 + [np.int64]
+    m = calipers.MeanState.init(weighted=weighted)
+    assert [np.asarray(f).dtype for f in m] == [np.float64, w, np.int64, np.int64]
+    assert all(np.asarray(f).shape == () and not np.asarray(f) for f in (*r, *m))
+    with pytest.raises(ValueError, match="weighted"):
+        calipers.MeanState.init(weighted="yes")

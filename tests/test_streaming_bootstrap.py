@@ -222,3 +222,30 @@ def test_compute_on_a_state_replicated_over_an_explicit_mesh():
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "accuracy", "log_loss"])
+def test_empty_state_warns_once_and_is_nan(metric):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    st = PairedBootstrapState.init(metric, 8, seed=3)
+    padded = st.update(np.ones(4), np.full(4, 0.5), np.full(4, 0.5),
+                       row_ids=np.arange(4), mask=np.zeros(4, bool))
+    for s in (st, padded):
+        with pytest.warns(calipers.UndefinedMetricWarning, match=f"no rows.*{metric}") as rec:
+            da, db = s.compute()
+        assert len(rec) == 1
+        assert np.isnan(da).all() and np.isnan(db).all()
+    js = PairedBootstrapState.init(metric, 8, seed=3, xp=jnp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        da, db = jax.jit(lambda s: s.compute())(js)       # under jit: NaN, no warning
+    assert np.isnan(np.asarray(da)).all() and np.isnan(np.asarray(db)).all()
+    # a state with rows: no warning, even where a replicate is undefined
+    y = np.array([1, 0, 1, 0, 1, 1])
+    a = np.array([0.9, 0.2, 0.6, 0.4, 0.3, 0.8])
+    full = st.update(y, a, a[::-1].copy(), row_ids=np.arange(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", calipers.UndefinedMetricWarning)
+        full.compute()

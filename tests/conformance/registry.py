@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -955,6 +956,13 @@ class StateEntry:
     functions' values on all rows, in that order; ``exact`` the indices of
     ``values`` that are integer counts (bit for bit). Float sums are compared
     at 1e-12 (1e-5 without x64).
+
+    ``empty``: ``values`` of a state that holds no rows (made by ``init``, or
+    fed only padding), NaN for every value that is undefined without rows;
+    ``empty_warnings``: how many :class:`UndefinedMetricWarning` its plain
+    ``compute()`` issues eagerly (one per state: one per member of a
+    collection). The one-shot functions refuse empty input (``ValueError``:
+    empty input is invalid) or give these same values.
     """
 
     name: str
@@ -965,6 +973,8 @@ class StateEntry:
     values: Callable
     one_shot: Callable
     exact: tuple = ()
+    empty: tuple = ()
+    empty_warnings: int = 1
 
 
 def _sg_classes(rng, n, c=3):
@@ -1048,7 +1058,7 @@ STATE_ENTRIES = [
                                                    labels=[0, 1, 2]),
                           calipers.matthews_corrcoef(c["y"], c["p"]),
                           calipers.cohen_kappa_score(c["y"], c["p"])],
-               exact=(0,)),
+               exact=(0,), empty=(np.zeros((3, 3)),) + (math.nan,) * 5),
     StateEntry("CalibrationState", lambda xp: calipers.CalibrationState.init(10, xp=xp),
                _sg_binary_prob, {"y": 3, "p": np.nan},
                lambda st, c, m: st.update(c["y"], c["p"], mask=m),
@@ -1057,20 +1067,20 @@ STATE_ENTRIES = [
                           calipers.expected_calibration_error(c["y"], c["p"], n_bins=10,
                                                               norm="max"),
                           calipers.reliability_diagram(c["y"], c["p"], n_bins=10).count],
-               exact=(2,)),
+               exact=(2,), empty=(math.nan, math.nan, np.zeros(10))),
     StateEntry("ProbabilityLossState", lambda xp: calipers.ProbabilityLossState.init(xp=xp),
                _sg_binary_prob, {"y": 5, "p": 2.0},
                lambda st, c, m: st.update(c["y"], c["p"], mask=m),
                lambda st: list(st.compute()) + [st.weight],
                lambda c: [calipers.log_loss(c["y"], c["p"]),
                           calipers.brier_score_loss(c["y"], c["p"]), len(c["y"])],
-               exact=(2,)),
+               exact=(2,), empty=(math.nan, math.nan, 0)),
     StateEntry("NLLState", lambda xp: calipers.NLLState.init(xp=xp),
                _sg_tokens, {"lp": np.nan},
                lambda st, c, m: st.update(c["lp"], mask=m, num_bytes=0),
                lambda st: [st.compute().perplexity, st.compute().nll_per_token, st.tokens],
                lambda c: [calipers.perplexity(c["lp"]), -float(np.mean(c["lp"])), len(c["lp"])],
-               exact=(2,)),
+               exact=(2,), empty=(math.nan, math.nan, 0)),
     StateEntry("ROCHistogramState", lambda xp: calipers.ROCHistogramState.init(16, xp=xp),
                _sg_binary_scores, {"y": 2, "s": np.inf},
                lambda st, c, m: st.update(c["y"], c["s"], mask=m),
@@ -1079,13 +1089,14 @@ STATE_ENTRIES = [
                lambda c: [calipers.roc_auc_score(c["y"], c["s"]),
                           calipers.average_precision_score(c["y"], c["s"]),
                           int(np.sum(c["y"] == 0)), int(np.sum(c["y"] == 1))],
-               exact=(2, 3)),
+               exact=(2, 3), empty=(math.nan, math.nan, 0, 0)),
     StateEntry("QueryMeanState", lambda xp: calipers.QueryMeanState.init(xp=xp),
                _sg_queries, {"y": -5, "s": np.nan, "m": False},
                lambda st, c, m: st.update(calipers.ranking_batch_metrics(
                    c["y"], c["s"], c["m"], query_mask=m, k=3)),
                lambda st: list(st.compute().mean) + [st.compute().count],
-               _ranking_one_shot, exact=(3,)),
+               _ranking_one_shot, exact=(3,),
+               empty=(math.nan, math.nan, math.nan, np.zeros(3))),
     StateEntry("StateCollection",
                lambda xp: calipers.StateCollection.init({
                    "cm": calipers.ConfusionState.init(2, xp=xp),
@@ -1099,7 +1110,7 @@ STATE_ENTRIES = [
                                                     labels=[0, 1]),
                           calipers.roc_auc_score(c["y"], c["z"]),
                           calipers.log_loss(c["y"], _sigmoid(c["z"]))],
-               exact=(0,)),
+               exact=(0,), empty=(np.zeros((2, 2)), math.nan, math.nan), empty_warnings=3),
 ]
 
 STATE_ENTRIES += [
@@ -1111,13 +1122,13 @@ STATE_ENTRIES += [
                           calipers.root_mean_squared_error(c["y"], c["p"]),
                           calipers.mean_absolute_error(c["y"], c["p"]),
                           calipers.r2_score(c["y"], c["p"]), len(c["y"])],
-               exact=(4,)),
+               exact=(4,), empty=(math.nan,) * 4 + (0,)),
     StateEntry("MeanState", lambda xp: calipers.MeanState.init(xp=xp),
                _sg_values, {"v": np.nan},
                lambda st, c, m: st.update(c["v"], mask=m),
                lambda st: [st.compute().mean, st.compute().total, st.count],
                lambda c: [float(np.mean(c["v"])), float(np.sum(c["v"])), len(c["v"])],
-               exact=(2,)),
+               exact=(2,), empty=(math.nan, 0, 0)),
     StateEntry("MulticlassROCHistogramState",
                lambda xp: calipers.MulticlassROCHistogramState.init(4, xp=xp),
                _sg_topk, {"y": 11, "s": np.nan},
@@ -1127,13 +1138,14 @@ STATE_ENTRIES += [
                lambda c: [float(np.mean(_ovr(c))),
                           float(np.average(_ovr(c), weights=np.bincount(c["y"], minlength=4))),
                           3 * len(c["y"]), len(c["y"])],
-               exact=(2, 3)),
+               exact=(2, 3), empty=(math.nan, math.nan, 0, 0)),
     StateEntry("TopKAccuracyState", lambda xp: calipers.TopKAccuracyState.init(4, xp=xp),
                _sg_topk, {"y": 11, "s": np.nan},
                lambda st, c, m: st.update(c["y"], c["s"], mask=m),
                lambda st: [st.compute(1), st.compute(2), st.compute(3)],
                lambda c: [calipers.top_k_accuracy_score(c["y"], c["s"], k=k, labels=range(4))
-                          for k in (1, 2, 3)]),
+                          for k in (1, 2, 3)],
+               empty=(math.nan,) * 3),
 ]
 
 STATE_REGISTRY = {e.name: e for e in STATE_ENTRIES}

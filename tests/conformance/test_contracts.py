@@ -695,3 +695,69 @@ def test_state_split_merge_equals_one_shot(name, backend):
                     else:
                         np.testing.assert_allclose(f, g, rtol=1e-6 if f.dtype == np.float32
                                                    else 1e-12)
+
+
+def _empty_batch(entry, cols, width):
+    """``width`` rows of the entry's padding garbage, every row masked."""
+    batch = {}
+    for k, v in cols.items():
+        fill = np.full((width,) + v.shape[1:], entry.pad[k], dtype=np.result_type(
+            v.dtype, np.asarray(entry.pad[k]).dtype))
+        batch[k] = fill
+    return batch, np.zeros(width, dtype=bool)
+
+
+def _assert_empty_values(name, got, want):
+    assert len(got) == len(want), f"{name}: {len(got)} values, registry's empty has {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(as_np(g), as_np(w),
+                                      err_msg=f"{name} value {i} of a state with no rows")
+
+
+@pytest.mark.parametrize("backend", STATE_BACKENDS)
+@pytest.mark.parametrize("name", sorted(STATE_REGISTRY))
+def test_empty_state_compute_is_nan_with_one_warning(name, backend):
+    """A state with no rows (fresh, or fed only padding): the values undefined without rows
+    are NaN, eagerly with one UndefinedMetricWarning per state pointing at the caller's
+    line; under ``jit`` NaN and no warning. The one-shot functions on no rows refuse the
+    input (empty input is invalid) or give the same values."""
+    entry = STATE_REGISTRY[name]
+    assert entry.empty, f"{name}: the registry entry needs empty= (its values with no rows)"
+    xp = _state_xp(backend)
+    with context(backend):
+        cols = entry.gen(np.random.default_rng(0), N)
+        batch, mask = _empty_batch(entry, cols, N)
+        b = {k: _convert_state_input(backend, v) for k, v in batch.items()}
+        m = _convert_state_input(backend, mask)
+        jit = backend.startswith("jax_jit")
+        step = jax.jit(entry.update) if jit else entry.update
+        padded = step(entry.init(xp), b, m)
+        for state in (entry.init(xp), padded):
+            with warnings.catch_warnings(record=True) as rec:
+                warnings.simplefilter("always")
+                if jit:
+                    got = jax.jit(entry.values)(state)
+                    jax.jit(lambda s: s.compute())(state)
+                else:
+                    state.compute()
+            undefined = [w for w in rec if issubclass(w.category, UndefinedMetricWarning)]
+            if jit:
+                assert not undefined, [str(w.message) for w in undefined]
+            else:
+                assert len(undefined) == entry.empty_warnings, \
+                    f"{name}.compute() with no rows: {[str(w.message) for w in undefined]}"
+                for w in undefined:
+                    assert w.filename == __file__, (w.filename, str(w.message))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UndefinedMetricWarning)
+                    got = entry.values(state)
+            _assert_empty_values(name, got, entry.empty)
+    # the one-shot functions on zero rows: invalid input, or the same values
+    none = {k: v[:0] for k, v in cols.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = entry.one_shot(none)
+        except ValueError:
+            return
+    _assert_empty_values(name, want, entry.empty)

@@ -230,12 +230,19 @@ class PairedBootstrapState(NamedTuple):
         Float64 (float32 without x64), NaN where a replicate is undefined (AUC
         without a positive or a negative drawn, AP without a positive, no row
         drawn), and every value NaN once an invalid batch was added or a count
-        wrapped. Eager NumPy arrays, or JAX arrays (traceable).
+        wrapped. Eager NumPy arrays, or JAX arrays (traceable). A state that
+        holds no rows gives NaN for every replicate with one
+        :class:`UndefinedMetricWarning` eagerly (under ``jit`` no warning);
+        some undefined replicates among defined ones are not warned about,
+        as :func:`calipers.paired_bootstrap_replicates` does not (the
+        interval functions count them).
         """
         xp = _state_xp(self)
         metric = self.metric
         f = B.acc_float(xp)
         bad = (self.invalid > 0) | xp.any(self.total < 0)
+        V.warn_if(xp.all(self.total == 0) & ~bad, f"PairedBootstrapState holds no rows: every "
+                  f"replicate of {metric} is undefined; NaN", xp)
         out = []
         for m in (0, 1):
             s = self.stats[:, m, :]

@@ -55,9 +55,13 @@ class StateCollection(Mapping):
     * :class:`ROCHistogramState`: ``labels`` and ``logits`` as they are
       (the finest key: no sigmoid), else ``scores``, else ``probs``;
     * :class:`QueryMeanState` (3 metrics): a padded ``(Q, L)`` batch,
-      ``labels`` graded relevance and ``scores`` (or ``logits``), through
+      ``labels`` graded relevance and ``scores`` (or ``logits``), or flat
+      rows of those with ``query_id`` (n,) and ``mask`` (n,), through
       :func:`ranking_batch_metrics` with the state's static options
-      (``k``, ``gain``, ``relevance_level``);
+      (``k``, ``gain``, ``relevance_level``, and ``num_queries`` for flat
+      rows under ``jit``: ids ``0 .. num_queries - 1``). Each query must lie
+      within one batch (one split over batches counts once per batch);
+      the other states ignore ``query_id``;
     * :class:`NLLState`: ``token_logprobs``, else the log-softmax of
       ``logits`` (..., V) at ``labels`` (...).
 

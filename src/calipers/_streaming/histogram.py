@@ -59,6 +59,7 @@ from .._core.compile import compiled, program
 from .._core.exceptions import UndefinedMetricWarning
 from .base import (bad as _bad, batch_total_flag as _batch_total_flag,
                    check_host_ints as _check_host_ints, drop_masked as _drop_masked,
+                   limit_text as _limit_text,
                    fill_one as _fill_one, fill_zero as _fill_zero, integral as _integral,
                    merge, namespace as _namespace, row_mask as _row_mask, state_xp as _state_xp,
                    streaming_state, to as _to)
@@ -570,8 +571,15 @@ class MulticlassROCHistogramState(NamedTuple):
         one = ROCHistogramState.init(bits, score_dtype=score_dtype, weighted=weighted, xp=xp)
         xp = _state_xp(one)
         shape = (num_classes,) + tuple(one.neg.shape)
-        return cls(xp.zeros(shape, dtype=one.neg.dtype), xp.zeros(shape, dtype=one.pos.dtype),
-                   one.invalid)
+        klass = _Float16MulticlassROCHistogramState if one.score_dtype == "float16" \
+            else MulticlassROCHistogramState
+        return klass(xp.zeros(shape, dtype=one.neg.dtype), xp.zeros(shape, dtype=one.pos.dtype),
+                     one.invalid)
+
+    @property
+    def score_dtype(self) -> str:
+        """The key format: ``"float32"`` or ``"float16"`` (as :class:`ROCHistogramState`)."""
+        return "float32"
 
     @property
     def num_classes(self) -> int:
@@ -582,7 +590,8 @@ class MulticlassROCHistogramState(NamedTuple):
         return int(self.neg.shape[1]).bit_length() - 1
 
     def _binary(self, c):
-        return ROCHistogramState(self.neg[c], self.pos[c], self.invalid)
+        klass = _Float16ROCHistogramState if self.score_dtype == "float16" else ROCHistogramState
+        return klass(self.neg[c], self.pos[c], self.invalid)
 
     def _count_totals(self):
         if _integral(self.neg):
@@ -591,8 +600,15 @@ class MulticlassROCHistogramState(NamedTuple):
         return ()
 
     def update(self, y_true, y_score, *, mask=None, sample_weight=None) -> MulticlassROCHistogramState:
-        """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C)."""
+        """Add class indices ``y_true`` (n,) and scores ``y_score`` (n, C).
+
+        One segment count over ``(class, label, bin)`` ids: row ``i`` adds to
+        class ``c``'s positive histogram (``y_true[i] == c``) or negative one,
+        at the bin of ``y_score[i, c]``: the same counts, bit for bit, as
+        ``C`` binary :class:`ROCHistogramState` updates.
+        """
         xp = _state_xp(self)
+        _check_host_ints("sample_weight", sample_weight, self.neg.dtype, xp)
         y_true, y_score, sample_weight, mask = _to(xp, y_true, y_score, sample_weight, mask)
         C = self.num_classes
         B.check_1d("y_true", y_true)
@@ -600,7 +616,16 @@ class MulticlassROCHistogramState(NamedTuple):
         if y_score.ndim != 2 or y_score.shape[1] != C:
             raise ValueError(f"y_score must have shape (n, {C}) for this state, got "
                              f"{tuple(y_score.shape)}")
+        if sample_weight is not None:
+            B.check_1d("sample_weight", sample_weight)
         B.check_same_length(y_true=y_true, y_score=y_score, sample_weight=sample_weight)
+        if B.is_numpy(xp) and _dtype_name(y_score.dtype) == "bfloat16":
+            y_score = y_score.astype(np.float32)   # ml_dtypes' bfloat16: exact in float32
+        fmt = self.score_dtype
+        if fmt == "float16" and _dtype_name(y_score.dtype) != "float16":
+            raise ValueError(f"this state keys float16 scores (score_dtype='float16'); y_score "
+                             f"has dtype {y_score.dtype}: cast it, or use "
+                             "init(score_dtype='float32')")
         t = y_true
         if xp.isdtype(t.dtype, "bool"):
             t = xp.astype(t, B.acc_int(xp))
@@ -611,28 +636,55 @@ class MulticlassROCHistogramState(NamedTuple):
         rows_bad = bad if keep is None else bad & keep
         invalid = V.fail_if(rows_bad, "y_true", f"must hold class indices 0 .. {C - 1} (the "
                             "columns of y_score)", xp, values=y_true) | bad_m
-        if keep is not None and not B.is_traced(keep):
-            keep_np = np.asarray(B.to_numpy(keep)).astype(bool)
-            if not keep_np.all():                       # eager padding: drop the rows
-                idx = xp.asarray(np.flatnonzero(keep_np), device=B.device(t))
-                t, y_score = xp.take(t, idx, axis=0), xp.take(y_score, idx, axis=0)
-                sample_weight = (None if sample_weight is None
-                                 else xp.take(sample_weight, idx, axis=0))
-                bad = xp.take(bad, idx, axis=0)
-            keep = None
-        if keep is not None:                            # traced padding: a row mask per class
-            mask_c = keep & ~bad
+        keep, (t, y_score, sample_weight, bad) = _drop_masked(
+            keep, [t, y_score, sample_weight, bad], [_fill_zero] * 4, xp)
+        n = t.shape[0]
+        if n == 0:
+            return self                                 # nothing unmasked: adds nothing
+        V.check_finite("y_score", y_score, xp)
+        M = self.neg.shape[1]
+        cdt = self.neg.dtype
+        integral_state = xp.isdtype(cdt, "integral")
+        if sample_weight is not None:
+            if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
+                raise ValueError("real-valued sample_weight needs a state made with "
+                                 "init(..., weighted=True); integer weights (repetitions) "
+                                 "are accepted as they are")
+            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
+        # id of (row, class c): c * 2M + [row is of class c] * M + bin of score[row, c]
+        b = _bin_index(y_score, fmt, self.bits, xp)                       # (n, C)
+        cls = xp.reshape(xp.arange(C, dtype=b.dtype, device=B.device(b)), (1, -1))
+        ti = xp.reshape(xp.astype(xp.where(bad, xp.zeros_like(t), t), b.dtype), (-1, 1))
+        ids = cls * (2 * M) + xp.astype(ti == cls, b.dtype) * M + b
+        drop = xp.zeros(ids.shape, dtype=xp.bool, device=B.device(b))
+        if xp.isdtype(y_score.dtype, "real floating") and B.is_traced(y_score):
+            finite = xp.isfinite(y_score)
+            invalid = invalid | ~xp.all(finite)
+            drop = drop | ~finite
+        if B.is_traced(bad):                            # rows with a bad label: not counted
+            drop = drop | xp.reshape(bad, (-1, 1))
+        if keep is not None:                            # traced padding: not counted
+            drop = drop | ~xp.reshape(keep, (-1, 1))
+        ids = xp.reshape(xp.where(drop, xp.full_like(ids, 2 * M * C), ids), (-1,))
+        if sample_weight is None:
+            hist = _count(ids, 2 * M * C, cdt, xp)
         else:
-            mask_c = None if not B.is_traced(bad) else ~bad
-        negs, poss, inv = [], [], invalid
-        for c in range(C):
-            st = ROCHistogramState(xp.zeros_like(self.neg[c]), xp.zeros_like(self.pos[c]),
-                                   xp.zeros_like(self.invalid))
-            st = st.update(t == c, y_score[:, c], mask=mask_c, sample_weight=sample_weight)
-            negs.append(st.neg)
-            poss.append(st.pos)
-            inv = inv | (st.invalid > 0)
-        add = type(self)(xp.stack(negs), xp.stack(poss), xp.astype(inv, self.invalid.dtype))
+            w = xp.reshape(xp.broadcast_to(xp.reshape(xp.astype(sample_weight, cdt), (-1, 1)),
+                                           (n, C)), (-1,))
+            hist = B.segment_sum(w, ids, 2 * M * C, xp)
+            if integral_state and B.is_traced(hist):
+                # integer weights can sum past the count dtype inside one batch: the rule
+                # of batch_total_flag for each (class, label) histogram
+                f = B.acc_float(xp)
+                wf = xp.reshape(xp.broadcast_to(xp.reshape(xp.astype(sample_weight, f),
+                                                           (-1, 1)), (n, C)), (-1,))
+                fsum = B.segment_sum(wf, ids // M, 2 * C, xp)
+                isum = xp.sum(xp.reshape(hist, (2 * C, M)), axis=1)
+                limit, text = _limit_text(cdt, xp)
+                invalid = invalid | V.fail_if(xp.any(isum < 0) | xp.any(fsum > 1.5 * limit),
+                                              "sample_weight", f"must sum to at most {text}", xp)
+        hist = xp.reshape(hist, (C, 2, M))
+        add = type(self)(hist[:, 0, :], hist[:, 1, :], xp.astype(invalid, self.invalid.dtype))
         return merge(self, add)
 
     def compute(self, average="macro") -> MulticlassROCSummary:
@@ -667,6 +719,17 @@ class MulticlassROCHistogramState(NamedTuple):
         src = out.require(who, "logits", "scores", "probs")
         return self.update(out.labels(who), out.get(src), mask=out.get("mask"),
                            sample_weight=out.get("sample_weight"), **options)
+
+
+class _Float16MulticlassROCHistogramState(MulticlassROCHistogramState):
+    """:class:`MulticlassROCHistogramState` keyed by float16 bits
+    (``init(score_dtype="float16")``)."""
+
+    __slots__ = ()
+
+    @property
+    def score_dtype(self) -> str:
+        return "float16"
 
 
 _nan_if = B.nan_if
@@ -714,11 +777,13 @@ def _as_mask(name, mask, shape, xp):
 
 
 def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike = None, *,
-                          query_mask: ArrayLike = None, k: int | Sequence[int] = 10,
+                          query_mask: ArrayLike = None, query_id: ArrayLike = None,
+                          num_queries: int | None = None, k: int | Sequence[int] = 10,
                           gain: str = "linear",
                           relevance_level: float | None = None
                           ) -> RankingBatch | dict[int, RankingBatch]:
-    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch.
+    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch, or of
+    flat rows with ``query_id``.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
     ``mask``, nothing leaves the device. Each row is one query; items with
@@ -736,17 +801,35 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     neither counts it nor calls it undefined. Undefined queries are real
     queries without a relevant item.
 
+    Flat rows: with ``query_id`` (n,), ``y_true``, ``y_score`` and ``mask``
+    are (n,) rows (any order; a query's rows need not be contiguous), and
+    the values are the one-shot functions' per-query values on the unmasked
+    rows, queries in ascending id order. Without ``num_queries`` (eager
+    only) the ids may be any numbers and the result has one entry per
+    distinct id of an unmasked row. With ``num_queries`` (static; required
+    under ``jit``) the ids must be ``0 .. num_queries - 1`` and the result
+    has ``num_queries`` entries, the queries without an unmasked row padded
+    (``query_mask`` False). Only this batch's rows are seen: a query whose
+    rows are split over two batches is evaluated as two queries, one on
+    each part; keep each query within one batch.
+
     Parameters
     ----------
-    y_true : array (Q, L)
+    y_true : array (Q, L), or (n,) with ``query_id``
         Graded relevance (negative means judged non-relevant, gain 0).
-    y_score : array (Q, L)
+    y_score : array (Q, L), or (n,) with ``query_id``
         Scores, higher ranks first; finite where ``mask`` is True.
-    mask : array (Q, L) or (Q,), boolean or 0/1, optional
+    mask : array (Q, L) or (Q,) (or (n,) with ``query_id``), boolean or 0/1, optional
         True (1) for real items; a (Q,) mask marks whole queries. Default:
         every item is real.
     query_mask : array (Q,), boolean or 0/1, optional
-        True (1) for real queries, combined with ``mask``.
+        True (1) for real queries, combined with ``mask`` (padded batches only).
+    query_id : array (n,), optional
+        The query of each row: flat rows instead of a padded batch.
+    num_queries : int, optional
+        With ``query_id``: the static number of queries, ids ``0 ..
+        num_queries - 1`` (required under ``jit``; the ``num_segments`` of
+        :func:`calipers.retrieval.ndcg`).
     k : int or sequence of int
         Cut-off for NDCG and recall (static). A sequence of distinct
         cut-offs is computed on one sort and returns a ``dict`` mapping each
@@ -767,14 +850,30 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     Raises
     ------
     ValueError
-        Eagerly: shapes that are not 2-D or differ, a mask that is not
-        boolean or 0/1, NaN/inf in real items, bad ``k``/``gain``. Under
-        ``jit``: values NaN and ``invalid`` True instead; no warning. Eagerly
-        an :class:`UndefinedMetricWarning` names the number of undefined
-        (real) queries.
+        Eagerly: shapes that are not 2-D (1-D with ``query_id``) or differ, a
+        mask that is not boolean or 0/1, NaN/inf in real items, bad
+        ``k``/``gain``/``num_queries``, ids outside ``0 .. num_queries - 1``,
+        ``query_mask`` with ``query_id``, ``query_id`` without
+        ``num_queries`` under ``jit``. Under ``jit``: values NaN and
+        ``invalid`` True instead; no warning. Eagerly an
+        :class:`UndefinedMetricWarning` names the number of undefined (real)
+        queries.
     """
     from ..retrieval import _measures as R
 
+    if query_id is not None:
+        ks, is_seq = R.check_k(k, required=True)
+        if len(set(ks)) != len(ks):
+            raise ValueError(f"k must not repeat a cut-off, got {k!r}")
+        gain = V.choice(gain, "gain", ("linear", "exponential"))
+        if query_mask is not None:
+            raise ValueError("query_mask marks the queries of a padded (Q, L) batch; with "
+                             "query_id, mark padding rows with mask=")
+        outs = _ranking_flat(y_true, y_score, mask, query_id, num_queries, ks, gain,
+                             relevance_level)
+        return _warn_and_pack(outs, ks, is_seq)
+    if num_queries is not None:
+        raise ValueError("num_queries is the number of queries of flat rows: it needs query_id")
     xp, (y_true, y_score, mask, query_mask) = B.as_arrays(y_true, y_score, mask, query_mask)
     for name, a in (("y_true", y_true), ("y_score", y_score)):
         if a.ndim != 2:
@@ -809,8 +908,14 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     else:
         outs = _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp)
     outs = [o._replace(invalid=o.invalid | bad_mask) for o in outs]
+    return _warn_and_pack(outs, ks, is_seq)
+
+
+def _warn_and_pack(outs, ks, is_seq):
+    """Eagerly warn about undefined real queries; one batch, or a dict by cut-off."""
     first = outs[0]
     if not B.is_traced(first.ndcg) and not bool(first.invalid):
+        xp = _state_xp(first)
         undefined = (xp.isnan(first.recall) | xp.isnan(first.ndcg)) & first.query_mask
         nu = int(xp.sum(xp.astype(undefined, xp.int32)))
         nq = int(xp.sum(xp.astype(first.query_mask, xp.int32)))
@@ -820,6 +925,44 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
     if is_seq:
         return dict(zip(ks, outs))
     return first
+
+
+def _ranking_flat(y_true, y_score, mask, query_id, num_queries, ks, gain, relevance_level):
+    """The :class:`RankingBatch` list of flat rows (see :func:`ranking_batch_metrics`)."""
+    xp, (y_true, y_score, mask, query_id) = B.as_arrays(y_true, y_score, mask, query_id)
+    for name, a in (("y_true", y_true), ("y_score", y_score), ("query_id", query_id)):
+        B.check_1d(name, a)
+    B.check_same_length(y_true=y_true, y_score=y_score, query_id=query_id)
+    n = y_true.shape[0]
+    keep, bad_mask = _row_mask(mask, n, xp)
+    dev = B.device(y_true)
+    if num_queries is None:
+        if B.is_traced(y_true, y_score, query_id, keep):
+            raise ValueError("num_queries (static) is required under jit for flat rows with "
+                             "query_id: the number of queries sets the output's shape")
+        _, (y_true, y_score, query_id) = _drop_masked(
+            keep, [y_true, y_score, query_id], [_fill_zero] * 3, xp)
+        n = y_true.shape[0]
+        Q = int(np.unique(np.asarray(B.to_numpy(query_id))).shape[0])
+        retrieved, real = None, xp.ones(Q, dtype=xp.bool, device=dev)
+    else:
+        Q = V.positive_int(num_queries, "num_queries")
+        if keep is None:
+            keep = xp.ones(n, dtype=xp.bool, device=dev)
+        # padding rows: query 0, gain 0, not retrieved (ranked after the real rows): no effect
+        y_true = xp.where(keep, y_true, xp.zeros_like(y_true))
+        y_score = xp.where(keep, y_score, xp.zeros_like(y_score))
+        query_id = xp.where(keep, query_id, xp.zeros_like(query_id))
+        retrieved = keep
+        ai = B.acc_int(xp)
+        real = B.segment_sum(xp.astype(keep, ai), xp.astype(query_id, ai), Q, xp) > 0
+    if n == 0:                                  # nothing unmasked: every query padded
+        nan = xp.full(Q, math.nan, dtype=B.acc_float(xp), device=dev)
+        return [RankingBatch(nan, nan, nan, xp.asarray(False) | bad_mask, real & False)
+                for _ in ks]
+    outs = _per_query_batches(y_true, y_score, query_id, retrieved, real, Q, ks, gain,
+                              relevance_level, xp)
+    return [o._replace(invalid=o.invalid | bad_mask) for o in outs]
 
 
 def _ranking_batch_jit(ks, gain, relevance_level):
@@ -832,25 +975,38 @@ def _ranking_batch_jit(ks, gain, relevance_level):
 
 def _ranking_batch(y_true, y_score, mask, ks, gain, relevance_level, xp):
     """One :class:`RankingBatch` per cut-off in ``ks`` (a tuple), from one sort per metric."""
-    from ..retrieval import _measures as R
-
     # Padding: not relevant (gain 0) and "not retrieved", which ranks it after
     # every real item of its query; its score is replaced so garbage never
     # makes the batch invalid.
     yt = xp.where(mask, y_true, xp.zeros_like(y_true))
     ys = xp.where(mask, y_score, xp.zeros_like(y_score))
-    Q = y_true.shape[0]
     real = xp.any(mask, axis=1)                     # a query with no real item is padding
+    return _per_query_batches(yt, ys, None, mask, real, y_true.shape[0], ks, gain,
+                              relevance_level, xp)
+
+
+def _per_query_batches(yt, ys, query_id, retrieved, real, Q, ks, gain, relevance_level, xp):
+    """One :class:`RankingBatch` per cut-off: the per-query values of
+    :mod:`calipers.retrieval` (one segment sort per metric) of a padded ``(Q, L)``
+    batch (``query_id`` None) or of flat rows with ``Q`` queries; ``real`` (Q,)
+    marks the queries with a real row (the others are padding: NaN)."""
+    from ..retrieval import _measures as R
+
     kk = list(ks) if len(ks) > 1 else ks[0]
+    # flat rows with a static number of queries pass it on (ids 0 .. Q-1)
+    seg = {"num_segments": Q} if query_id is not None and retrieved is not None else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        nd = R.ndcg(yt, ys, k=kk, gain=gain, retrieved=mask)
-        rr = R.reciprocal_rank(yt, ys, relevance_level=relevance_level, retrieved=mask)
-        rc = R.recall_at_k(yt, ys, k=kk, relevance_level=relevance_level, retrieved=mask)
+        nd = R.ndcg(yt, ys, query_id, k=kk, gain=gain, retrieved=retrieved, **seg)
+        rr = R.reciprocal_rank(yt, ys, query_id, relevance_level=relevance_level,
+                               retrieved=retrieved, **seg)
+        rc = R.recall_at_k(yt, ys, query_id, k=kk, relevance_level=relevance_level,
+                           retrieved=retrieved, **seg)
+    dev = B.device(yt)
     # A batch-level failure makes the mean NaN although some query is defined.
-    invalid = xp.asarray(False, device=B.device(y_true))
+    invalid = xp.asarray(False, device=dev)
     for r in (nd, rr, rc):
-        nu = xp.asarray(r.n_undefined, device=B.device(y_true))
+        nu = xp.asarray(r.n_undefined, device=dev)
         invalid = invalid | (xp.any(xp.isnan(xp.asarray(r.mean))) & (nu < Q))
     ndv = nd.values if len(ks) > 1 else xp.reshape(nd.values, (1, -1))
     rcv = rc.values if len(ks) > 1 else xp.reshape(rc.values, (1, -1))
@@ -868,7 +1024,7 @@ class QueryMeanSummary(NamedTuple):
     n_undefined: Any  #: undefined queries (left out of the mean)
 
 
-@streaming_state(takes=("labels", "scores"))
+@streaming_state(takes=("labels", "scores", "query_id"))
 class QueryMeanState(NamedTuple):
     """Mergeable mean of per-query values over defined queries, for ``m`` metrics.
 
@@ -882,6 +1038,13 @@ class QueryMeanState(NamedTuple):
     summation order. Limits: ``count`` and ``n_undefined`` each at most
     ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
+
+    In a :class:`calipers.StateCollection` (``update_outputs``) the state
+    takes a padded ``(Q, L)`` batch, or flat rows with ``query_id`` (n,)
+    (and the static option ``num_queries`` under ``jit``); both go through
+    :func:`ranking_batch_metrics`, whose per-query values are those of
+    :mod:`calipers.retrieval` on the same rows. A query must lie within one
+    batch: one split over batches counts once per batch, on each part.
     """
 
     total: Any
@@ -955,23 +1118,44 @@ class QueryMeanState(NamedTuple):
         add = QueryMeanState(total, cnt, nu, xp.astype(bad, self.invalid.dtype))
         return merge(self, add)
 
-    def _from_outputs(self, out, k=10, gain="linear", relevance_level=None):
-        """A padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
-        ``logits``), ``mask`` (Q, L) or (Q,); per-query NDCG@k, reciprocal rank and
-        recall@k by :func:`ranking_batch_metrics` (``k`` static, default 10)."""
+    def _from_outputs(self, out, k=10, gain="linear", relevance_level=None, num_queries=None):
+        """Per-query NDCG@k, reciprocal rank and recall@k by :func:`ranking_batch_metrics`
+        (static options ``k``, default 10, ``gain``, ``relevance_level``) of
+
+        * a padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
+          ``logits``), ``mask`` (Q, L) or (Q,); or
+        * flat rows with ``query_id`` (n,): ``labels``, ``scores`` (or ``logits``),
+          ``mask`` (n,); ``num_queries`` (static, ids ``0 .. num_queries - 1``) is
+          required under ``jit``. Each query must lie within one batch: a query
+          whose rows are split over batches counts as one query per batch.
+        """
         if self.total.shape[0] != 3:
             raise ValueError("a QueryMeanState fed from model outputs holds the 3 metrics of "
                              "ranking_batch_metrics: make it with init(3)")
         who = "QueryMeanState"
         src = out.require(who, "scores", "logits")
-        batch = ranking_batch_metrics(out.labels(who), out.get(src), out.get("mask"), k=k,
-                                      gain=gain, relevance_level=relevance_level)
+        if num_queries is not None and "query_id" not in out:
+            raise ValueError("QueryMeanState's num_queries option is for flat rows: it needs "
+                             "query_id= in the model outputs")
+        batch = ranking_batch_metrics(out.labels(who), out.get(src), out.get("mask"),
+                                      query_id=out.get("query_id"), num_queries=num_queries,
+                                      k=k, gain=gain, relevance_level=relevance_level)
         return self.update(batch)
 
     def compute(self) -> QueryMeanSummary:
-        """Means over defined queries, counts of defined and undefined queries."""
+        """Means over defined queries, counts of defined and undefined queries.
+
+        A metric with no defined query (no query added, or every one without
+        a relevant item) has mean NaN, with one :class:`UndefinedMetricWarning`
+        eagerly naming those metrics; under ``jit`` NaN and no warning.
+        """
         xp = _state_xp(self)
         c = xp.astype(self.count, self.total.dtype)
         mean = self.total / xp.where(c > 0, c, xp.ones_like(c))
-        mean = _nan_if((c == 0) | _bad(self, xp), mean, xp)
+        bad = _bad(self, xp)
+        V.warn_if((c == 0) & ~bad, lambda none: (
+            f"QueryMeanState: no defined query for metric(s) "
+            f"{np.flatnonzero(np.asarray(none)).tolist()} (no query added, or none with a "
+            "relevant item): their mean is undefined; NaN"), xp, values=c == 0)
+        mean = _nan_if((c == 0) | bad, mean, xp)
         return QueryMeanSummary(mean, self.count, self.n_undefined)

@@ -126,6 +126,10 @@ class ConfusionState(NamedTuple):
     integers. Limit: the total count of rows at most ``2**63 - 1``
     (``2**31 - 1`` = 2147483647 on JAX without x64), checked eagerly
     (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
+
+    No rows (or zero total weight): ``compute().accuracy`` is NaN with one
+    :class:`UndefinedMetricWarning` eagerly (the one-shot functions refuse
+    empty input); under ``jit`` NaN and no warning.
     """
 
     counts: Any
@@ -190,6 +194,7 @@ class ConfusionState(NamedTuple):
 
     @compiled
     def compute(self) -> ConfusionSummary:
+        """The counts and the accuracy (NaN with a warning eagerly when empty)."""
         xp = _state_xp(self)
         f = B.acc_float(xp)
         c = xp.astype(self.counts, f)
@@ -197,6 +202,8 @@ class ConfusionState(NamedTuple):
         eye = xp.astype(xp.reshape(xp.arange(K), (-1, 1)) == xp.reshape(xp.arange(K), (1, -1)), f)
         total = xp.sum(c)
         accv = xp.sum(c * eye) / xp.where(total > 0, total, 1.0)
+        V.warn_if((total == 0) & ~_bad(self, xp), "ConfusionState holds no rows (or zero "
+                  "weight): accuracy is undefined; NaN", xp)
         return ConfusionSummary(self.counts, finish(self, B.nan_if(total == 0, accv, xp)))
 
     def summary(self, *, average=None, beta=1.0, zero_division="nan", pos_label=1, labels=None,
@@ -310,6 +317,11 @@ class CalibrationState(NamedTuple):
     needs no positive weight). Limit: each channel's total count at most
     ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
+
+    No rows (or zero total weight): ``compute`` is NaN with one
+    :class:`UndefinedMetricWarning` eagerly; under ``jit`` NaN and no
+    warning. ``diagram`` gives NaN confidence and accuracy for every empty
+    bin, without a warning (an empty bin is part of the diagram).
     """
 
     weight: Any
@@ -406,12 +418,16 @@ class CalibrationState(NamedTuple):
 
     @compiled
     def compute(self, norm="l1"):
-        """Expected calibration error (``norm`` ``"l1"``, ``"l2"`` or ``"max"``)."""
+        """Expected calibration error (``norm`` ``"l1"``, ``"l2"`` or ``"max"``); NaN (with
+        an :class:`UndefinedMetricWarning` eagerly) when the state holds no weight."""
         _cal.check_options(1, "uniform", norm)
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         value = xp.mean(_cal.ece_from_bins(W, self.conf_sum, self.outcome_sum, norm, xp))
-        return finish(self, B.nan_if(xp.sum(W) == 0, value, xp))
+        empty = xp.sum(W) == 0
+        V.warn_if(empty & ~_bad(self, xp), "CalibrationState holds no rows (or zero weight): "
+                  "the expected calibration error is undefined; NaN", xp)
+        return finish(self, B.nan_if(empty, value, xp))
 
     def _from_outputs(self, out, **options):
         who = "CalibrationState"
@@ -469,6 +485,13 @@ class NLLState(NamedTuple):
     and bytes each at most ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX
     without x64), checked eagerly (``ValueError``) and flagged under ``jit``
     (``compute`` NaN).
+
+    No tokens: every value of ``compute`` is NaN with one
+    :class:`UndefinedMetricWarning` eagerly; under ``jit`` NaN and no
+    warning. Tokens but no bytes (``num_bytes`` never given): only
+    ``bits_per_byte`` is NaN, without a warning, since such a state does
+    not track bytes (:func:`calipers.bits_per_byte` needs a positive byte
+    count).
     """
 
     nll: Any
@@ -516,11 +539,14 @@ class NLLState(NamedTuple):
 
     @compiled
     def compute(self) -> NLLSummary:
+        """Perplexity, NLL per token and bits per byte (see the class notes for NaN)."""
         xp = _state_xp(self)
         f = B.acc_float(xp)
         tok = xp.astype(self.tokens, f)
         nb = xp.astype(self.bytes, f)
         mean = B.nan_if(tok == 0, self.nll / xp.where(tok > 0, tok, 1.0), xp)
+        V.warn_if((tok == 0) & ~_bad(self, xp), "NLLState holds no tokens: perplexity, NLL per "
+                  "token and bits per byte are undefined; NaN", xp)
         bpb = B.nan_if(nb == 0, self.nll / (math.log(2.0) * xp.where(nb > 0, nb, 1.0)), xp)
         return NLLSummary(*finish(self, xp.exp(mean), mean, bpb))
 
@@ -563,6 +589,10 @@ class ProbabilityLossState(NamedTuple):
     ``sample_weight`` adds nothing. Limit (unweighted): the row count at most
     ``2**63 - 1`` (``2**31 - 1`` = 2147483647 on JAX without x64), checked
     eagerly (``ValueError``) and flagged under ``jit`` (``compute`` NaN).
+
+    No rows (or zero total weight): both values NaN with one
+    :class:`UndefinedMetricWarning` eagerly (the one-shot functions refuse
+    empty input); under ``jit`` NaN and no warning.
     """
 
     log_loss_sum: Any
@@ -656,9 +686,12 @@ class ProbabilityLossState(NamedTuple):
 
     @compiled
     def compute(self) -> ProbabilityLossSummary:
+        """Mean log loss and Brier score (NaN with a warning eagerly when empty)."""
         xp = _state_xp(self)
         W = xp.astype(self.weight, B.acc_float(xp))
         safe = xp.where(W > 0, W, 1.0)
+        V.warn_if((W == 0) & ~_bad(self, xp), "ProbabilityLossState holds no rows (or zero "
+                  "weight): log loss and Brier score are undefined; NaN", xp)
         return ProbabilityLossSummary(*finish(
             self, *[B.nan_if(W == 0, s / safe, xp) for s in (self.log_loss_sum, self.brier_sum)]))
 
@@ -719,6 +752,17 @@ def _check_weighted(weighted):
     return V.choice(weighted, "weighted", (False, True))
 
 
+def _empty_sums(cls, kinds, weighted, xp):
+    """An empty state of 0-d sums, one field per letter of ``kinds``: ``f`` a float
+    sum, ``i`` an integer count, ``w`` the weight (float if ``weighted``, else a
+    count)."""
+    weighted = _check_weighted(weighted)
+    xp = _namespace(xp)
+    f, i = B.acc_float(xp), B.acc_int(xp)
+    dtypes = {"f": f, "i": i, "w": f if weighted else i}
+    return cls(*[xp.zeros((), dtype=dtypes[k]) for k in kinds])
+
+
 # --------------------------------------------------------------------------
 # regression sums
 # --------------------------------------------------------------------------
@@ -767,12 +811,7 @@ class RegressionState(NamedTuple):
     @classmethod
     def init(cls, *, xp=None, weighted=False) -> RegressionState:
         """An empty state (``weighted=True`` for real ``sample_weight``)."""
-        weighted = _check_weighted(weighted)
-        xp = _namespace(xp)
-        f = B.acc_float(xp)
-        return cls(xp.zeros((), dtype=f if weighted else B.acc_int(xp)), xp.zeros((), dtype=f),
-                   xp.zeros((), dtype=f), xp.zeros((), dtype=f), xp.zeros((), dtype=f),
-                   xp.zeros((), dtype=B.acc_int(xp)))
+        return _empty_sums(cls, "wffffi", weighted, xp)
 
     def _count_totals(self):
         return (self.weight,) if _integral(self.weight) else ()
@@ -876,11 +915,7 @@ class MeanState(NamedTuple):
     @classmethod
     def init(cls, *, xp=None, weighted=False) -> MeanState:
         """An empty state (``weighted=True`` for ``sample_weight``)."""
-        weighted = _check_weighted(weighted)
-        xp = _namespace(xp)
-        f, i = B.acc_float(xp), B.acc_int(xp)
-        return cls(xp.zeros((), dtype=f), xp.zeros((), dtype=f if weighted else i),
-                   xp.zeros((), dtype=i), xp.zeros((), dtype=i))
+        return _empty_sums(cls, "fwii", weighted, xp)
 
     def _count_totals(self):
         return (self.count, self.weight) if _integral(self.weight) else (self.count,)
