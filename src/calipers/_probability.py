@@ -49,12 +49,15 @@ def probability_sum_tolerance(dtype: Any = "float64") -> float:
     return V.prob_sum_tolerance(dtype)
 
 
-def _weights(sample_weight, xp):
-    """The flag of :func:`calipers._core.xp.check_weights` (None: no weights, no flag)."""
+def _weights(sample_weight, xp, positive_sum=False):
+    """The flag of :func:`calipers._core.validation.check_weights` (None: no weights, no flag).
+
+    ``positive_sum``: a weighted mean's weights must not all be 0 (the one-shot losses; a
+    state's batch of padding adds nothing instead)."""
     if sample_weight is None:
         return xp.asarray(False)
     V.check_1d("sample_weight", sample_weight)
-    return V.check_weights("sample_weight", sample_weight, xp)
+    return V.check_weights("sample_weight", sample_weight, xp, positive_sum=positive_sum)
 
 
 def _encode_text_binary(y_true, labels, pos_label):
@@ -81,7 +84,7 @@ def _not_in(labels):
 
 
 def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None,
-                 from_logits=False):
+                 from_logits=False, positive_sum=False):
     if labels is not None and pos_label is not None:
         raise ValueError("give labels or pos_label, not both")
     if V.is_text(y_true):
@@ -119,7 +122,7 @@ def prepare_prob(y_true, y_prob, sample_weight, *, labels=None, pos_label=None,
         invalid = invalid | bad_y | check_logits("y_prob", y_prob, xp)
     else:
         invalid = invalid | bad_y | V.check_probabilities("y_prob", p, xp)
-    invalid = invalid | _weights(sample_weight, xp)
+    invalid = invalid | _weights(sample_weight, xp, positive_sum)
     return xp, y, p, sample_weight, invalid, f
 
 
@@ -154,7 +157,8 @@ def _one_hot_index(y_true, K, xp):
     return xp.argmax(xp.astype(y_true == 1, B.acc_int(xp)), axis=1), invalid
 
 
-def prepare_multiclass(y_true, y_prob, sample_weight, labels, from_logits=False):
+def prepare_multiclass(y_true, y_prob, sample_weight, labels, from_logits=False,
+                       positive_sum=False):
     """2-D y_prob: validate and return xp, one-hot (n, K) acc float, P (n, K), w, invalid, out.
 
     ``from_logits``: P holds the (finite) logits, unchecked as probabilities."""
@@ -228,7 +232,7 @@ def prepare_multiclass(y_true, y_prob, sample_weight, labels, from_logits=False)
         invalid = invalid | check_logits("y_prob", y_prob, xp)
     else:
         invalid = invalid | V.check_probabilities("y_prob", p, xp, rows_sum_to_one=True)
-    invalid = invalid | _weights(sample_weight, xp)
+    invalid = invalid | _weights(sample_weight, xp, positive_sum)
     return xp, onehot, p, sample_weight, invalid, f
 
 
@@ -355,7 +359,9 @@ def log_loss(y_true: ArrayLike, y_prob: ArrayLike, *, normalize: bool = True,
     ValueError
         Shapes, empty input, probabilities outside [0, 1] or NaN, rows of a
         2-D ``y_prob`` not summing to 1 (scikit-learn only warns), labels
-        outside {0, 1} / ``labels`` / ``0 .. K-1``, negative weights.
+        outside {0, 1} / ``labels`` / ``0 .. K-1``, negative weights, and with
+        ``normalize`` weights that are all 0 (the mean is undefined; the sum,
+        ``normalize=False``, is 0).
 
     Examples
     --------
@@ -368,13 +374,13 @@ def log_loss(y_true: ArrayLike, y_prob: ArrayLike, *, normalize: bool = True,
     y_true, y_prob = V.column_or_1d(y_true), V.column_or_1d(y_prob)
     if np.ndim(y_prob) == 2 or getattr(y_prob, "ndim", 1) == 2:
         xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels,
-                                                          from_logits)
+                                                          from_logits, positive_sum=normalize)
         loss = multiclass_log_loss_rows(onehot, p, xp, from_logits)
         value, _ = _weighted_mean(loss, w, xp, normalize)
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
     xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, labels=labels,
-                                            from_logits=from_logits)
+                                            from_logits=from_logits, positive_sum=normalize)
     rows = binary_log_loss_logit_rows(y, p, xp) if from_logits else \
         binary_log_loss_rows(y, p, xp)
     value, _ = _weighted_mean(rows, w, xp, normalize)
@@ -422,7 +428,7 @@ def brier_score_loss(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: Arr
         if pos_label is not None:
             raise ValueError("pos_label applies to 1-D y_prob only; use labels for 2-D")
         xp, onehot, p, w, invalid, f = prepare_multiclass(y_true, y_prob, sample_weight, labels,
-                                                          from_logits)
+                                                          from_logits, positive_sum=True)
         if from_logits:
             p = probabilities_of(p, xp)
         diff = p - onehot
@@ -432,7 +438,8 @@ def brier_score_loss(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: Arr
         value = xp.astype(B.nan_if(invalid, value, xp), f)
         return B.finalize(value, xp)
     xp, y, p, w, invalid, f = prepare_prob(y_true, y_prob, sample_weight, pos_label=pos_label,
-                                            labels=labels, from_logits=from_logits)
+                                            labels=labels, from_logits=from_logits,
+                                            positive_sum=True)
     if from_logits:
         p = probabilities_of(p, xp)
     value, _ = _weighted_mean(binary_brier_rows(y, p, xp), w, xp)
