@@ -66,6 +66,7 @@ CHECKS = {
     "symmetric": ["numpy"],
     "bounds": ["numpy", "jax_eager", "jax_jit_x32"],
     "none_label": ["numpy"],
+    "explicit_mesh": ["jax_jit"],
 }
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
@@ -488,6 +489,29 @@ def check_none_label(entry, backend):
             entry.fn(*args, **kw, **entry.options)
 
 
+def check_explicit_mesh(entry, backend):
+    """Rows sharded on a mesh with Explicit axes (``jax.make_mesh``'s default) under plain
+    ``jit``: the same result as unsharded rows. (JAX refuses a sort or a scatter over an
+    explicitly sharded axis; a one-device mesh shows it as well as a pod.)"""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    args, kw = data(entry)
+    want = run(entry, backend, args, kw)
+    mesh = jax.make_mesh((1,), ("data",))
+    rows = NamedSharding(mesh, PartitionSpec("data"))
+    pos, names = row_args(args, kw)
+
+    def put(a, is_row):
+        return jax.device_put(convert(backend, a), rows) if is_row else a
+
+    args = [put(a, i in pos) for i, a in enumerate(args)]
+    kw = {k: put(v, k in names) for k, v in kw.items()}
+    names_kw = tuple(sorted(kw))
+    got = jitted(entry, names_kw, True)(*[convert(backend, a) for a in args],
+                                        *[convert(backend, kw[k]) for k in names_kw])
+    assert_same(got, want, *tol(backend))
+
+
 CHECK_FUNCTIONS = {
     "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
@@ -495,6 +519,7 @@ CHECK_FUNCTIONS = {
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
     "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
     "symmetric": check_symmetric, "bounds": check_bounds, "none_label": check_none_label,
+    "explicit_mesh": check_explicit_mesh,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 

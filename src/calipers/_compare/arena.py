@@ -569,6 +569,9 @@ def _fit_traced(model_a, model_b, outcome, sample_weight, K, ties, anchor, ancho
     import jax.numpy as jnp
 
     davidson = ties == "davidson"
+    # rows sharded on an Explicit mesh: replicated for the scatter into the count matrices
+    model_a, model_b, outcome, sample_weight = (B.replicate_explicit(x) for x in (
+        model_a, model_b, outcome, sample_weight))
     a, b = jnp.asarray(model_a), jnp.asarray(model_b)
     for name, x in (("model_a", a), ("model_b", b)):
         if x.ndim != 1 or not jnp.issubdtype(x.dtype, jnp.integer):

@@ -199,6 +199,14 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
             raise TypeError(f"{fn.__name__} has no argument {r!r}")
     positional = {n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty}
 
+    def _replicated(args, kwargs):
+        """Arrays sharded on an Explicit mesh, replicated (:func:`B.replicate_explicit`): the
+        kernels sort and scatter rows, which JAX refuses on such arrays."""
+        if not any(B.explicitly_sharded(v) for v in (*args, *kwargs.values())):
+            return args, kwargs
+        return (tuple(B.replicate_explicit(a) for a in args),
+                {k: B.replicate_explicit(v) for k, v in kwargs.items()})
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if "torch" in sys.modules:
@@ -207,6 +215,7 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
                 return out
         if "jax" not in sys.modules:  # no JAX array can exist
             return fn(*args, **kwargs)
+        args, kwargs = _replicated(args, kwargs)
         if prepare is not None:
             if not _concrete_jax_call(args, kwargs):
                 return fn(*args, **kwargs)

@@ -42,6 +42,8 @@ from .results import register_with_jax
 
 __all__ = [
     "as_arrays",
+    "explicitly_sharded",
+    "replicate_explicit",
     "is_jax",
     "is_numpy",
     "is_traced",
@@ -88,6 +90,10 @@ def as_arrays(*args: Any, names=None, **named: Any):
     are widened exactly to float32 / int8 (:func:`widen_extension`), so
     every metric accepts them and gives float32-accurate results.
 
+    JAX arrays sharded on a mesh with Explicit axes (``jax.make_mesh``'s
+    default) are replicated (:func:`replicate_explicit`): the kernels sort and
+    scatter rows, which JAX refuses on an explicitly sharded axis.
+
     Dask arrays are a ``ValueError`` naming the argument: a one-shot
     function needs all the rows in memory at once (the sort-based ones would
     rechunk to one chunk and compute the graph again at each step), so the
@@ -119,7 +125,7 @@ def as_arrays(*args: Any, names=None, **named: Any):
     for name, a in zip(names, args):
         if a is None or (is_array(a) and not array_api_compat.is_numpy_array(a)) \
                 or (to_np and is_array(a) and not _is_extension(a)):
-            out.append(a)
+            out.append(replicate_explicit(a) if foreign and is_jax(xp) else a)
             continue
         try:
             arr = widen_extension(np.asarray(a))
@@ -571,3 +577,48 @@ def is_concrete_nan(x, xp) -> bool:
     if is_traced(x):
         return False
     return bool(xp.isnan(x))
+
+
+# --------------------------------------------------------------------------
+# rows sharded on a mesh with Explicit axes
+# --------------------------------------------------------------------------
+
+def explicitly_sharded(a) -> bool:
+    """Is ``a`` a JAX array sharded over an axis of a mesh with Explicit axes?"""
+    if "jax" not in sys.modules or not array_api_compat.is_jax_array(a):
+        return False
+    import jax
+
+    try:
+        sh = jax.typeof(a).sharding
+        types = tuple(getattr(sh.mesh, "axis_types", ()))
+        spec = tuple(sh.spec)
+    except Exception:  # no sharding in the type (older JAX, no mesh): nothing to do
+        return False
+    explicit = any("Explicit" in str(t) for t in types)
+    return explicit and any(p is not None for p in spec)
+
+
+def replicate_explicit(a):
+    """A JAX batch sharded on a mesh with Explicit axes (``jax.make_mesh``'s default),
+    resharded to replicated; anything else unchanged (tuples and RankingBatches walked).
+
+    A state's update sums rows into fixed bins (a scatter-add) and a ranking
+    metric sorts its rows; on an Explicit mesh JAX refuses both on sharded rows
+    ("Arguments to sort must be unsharded over the sorting dimension"). The
+    reshard gathers the rows onto every device (an all-gather, what an Auto mesh
+    does implicitly); per-device states under ``shard_map``, reduced with
+    ``psum``, avoid the gather.
+    """
+    if isinstance(a, tuple):
+        items = [replicate_explicit(x) for x in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if a is None or "jax" not in sys.modules or not array_api_compat.is_jax_array(a):
+        return a
+    if not explicitly_sharded(a):
+        return a
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = jax.typeof(a).sharding.mesh
+    return jax.sharding.reshard(a, NamedSharding(mesh, PartitionSpec()))

@@ -38,6 +38,7 @@ import array_api_compat
 import numpy as np
 
 from .._core import xp as B
+from .._core.xp import replicate_explicit
 from .._core import validation as V
 
 __all__ = ["MergeableState", "streaming_state", "merge", "bind", "empty_like", "Outputs"]
@@ -501,42 +502,6 @@ def _update_outputs(self, **outputs):
     """
     options = {k: outputs.pop(k) for k in list(outputs) if k not in OUTPUT_NAMES}
     return type(self)._from_outputs(self, Outputs(**outputs), **options)
-
-
-def _explicitly_sharded(a) -> bool:
-    import jax
-
-    try:
-        sh = jax.typeof(a).sharding
-        types = tuple(getattr(sh.mesh, "axis_types", ()))
-        spec = tuple(sh.spec)
-    except Exception:  # no sharding in the type (older JAX, no mesh): nothing to do
-        return False
-    explicit = any("Explicit" in str(t) for t in types)
-    return explicit and any(p is not None for p in spec)
-
-
-def replicate_explicit(a):
-    """A JAX batch sharded on a mesh with Explicit axes (``jax.make_mesh``'s default),
-    resharded to replicated; anything else unchanged (tuples and RankingBatches walked).
-
-    A state's update sums rows into fixed bins (a scatter-add) whose output is not
-    sharded; on an Explicit mesh JAX needs the rows unsharded for that. The
-    reshard gathers the batch onto every device (an all-gather); per-device states
-    under ``shard_map``, reduced with ``psum``, avoid the gather.
-    """
-    if isinstance(a, tuple):
-        items = [replicate_explicit(x) for x in a]
-        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
-    if a is None or "jax" not in sys.modules or not array_api_compat.is_jax_array(a):
-        return a
-    if not _explicitly_sharded(a):
-        return a
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    mesh = jax.typeof(a).sharding.mesh
-    return jax.sharding.reshard(a, NamedSharding(mesh, PartitionSpec()))
 
 
 def _with_namespace(update):
