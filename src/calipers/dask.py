@@ -342,10 +342,6 @@ def _precision_sum(table, offsets, i):
     return R.table_precision_sum(table, *offsets[i])
 
 
-def _add(*xs):
-    return sum(xs)
-
-
 def _offsets(*totals):
     return R.offsets_above(totals)
 

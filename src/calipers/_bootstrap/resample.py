@@ -636,8 +636,8 @@ def _poisson_rows(pos, keys, thresholds, xp):
                     xp.uint32, thresholds)
 
 
-def multinomial_totals(rows: ArrayLike, replicate: ArrayLike, *, n: int, seed=None,
-                       xp=None) -> Array:
+def multinomial_totals(rows: ArrayLike, replicate: ArrayLike, *, n: int,
+                       seed: SeedLike = None, xp: Any = None) -> Array:
     """Pass 1 of the distributed multinomial bootstrap: a partition's Poisson totals.
 
     The default bootstrap design (``resampling="multinomial"``, plain rows)
@@ -703,7 +703,7 @@ def _hits(drawn, order, sp, xp):
 
 
 def multinomial_counts(rows: ArrayLike, replicate: ArrayLike, totals: ArrayLike, *, n: int,
-                       seed=None, xp=None) -> Array:
+                       seed: SeedLike = None, xp: Any = None) -> Array:
     """Pass 2 of the distributed multinomial bootstrap: a partition's counts.
 
     Given ``n`` and the whole data's Poisson totals (the sum over partitions

@@ -760,6 +760,22 @@ class RankingBatch(NamedTuple):
     #: (Q,) bool: the query has a real (unmasked) item; False marks a padded
     #: query (values NaN), which :meth:`QueryMeanState.update` does not count
     query_mask: Any = None
+    #: (Q,) precision@k (relevant among the top k, divided by k); defined for every real query
+    precision: Any = None
+    #: (Q,) AP@k (trec_eval ``map_cut``: precision at relevant ranks 1..k, over all the
+    #: query's relevant items); NaN without a relevant item
+    average_precision: Any = None
+
+    def metric_values(self, num_metrics: int = 3) -> tuple:
+        """The per-query values a :class:`QueryMeanState` of ``num_metrics`` holds: 3 for
+        (NDCG@k, reciprocal rank, recall@k), 5 adding (precision@k, AP@k)."""
+        if num_metrics == 3:
+            return (self.ndcg, self.reciprocal_rank, self.recall)
+        if num_metrics == 5:
+            return (self.ndcg, self.reciprocal_rank, self.recall, self.precision,
+                    self.average_precision)
+        raise ValueError(f"a RankingBatch feeds a QueryMeanState of 3 or 5 metrics, not "
+                         f"{num_metrics}")
 
 
 def _as_mask(name, mask, shape, xp):
@@ -782,16 +798,18 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
                           gain: str = "linear",
                           relevance_level: float | None = None
                           ) -> RankingBatch | dict[int, RankingBatch]:
-    """NDCG@k, reciprocal rank and recall@k per query of a padded ``(Q, L)`` batch, or of
-    flat rows with ``query_id``.
+    """NDCG@k, reciprocal rank, recall@k, precision@k and AP@k per query of a padded
+    ``(Q, L)`` batch, or of flat rows with ``query_id``.
 
     Made for a ``jit``-compiled eval step: fixed shapes, padding given by
     ``mask``, nothing leaves the device. Each row is one query; items with
     ``mask`` False are padding and take no part at all (not in the ranking,
     the ideal ranking or the number of relevant items; their scores and
     labels may be anything finite or not). The values are exactly those of
-    :func:`calipers.retrieval.ndcg`, :func:`calipers.retrieval.reciprocal_rank`
-    and :func:`calipers.retrieval.recall_at_k` on the unpadded lists, with
+    :func:`calipers.retrieval.ndcg`, :func:`calipers.retrieval.reciprocal_rank`,
+    :func:`calipers.retrieval.recall_at_k`, :func:`calipers.retrieval.precision_at_k`
+    (denominator ``k``) and :func:`calipers.retrieval.average_precision` with ``k``
+    (trec_eval's ``map_cut``) on the unpadded lists, with
     their default rule for tied scores (``ties="average"``: the expected
     value over the orderings of tied items, McSherry & Najork 2008).
 
@@ -831,7 +849,7 @@ def ranking_batch_metrics(y_true: ArrayLike, y_score: ArrayLike, mask: ArrayLike
         num_queries - 1`` (required under ``jit``; the ``num_segments`` of
         :func:`calipers.retrieval.ndcg`).
     k : int or sequence of int
-        Cut-off for NDCG and recall (static). A sequence of distinct
+        Cut-off for NDCG, recall, precision and AP (static). A sequence of distinct
         cut-offs is computed on one sort and returns a ``dict`` mapping each
         ``k`` to its :class:`RankingBatch`, in the order given.
     gain : {"linear", "exponential"}
@@ -958,7 +976,7 @@ def _ranking_flat(y_true, y_score, mask, query_id, num_queries, ks, gain, releva
         real = B.segment_sum(xp.astype(keep, ai), xp.astype(query_id, ai), Q, xp) > 0
     if n == 0:                                  # nothing unmasked: every query padded
         nan = xp.full(Q, math.nan, dtype=B.acc_float(xp), device=dev)
-        return [RankingBatch(nan, nan, nan, xp.asarray(False) | bad_mask, real & False)
+        return [RankingBatch(nan, nan, nan, xp.asarray(False) | bad_mask, real & False, nan, nan)
                 for _ in ks]
     outs = _per_query_batches(y_true, y_score, query_id, retrieved, real, Q, ks, gain,
                               relevance_level, xp)
@@ -1002,18 +1020,26 @@ def _per_query_batches(yt, ys, query_id, retrieved, real, Q, ks, gain, relevance
                                retrieved=retrieved, **seg)
         rc = R.recall_at_k(yt, ys, query_id, k=kk, relevance_level=relevance_level,
                            retrieved=retrieved, **seg)
+        pk = R.precision_at_k(yt, ys, query_id, k=kk, relevance_level=relevance_level,
+                              retrieved=retrieved, **seg)
+        ap = R.average_precision(yt, ys, query_id, k=kk, relevance_level=relevance_level,
+                                 retrieved=retrieved, **seg)
     dev = B.device(yt)
     # A batch-level failure makes the mean NaN although some query is defined.
     invalid = xp.asarray(False, device=dev)
-    for r in (nd, rr, rc):
+    for r in (nd, rr, rc, pk, ap):
         nu = xp.asarray(r.n_undefined, device=dev)
         invalid = invalid | (xp.any(xp.isnan(xp.asarray(r.mean))) & (nu < Q))
-    ndv = nd.values if len(ks) > 1 else xp.reshape(nd.values, (1, -1))
-    rcv = rc.values if len(ks) > 1 else xp.reshape(rc.values, (1, -1))
+
+    def per_k(r):
+        return r.values if len(ks) > 1 else xp.reshape(r.values, (1, -1))
+
+    ndv, rcv, pkv, apv = per_k(nd), per_k(rc), per_k(pk), per_k(ap)
     nan = xp.full_like(rr.values, math.nan)
     rrv = xp.where(real, rr.values, nan)
     return [RankingBatch(xp.where(real, ndv[i, :], nan), rrv, xp.where(real, rcv[i, :], nan),
-                         invalid, real) for i in range(len(ks))]
+                         invalid, real, xp.where(real, pkv[i, :], nan),
+                         xp.where(real, apv[i, :], nan)) for i in range(len(ks))]
 
 
 class QueryMeanSummary(NamedTuple):
@@ -1054,7 +1080,8 @@ class QueryMeanState(NamedTuple):
 
     @classmethod
     def init(cls, num_metrics=3, *, xp=None) -> QueryMeanState:
-        """An empty state; ``num_metrics=3`` holds a :class:`RankingBatch`."""
+        """An empty state. A :class:`RankingBatch` feeds ``num_metrics=3`` (NDCG@k,
+        reciprocal rank, recall@k) or ``5`` (adding precision@k and AP@k), in that order."""
         if isinstance(num_metrics, bool) or not isinstance(num_metrics, (int, np.integer)) \
                 or num_metrics < 1:
             raise ValueError(f"num_metrics must be a positive integer, got {num_metrics!r}")
@@ -1082,7 +1109,7 @@ class QueryMeanState(NamedTuple):
             if invalid is None:
                 invalid = values.invalid
             qmask = values.query_mask
-            values = values[:3]
+            values = values.metric_values(self.total.shape[0])
         if isinstance(values, (tuple, list)):
             values = _to(xp, *values)
             values = xp.stack(values)
@@ -1119,8 +1146,9 @@ class QueryMeanState(NamedTuple):
         return merge(self, add)
 
     def _from_outputs(self, out, k=10, gain="linear", relevance_level=None, num_queries=None):
-        """Per-query NDCG@k, reciprocal rank and recall@k by :func:`ranking_batch_metrics`
-        (static options ``k``, default 10, ``gain``, ``relevance_level``) of
+        """Per-query NDCG@k, reciprocal rank and recall@k (a state of 3 metrics), and
+        precision@k and AP@k (a state of 5), by :func:`ranking_batch_metrics` (static
+        options ``k``, default 10, ``gain``, ``relevance_level``) of
 
         * a padded ``(Q, L)`` batch: ``labels`` graded relevance, ``scores`` (or
           ``logits``), ``mask`` (Q, L) or (Q,); or
@@ -1129,9 +1157,9 @@ class QueryMeanState(NamedTuple):
           required under ``jit``. Each query must lie within one batch: a query
           whose rows are split over batches counts as one query per batch.
         """
-        if self.total.shape[0] != 3:
-            raise ValueError("a QueryMeanState fed from model outputs holds the 3 metrics of "
-                             "ranking_batch_metrics: make it with init(3)")
+        if self.total.shape[0] not in (3, 5):
+            raise ValueError("a QueryMeanState fed from model outputs holds the 3 or 5 metrics "
+                             "of ranking_batch_metrics: make it with init(3) or init(5)")
         who = "QueryMeanState"
         src = out.require(who, "scores", "logits")
         if num_queries is not None and "query_id" not in out:

@@ -324,8 +324,11 @@ class _Ranking(_PerQuery):
         w = self._expected(lambda m: xp.minimum(xp.astype(m, self.f), R))
         return self.seg_sum(self._mask_ret(self.rel * w))
 
-    def average_precision_sum(self):
-        """Sum over relevant rows of the expected precision at their rank (McSherry & Najork)."""
+    def average_precision_sum(self, k=None):
+        """Sum over relevant rows of the expected precision at their rank (McSherry & Najork);
+        with ``k``, over the ranks 1..k only (trec_eval's ``map_cut``: the sum stays divided
+        by every relevant document). Each row stands for one position of its tie group, so
+        the cut keeps the positions above ``k``."""
         xp, ss = self.xp, self.ss
         Cr = B.prefix_sum(self.relret, xp)
         st = self.seg_start_row
@@ -337,6 +340,8 @@ class _Ranking(_PerQuery):
         x = xp.astype(ss.rank - ss.tie_lo, self.f)      # offset within the group
         slope = xp.where(m > 1, (r - 1) / xp.where(m > 1, m - 1, 1.0), 0.0)
         term = (r / m) * (c + 1 + x * slope) / (self.rank_f + 1)
+        if k is not None:
+            term = xp.where(self.rank_f < k, term, xp.zeros_like(term))
         return self.seg_sum(self._mask_ret(term))
 
     def reciprocal_rank(self):
@@ -887,22 +892,30 @@ def reciprocal_rank(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike =
 @_per_query
 @_common_doc
 def average_precision(y_true: ArrayLike, y_score: ArrayLike, query_id: ArrayLike = None, *,
+                      k: int | Sequence[int] | None = None,
                       relevance_level: float | None = None, ties: str = "average",
                       doc_id: ArrayLike = None, retrieved: ArrayLike = None,
                       undefined: str = "skip", num_segments: int | None = None) -> QueryResult:
     """Average precision per query (mean = MAP): ``sum_{relevant ranked} P@rank / R``.
 
     ``R`` is the number of relevant documents of the query, ranked or not
-    (trec_eval's denominator). With ``ties="average"``: the expected AP over
-    the orderings of tied documents (McSherry & Najork 2008). This differs from
+    (trec_eval's denominator). With ``k``: AP@k, the sum over relevant
+    documents ranked 1..k only, still divided by ``R`` (trec_eval's
+    ``map_cut.k``); a sequence of cut-offs gives values of shape
+    ``(len(k), queries)`` from one sort. With ``ties="average"``: the expected
+    AP over the orderings of tied documents (McSherry & Najork 2008), also at a
+    cut-off through a tie group. This differs from
     :func:`calipers.average_precision_score`, where a tie group enters at one
     threshold (scikit-learn's convention). Undefined without relevant items.
     """
+    ks, is_seq = check_k(k, required=False)
     ctx = _Ranking(y_true, y_score, query_id, doc_id=doc_id, retrieved=retrieved, ties=ties,
                    relevance_level=relevance_level, num_segments=num_segments)
     R = ctx.n_rel()
-    vals = ctx.average_precision_sum() / ctx.xp.where(R > 0, R, 1.0)
-    return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="average_precision")
+    denom = ctx.xp.where(R > 0, R, 1.0)
+    vals = _per_k(ctx, ks, is_seq, lambda kk: ctx.average_precision_sum(kk) / denom)
+    return _finish(ctx, vals, R == 0, undefined_mode=undefined, name="average_precision",
+                   k=_k_out(ks, is_seq))
 
 
 @_per_query
