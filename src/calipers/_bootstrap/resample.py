@@ -375,14 +375,7 @@ def poisson_counts(seed, replicate, row_ids, xp=None):
         keys = _keys(seed_words(seed), replicate, xp)
         lo, hi = id_words(row_ids, xp)
         return _poisson(_hash_rows(lo, hi, keys, xp), xp, B.acc_int(xp))
-    reps = xp.asarray(replicate)
-    if reps.ndim != 1 or not xp.isdtype(reps.dtype, "integral"):
-        raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
-                         f"{replicate!r}")
-    if not B.is_traced(reps) and reps.shape[0] and (
-            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
-            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
-        raise ValueError("replicate must be in [0, 2**32)")
+    reps = _replicate_array(replicate, xp.asarray(replicate), xp)
     lo, hi = id_words(row_ids, xp)
     return counts_matrix(seed_words(seed), reps, lo, hi, xp)
 
@@ -401,6 +394,18 @@ def counts_matrix(words, replicates, lo, hi, xp, idtype=None):
     hi_b = None if hi is None else xp.reshape(hi, (1,) + tuple(hi.shape))
     return _poisson(_hash_rows(lo_b, hi_b, keys, xp), xp,
                     B.acc_int(xp) if idtype is None else idtype)
+
+
+def _replicate_array(replicate, reps, xp):
+    """``reps`` (the replicates as an array) checked: 1-D integers in ``[0, 2**32)``."""
+    if reps.ndim != 1 or not xp.isdtype(reps.dtype, "integral"):
+        raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
+                         f"{replicate!r}")
+    if not B.is_traced(reps) and reps.shape[0] and (
+            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
+            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
+        raise ValueError("replicate must be in [0, 2**32)")
+    return reps
 
 
 def bootstrap_counts(row_ids: ArrayLike, replicate: ArrayLike, *, seed: SeedLike = None,
@@ -610,14 +615,8 @@ def _multinomial_setup(rows, replicate, n, seed, xp, name="rows"):
     scalar = isinstance(replicate, (int, np.integer)) and not isinstance(replicate, bool)
     if scalar and not 0 <= int(replicate) < 2**32:
         raise ValueError(f"replicate must be in [0, 2**32), got {replicate!r}")
-    reps = xp.reshape(xp.asarray(replicate), (-1,)) if scalar else xp.asarray(replicate)
-    if reps.ndim != 1 or not xp.isdtype(reps.dtype, "integral"):
-        raise ValueError(f"replicate must be an integer or a 1-D integer array, got "
-                         f"{replicate!r}")
-    if not B.is_traced(reps) and reps.shape[0] and (
-            (xp.isdtype(reps.dtype, "signed integer") and bool(xp.any(reps < 0)))
-            or (reps.dtype.itemsize > 4 and bool(xp.any(reps > 2**32 - 1)))):
-        raise ValueError("replicate must be in [0, 2**32)")
+    reps = _replicate_array(replicate, xp.reshape(xp.asarray(replicate), (-1,)) if scalar
+                            else xp.asarray(replicate), xp)
     u32 = xp.uint32
     words = xp.asarray(seed_words(seed), dtype=u32)
     keys = _replicate_keys((words[0:1], words[1:2]),

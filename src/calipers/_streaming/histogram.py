@@ -193,6 +193,18 @@ def _check_bits(bits, fmt):
         raise ValueError(f"bits must be in 8 .. 24, got {bits}")
 
 
+def _histogram_weights(sample_weight, integral_state, xp):
+    """The invalid flag of a histogram update's weights: an integer-count state takes
+    integer weights (repetitions) only; real-valued ones need ``weighted=True``."""
+    if sample_weight is None:
+        return xp.asarray(False)
+    if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
+        raise ValueError("real-valued sample_weight needs a state made with "
+                         "init(..., weighted=True); integer weights (repetitions) "
+                         "are accepted as they are")
+    return V.check_weights("sample_weight", sample_weight, xp)
+
+
 @streaming_state(takes=("labels", "scores"))
 class ROCHistogramState(NamedTuple):
     """Streaming, mergeable ROC AUC and average precision: a histogram over an order key.
@@ -394,12 +406,7 @@ class ROCHistogramState(NamedTuple):
         M = self.neg.shape[0]
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
-        if sample_weight is not None:
-            if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
-                raise ValueError("real-valued sample_weight needs a state made with "
-                                 "init(..., weighted=True); integer weights (repetitions) "
-                                 "are accepted as they are")
-            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
+        invalid = invalid | _histogram_weights(sample_weight, integral_state, xp)
         b = _bin_index(y_score, fmt, self.bits, xp)
         ids = b + xp.astype(y01, b.dtype) * M
         if xp.isdtype(y_score.dtype, "real floating"):
@@ -645,12 +652,7 @@ class MulticlassROCHistogramState(NamedTuple):
         M = self.neg.shape[1]
         cdt = self.neg.dtype
         integral_state = xp.isdtype(cdt, "integral")
-        if sample_weight is not None:
-            if integral_state and not xp.isdtype(sample_weight.dtype, ("integral", "bool")):
-                raise ValueError("real-valued sample_weight needs a state made with "
-                                 "init(..., weighted=True); integer weights (repetitions) "
-                                 "are accepted as they are")
-            invalid = invalid | V.check_weights("sample_weight", sample_weight, xp)
+        invalid = invalid | _histogram_weights(sample_weight, integral_state, xp)
         # id of (row, class c): c * 2M + [row is of class c] * M + bin of score[row, c]
         b = _bin_index(y_score, fmt, self.bits, xp)                       # (n, C)
         cls = xp.reshape(xp.arange(C, dtype=b.dtype, device=B.device(b)), (1, -1))
