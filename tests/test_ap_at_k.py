@@ -137,3 +137,21 @@ def test_query_mean_state_of_five_metrics_holds_precision_and_ap():
     assert mean[4] == pytest.approx(R.average_precision(rel, score, qid, k=3).mean, abs=1e-12)
     three = calipers.QueryMeanState.init().update(calipers.ranking_batch_metrics(Y, S, M, k=3))
     np.testing.assert_array_equal(np.asarray(three.compute().mean), mean[:3])
+
+
+def test_a_dict_of_cut_offs_fed_to_one_state_is_a_value_error():
+    rng = np.random.default_rng(9)
+    qid, rel, score = _queries(rng)
+    Y, S, M = _padded(qid, rel, score)
+    batches = calipers.ranking_batch_metrics(Y, S, M, k=(1, 5))
+    with pytest.raises(ValueError, match=r"feed each cut-off's batch to its own QueryMeanState"):
+        calipers.QueryMeanState.init(5).update(batches)
+
+
+def test_empty_histogram_states_say_they_hold_no_rows():
+    with pytest.warns(calipers.UndefinedMetricWarning,
+                      match=r"ROCHistogramState: ROC AUC and AP are undefined \(it holds no rows\)"):
+        calipers.ROCHistogramState.init(16).compute()
+    st = calipers.ROCHistogramState.init(16).update(np.array([1, 1]), np.array([0.2, 0.4]))
+    with pytest.warns(calipers.UndefinedMetricWarning, match=r"only one class"):
+        st.compute()

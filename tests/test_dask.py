@@ -470,7 +470,8 @@ def test_fault_is_the_one_shot_error(col, value, dist, one):
 
 def test_labels_out_of_range_in_the_exact_auc():
     cols, ps = _bad("y", 150, 2)
-    with pytest.raises(ValueError, match=r"^y_true must contain only 0 and 1.*partition 1"):
+    with pytest.raises(ValueError, match=r"^y_true must contain only 0 and 1.*partition 1.*"
+                       r"0/1 or booleans only"):
         cd.roc_auc_score(ps, "y", "a")
     y = np.where(np.arange(N) < 120, 2 * Y - 1, Y)   # partition 0 coded {-1, 1}, 1 {0, 1}
     ps = [dask.delayed({"y": y[s:t], "a": A[s:t]}) for s, t in ((0, 120), (120, N))]

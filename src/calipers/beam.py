@@ -329,7 +329,11 @@ def _labels01(y):
     """Binary labels 0/1 by the one-shot rule; {-1, 1} is not inferred batch by batch."""
     if y.size == 0:
         return y.astype(np.float64)
-    _one_shot(V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    try:
+        _one_shot(V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    except ValueError as e:
+        raise ValueError(f"{e}; calipers.beam takes labels 0/1 or booleans only (the "
+                         "{-1, 1} coding is not inferred batch by batch)") from None
     if y.dtype.kind != "b" and np.any(y == -1):
         raise ValueError(f"y_true must contain only 0 and 1 in calipers.beam (the {{-1, 1}} "
                          f"coding is not inferred per batch); element {int(np.argmax(y == -1))} "

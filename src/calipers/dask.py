@@ -167,7 +167,11 @@ def _binary01(y, name, where):
     """
     if y.size == 0:
         return y.astype(np.int64)
-    where("y_true", V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    try:
+        where("y_true", V.binary_labels, y, np, name="y_true", pos_label_hint=False)
+    except ValueError as e:
+        raise ValueError(f"{e}; calipers.dask takes labels 0/1 or booleans only (the "
+                         "{-1, 1} coding is not inferred partition by partition)") from None
     if y.dtype.kind != "b" and np.any(y == -1):
         i = int(np.argmax(y == -1))
         raise ValueError(f"y_true must contain only 0 and 1 in calipers.dask (the {{-1, 1}} "
@@ -517,7 +521,10 @@ def paired_bootstrap_replicates(data, metric: str, y_true: str, y_score_a: str, 
     labels) or ``"log_loss"`` (probabilities of class 1). Each partition (for
     AUC: each score range, per model) sums its replicate statistics; sums
     merge in a tree. Float64 arrays of shape ``(n_resamples,)``; NaN where a
-    replicate is undefined (no rows drawn, or one class for AUC).
+    replicate is undefined (no rows drawn, or one class for AUC). The
+    one-machine call that gives the same replicates takes the metric as
+    ``"roc_auc"``, ``calipers.accuracy_score`` (a callable: it has no
+    ``"accuracy"`` name) or ``"log_loss"``, written ``metric`` below.
 
     ``resampling``:
 

@@ -478,7 +478,9 @@ class ROCHistogramState(NamedTuple):
         if not B.is_traced(self.neg) and not bool(bad) and bool(no_auc):
             # no positive implies no AP as well; one warning names both
             what = "AUC and AP are" if bool(no_ap) else "AUC is"
-            B.warn_undefined(f"ROC {what} undefined: the state has only one class; NaN")
+            why = ("it holds no rows" if not bool(xp.any(self.pos > 0) | xp.any(self.neg > 0))
+                   else "it holds only one class")
+            B.warn_undefined(f"ROCHistogramState: ROC {what} undefined ({why}); NaN")
         return ROCHistogramSummary(*[B.finalize(v, xp) for v in vals])
 
     def _from_outputs(self, out, **options):
@@ -710,8 +712,9 @@ class MulticlassROCHistogramState(NamedTuple):
             val, bnd = xp.sum(w * auc), xp.sum(w * bound)
         if not B.is_traced(self.neg) and not bool(_bad(self, xp)) and \
                 bool(xp.any(xp.isnan(auc))):
-            B.warn_undefined("one-vs-rest ROC AUC is undefined for a class with no positive "
-                             "or no negative weight; NaN for it and for the averages")
+            B.warn_undefined("MulticlassROCHistogramState: one-vs-rest ROC AUC is undefined for "
+                             "a class with no positive or no negative weight (every class, when "
+                             "the state holds no rows); NaN for it and for the averages")
         return MulticlassROCSummary(*[B.finalize(v, xp) for v in (val, bnd, auc, support)])
 
     def _from_outputs(self, out, **options):
@@ -1107,6 +1110,10 @@ class QueryMeanState(NamedTuple):
         """
         xp = _state_xp(self)
         qmask = None
+        if isinstance(values, dict):
+            raise ValueError("values is a dict of RankingBatch by cut-off (ranking_batch_metrics "
+                             f"with a sequence k: {sorted(values)}); feed each cut-off's batch "
+                             "to its own QueryMeanState (state_k.update(batches[k]))")
         if isinstance(values, RankingBatch):
             if invalid is None:
                 invalid = values.invalid

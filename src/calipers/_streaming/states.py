@@ -1052,8 +1052,8 @@ class TopKAccuracyState(NamedTuple):
         c = xp.astype(self.rank_counts, f)
         total = xp.sum(c)
         hits = xp.sum(c[:min(k, c.shape[0])])
-        V.warn_if((total == 0) & ~_bad(self, xp), "top-k accuracy is undefined when the total "
-                  "sample weight is zero; returning NaN", xp)
+        V.warn_if((total == 0) & ~_bad(self, xp), "TopKAccuracyState: top-k accuracy is "
+                  "undefined when the total sample weight is zero (no rows); returning NaN", xp)
         return finish(self, B.nan_if(total == 0, hits / xp.where(total == 0, 1.0, total), xp))
 
     def _from_outputs(self, out, **options):
