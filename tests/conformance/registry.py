@@ -1043,7 +1043,27 @@ def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def _sg_paired(rng, n):
+    # k/16 scores: the 12-bit histogram key keeps them apart, so the streamed AUC
+    # replicates equal the one-shot ones; unique global row ids in any order
+    return {"y": _binary_labels(rng, n), "a": rng.integers(-16, 17, n) / 16,
+            "b": rng.integers(-16, 17, n) / 16,
+            "id": rng.choice(10**6, size=n, replace=False).astype(np.int64)}
+
+
+_PB_B, _PB_SEED = 40, 11
+
 STATE_ENTRIES = [
+    StateEntry("PairedBootstrapState",
+               lambda xp: calipers.PairedBootstrapState.init("roc_auc", _PB_B, seed=_PB_SEED,
+                                                             xp=xp),
+               _sg_paired, {"y": 5, "a": np.nan, "b": np.nan, "id": -3},
+               lambda st, c, m: st.update(c["y"], c["a"], c["b"], row_ids=c["id"], mask=m),
+               lambda st: list(st.compute()),
+               lambda c: list(calipers.paired_bootstrap_replicates(
+                   "roc_auc", c["y"], c["a"], c["b"], n_resamples=_PB_B, seed=_PB_SEED,
+                   resampling="poisson", row_ids=c["id"])),
+               empty=(np.full(_PB_B, math.nan), np.full(_PB_B, math.nan))),
     StateEntry("ConfusionState", lambda xp: calipers.ConfusionState.init(3, xp=xp),
                _sg_classes, {"y": 7, "p": -1},
                lambda st, c, m: st.update(c["y"], c["p"], mask=m),
@@ -1153,11 +1173,14 @@ assert len(STATE_REGISTRY) == len(STATE_ENTRIES), "duplicate state registry name
 
 
 def public_states():
-    """Public classes that keep the state protocol (``update_outputs`` and ``takes``)."""
+    """Public classes that keep the state protocol (``update_outputs`` and ``takes``), the
+    collection, and the streaming paired bootstrap (two models' scores and row ids: no
+    model-output routing)."""
     out = {}
     for name in calipers.__all__:
         obj = getattr(calipers, name)
         if isinstance(obj, type) and (hasattr(obj, "takes") and hasattr(obj, "update_outputs")
-                                      or obj is calipers.StateCollection):
+                                      or obj in (calipers.StateCollection,
+                                                 calipers.PairedBootstrapState)):
             out[name] = obj
     return out

@@ -192,11 +192,13 @@ class PairedBootstrapState(NamedTuple):
             B.check_1d(name, x)
         B.check_same_length(y_true=y_true, y_score_a=a, y_score_b=b)
         n = y_true.shape[0]
+        keep, bad = _row_mask(mask, n, xp)
+        if keep is not None and not isinstance(ids, tuple) and tuple(ids.shape) == (n,):
+            ids = xp.where(keep, ids, xp.zeros_like(ids))   # a padding row's id: never checked
         lo, hi = id_words(ids, xp)
         if tuple(lo.shape) != (n,) or (hi is not None and tuple(hi.shape) != (n,)):
             raise ValueError(f"row_ids must have one entry per row, shape ({n},), got shape "
                              f"{tuple(lo.shape)}")
-        keep, bad = _row_mask(mask, n, xp)
         if n == 0:
             return self
         if not isinstance(ids, tuple) and B.is_traced(ids) and \
