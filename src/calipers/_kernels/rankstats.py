@@ -873,6 +873,7 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
 # data run in cache-sized chunks.
 
 _CHUNK = 1 << 16
+_PACK_CHUNK = 1 << 14    # packing: its four chunk-sized arrays stay in a core's L2 cache
 _MAG = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SPAN = 0x3FF7_FFFF_FFFF_FFFF       # largest key span whose packed keys stay below +inf's bits
 _INF_BITS = 0x7FF0_0000_0000_0000   # magnitude bits of inf; NaN's are larger
@@ -934,15 +935,15 @@ def packed_sort(y01, s, bits=None):
         return None
     n = s.shape[0]
     out = np.empty(n, dtype=np.int64)
-    L = min(n, _CHUNK)
+    L = min(n, _PACK_CHUNK)
     sg = np.empty(L, dtype=np.int64) if any_neg else None
     y = np.asarray(y01)
     if y.dtype.kind not in "biu" or y.dtype == np.uint64:
         y = y.astype(np.int64)
     g_, k_ = np.int64(g), np.int64(kmin)
     P = 0
-    for a in range(0, n, _CHUNK):
-        e = min(a + _CHUNK, n)
+    for a in range(0, n, _PACK_CHUNK):
+        e = min(a + _PACK_CHUNK, n)
         bc, oc, yc = b[a:e], out[a:e], y[a:e]
         if any_neg:
             gc = sg[:e - a]
@@ -999,72 +1000,26 @@ def _min_nonzero_magnitude(b):
     return None if m == 2**64 - 1 else m + 1
 
 
-def _unpack(keys, pk: Packed):
-    """Scores (float64) of packed keys: the inverse of :func:`packed_sort`'s map, exact."""
-    k = (keys >> 1) + np.int64(pk.kmin)
-    sg = k >> 63
-    t = k ^ sg
-    if pk.sym:
-        t -= sg
-    m = t + np.int64(pk.mmin)
-    if pk.zero:
-        m[t == 0] = 0
-    return (m | (sg << 63)).view(np.float64)
+def _unpack(keys, pk: Packed, out=None):
+    """Scores (float64) of packed keys: the inverse of :func:`packed_sort`'s map, exact.
 
-
-def packed_pass(pk: Packed, *, positions=False, groups=False):
-    """One chunked pass over sorted packed keys.
-
-    Returns a dict: ``S`` the sum of the positives' sorted positions (Python
-    int), ``mixed`` the positions i where a tie group turns from negatives to
-    positives (``keys[i] ^ keys[i + 1] == 1``), ``tied`` whether any two
-    adjacent keys share their score; with ``positions`` the positives'
-    positions (int64); with ``groups`` the tie groups' first positions, the
-    positives before each, and their packed keys.
+    ``out``: a float64 array of the keys' shape to write the scores into.
     """
-    keys, n = pk.keys, pk.n
-    ar = np.arange(_CHUNK, dtype=np.int64)
-    lab = np.empty(_CHUNK, dtype=np.int64)
-    S, tied = 0, False
-    mixed, pos, starts, before, gkeys = [], [], [], [], []
-    seen = 0
-    for a in range(0, n, _CHUNK):
-        e = min(a + _CHUNK, n)
-        kc = keys[a:e]
-        lc = lab[:e - a]
-        np.bitwise_and(kc, 1, out=lc)
-        c = int(lc.sum())
-        S += int(np.dot(lc, ar[:e - a])) + a * c
-        if e - a > 1 or e < n:
-            d = np.bitwise_xor(keys[a + 1:min(e + 1, n)], keys[a:min(e + 1, n) - 1])
-            mx = np.flatnonzero(d == 1)
-            if mx.size:
-                mixed.append(mx + a)
-            if not tied and bool((d <= 1).any()):
-                tied = True
-            if groups:
-                st = np.flatnonzero(d > 1) + (a + 1)
-                if a == 0:
-                    st = np.concatenate([np.zeros(1, np.int64), st])
-                if st.size:
-                    cum = np.cumsum(lc) + (seen - lc)       # positives before each row
-                    starts.append(st)
-                    before.append(cum[st - a] if st[-1] < e else np.append(
-                        cum[st[:-1] - a], seen + c))
-                    gkeys.append(keys[st])
-        elif groups and a == 0:
-            starts.append(np.zeros(1, np.int64))
-            before.append(np.zeros(1, np.int64))
-            gkeys.append(keys[:1])
-        if positions and c:
-            pos.append(np.flatnonzero(lc) + a)
-        seen += c
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
-    out = {"S": S, "mixed": cat(mixed), "tied": tied}
-    if positions:
-        out["pos"] = cat(pos)
-    if groups:
-        out["starts"], out["before"], out["gkeys"] = cat(starts), cat(before), cat(gkeys)
+    k = keys >> 1
+    k += np.int64(pk.kmin)
+    sg = k >> 63
+    k ^= sg                                             # t
+    if pk.sym:
+        k -= sg
+    z = (k == 0) if pk.zero else None
+    k += np.int64(pk.mmin)                              # m
+    if z is not None:
+        k[z] = 0
+    sg <<= 63
+    if out is None:
+        k |= sg
+        return k.view(np.float64)
+    np.bitwise_or(k, sg, out=out.view(np.int64))
     return out
 
 
@@ -1098,20 +1053,32 @@ _AUC_CHUNK = 1 << 15    # sum of in-chunk positions below 2**31: int32 dot produ
 
 
 def _positions_and_mixed(pk: Packed):
-    """One chunked pass: the sum of the positives' sorted positions (Python int) and the
-    positions i where a tie group turns from negatives to positives (``keys[i] ^ keys[i + 1]
-    == 1``). The in-chunk positions are summed in int32 (at most 2**15 * 2**15 / 2 per
-    chunk); the chunk offsets in Python integers."""
+    """The sum of the positives' sorted positions (Python int) and the positions i where a
+    tie group turns from negatives to positives (``keys[i] ^ keys[i + 1] == 1``).
+
+    Long runs of equal keys (:func:`_long_runs`) are counted per run; the rest
+    in one chunked pass, whose in-chunk positions are summed in int32 (at most
+    2**15 * 2**15 / 2 per chunk) and chunk offsets in Python integers.
+    """
     keys, n = pk.keys, pk.n
+    starts, lo = _long_runs(keys)
+    S = 0
+    mixed = []
+    if lo:
+        ends = np.append(starts[1:], lo)
+        odd = (keys[starts] & 1) == 1
+        first, last = starts[odd].astype(object), ends[odd].astype(object)
+        S = int(np.sum((first + last - 1) * (last - first))) // 2
+        inner = ends < n                                # runs with a key after them
+        turn = (keys[starts[inner]] ^ keys[ends[inner]]) == 1
+        mixed.append(ends[inner][turn] - 1)
     C = _AUC_CHUNK
     L = min(C, n)
     ar = np.arange(L, dtype=np.int32)
     lab = np.empty(L, dtype=np.int32)
     d = np.empty(L, dtype=np.int64)
     hit = np.empty(L, dtype=bool)
-    S = 0
-    mixed = []
-    for a in range(0, n, C):
+    for a in range(lo, n, C):
         e = min(a + C, n)
         m = e - a
         lc = lab[:m]
@@ -1130,6 +1097,52 @@ def _positions_and_mixed(pk: Packed):
     return S, (np.concatenate(mixed) if mixed else np.zeros(0, np.int64))
 
 
+# Heavily tied scores have few distinct packed keys (at most two per tie group,
+# the negatives' and the positives'); walking from one run of equal keys to the
+# next by binary search then costs O(runs log n) instead of a pass over n rows.
+_RUN_SAMPLES = 4096     # evenly spaced sorted keys that decide whether to walk
+_RUN_BUDGET = 4096      # runs walked at most (and one per 2048 rows); the passes take the rest
+
+
+def _long_runs(keys):
+    """Leading runs of equal sorted packed keys, walked by binary search when runs are long.
+
+    A strided sample of ``_RUN_SAMPLES`` sorted keys decides: when at most
+    1/8 of adjacent samples differ, runs are walked (each one binary search),
+    at most ``_RUN_BUDGET`` of them and one per 2048 rows (a walked run costs
+    about what a pass over a thousand rows does). Returns ``(starts, lo)``: the first
+    positions of the runs that cover ``[0, lo)`` (int64, ascending; every key
+    in ``[starts[r], starts[r + 1])`` is the same), ``lo == n`` when the walk
+    reached the end, ``lo == 0`` (no runs) when it was not taken.
+    """
+    n = keys.shape[0]
+    if n < 8 * _RUN_SAMPLES:
+        return np.zeros(0, np.int64), 0
+    ks = keys[::n // _RUN_SAMPLES]
+    if 8 * int(np.count_nonzero(ks[1:] != ks[:-1])) > ks.shape[0]:
+        return np.zeros(0, np.int64), 0
+    out, i = [], 0
+    find = keys.searchsorted
+    budget = min(_RUN_BUDGET, n >> 11)
+    while i < n and len(out) < budget:
+        out.append(i)
+        i = int(find(keys[i], side="right"))
+    return np.array(out, dtype=np.int64), i
+
+
+def _run_groups(keys, starts, lo):
+    """Tie groups among walked runs: ``(first positions, positives before each, positives
+    in [0, lo))``; a run opens a group where its score differs from the run before."""
+    rk = keys[starts]
+    ends = np.append(starts[1:], lo)
+    pos_len = np.where((rk & 1) == 1, ends - starts, 0)
+    before = np.cumsum(pos_len) - pos_len
+    new = np.empty(starts.shape[0], dtype=bool)
+    new[0] = True
+    np.greater(rk[1:] ^ rk[:-1], 1, out=new[1:])
+    return starts[new], before[new], int(pos_len.sum())
+
+
 def packed_average_precision(pk: Packed):
     """Average precision (step sum, ties together) from sorted packed keys; float64.
 
@@ -1140,6 +1153,9 @@ def packed_average_precision(pk: Packed):
     ``n1 * tp / (tp + fp)`` at the group's threshold.
     """
     keys, P, n = pk.keys, pk.P, pk.n
+    runs = _long_runs(keys)
+    if runs[1] and runs[0].shape[0] < runs[1]:          # a run longer than one row: ties
+        return _packed_ap_groups(pk, runs)
     L = min(_CHUNK, n)
     lab = np.empty(L, dtype=np.int8)
     total, seen = 0.0, 0
@@ -1161,22 +1177,29 @@ def packed_average_precision(pk: Packed):
     return total / P
 
 
-def _group_starts(pk: Packed):
+def _group_starts(pk: Packed, runs=None):
     """Tie groups of sorted packed keys: ``(first position, positives before it)`` per group.
 
-    One chunked pass: a group starts where a key's high bits differ from the
-    previous key's (``xor > 1``); the positives before it are read off an
-    int32 running count of the chunk at the starts only.
+    Walked runs (:func:`_long_runs`; ``runs`` when already found) give the
+    groups of ``[0, lo)``; one chunked pass the rest: a group starts where a
+    key's high bits differ from the previous key's (``xor > 1``); the positives
+    before it are read off an int32 running count of the chunk at the starts
+    only.
     """
     keys, n = pk.keys, pk.n
+    starts, lo = _long_runs(keys) if runs is None else runs
+    out_st, out_bf = [], []
+    seen = 0
+    if lo:
+        st, bf, seen = _run_groups(keys, starts, lo)
+        out_st.append(st)
+        out_bf.append(bf)
     C = _AUC_CHUNK
     L = min(C, n)
     lab = np.empty(L, dtype=np.int32)
     d = np.empty(L, dtype=np.int64)
     new = np.empty(L, dtype=bool)
-    starts, before = [], []
-    seen = 0
-    for a in range(0, n, C):
+    for a in range(lo, n, C):
         e = min(a + C, n)
         m = e - a
         lc, dc, nc = lab[:m], d[:m], new[:m]
@@ -1191,15 +1214,15 @@ def _group_starts(pk: Packed):
         cum = np.cumsum(lc, dtype=np.int32)
         if st.size:
             b = cum[st] - lc[st]
-            starts.append(st + a)
-            before.append(b.astype(np.int64) + seen)
+            out_st.append(st + a)
+            out_bf.append(b.astype(np.int64) + seen)
         seen += int(cum[-1])
-    return np.concatenate(starts), np.concatenate(before)
+    return np.concatenate(out_st), np.concatenate(out_bf)
 
 
-def _packed_ap_groups(pk: Packed):
+def _packed_ap_groups(pk: Packed, runs=None):
     P, N = pk.P, pk.n - pk.P
-    st, bf = _group_starts(pk)
+    st, bf = _group_starts(pk, runs)
     n1 = np.diff(np.append(bf, P))
     has = n1 > 0
     st, bf, n1 = st[has], bf[has], n1[has]
@@ -1211,22 +1234,34 @@ def _packed_ap_groups(pk: Packed):
 def packed_curve_points(pk: Packed):
     """Per distinct score, ascending: ``(score, positives at or above, negatives at or above)``.
 
-    One chunked pass over the sorted keys: a row starts a tie group where its
-    key's high bits differ from the previous row's (``xor > 1``); at each
-    group start the score is unpacked and the counts read from the running
-    positive count. Returns float64 arrays (the counts are integers below
-    2**53, exact), views of arrays of length n cut to the number of groups.
+    Walked runs (:func:`_long_runs`) give the groups of ``[0, lo)``; one
+    chunked pass over the rest of the sorted keys: a row starts a tie group
+    where its key's high bits differ from the previous row's (``xor > 1``); at
+    each group start the score is unpacked and the counts read from the
+    running positive count. Returns float64 arrays (the counts are integers
+    below 2**53, exact).
     """
     keys, P, n = pk.keys, pk.P, pk.n
+    starts, lo = _long_runs(keys)
+    G, seen = 0, 0
+    if lo == n:                                          # every group from the walk
+        st, bf, _ = _run_groups(keys, starts, lo)
+        tp = (P - bf).astype(np.float64)
+        return _unpack(keys[st], pk), tp, (n - st) - tp
     thr = np.empty(n, dtype=np.float64)
     tp = np.empty(n, dtype=np.float64)
     fp = np.empty(n, dtype=np.float64)
+    if lo:
+        st, bf, seen = _run_groups(keys, starts, lo)
+        G = st.shape[0]
+        tp[:G] = P - bf
+        fp[:G] = (n - st) - tp[:G]
+        thr[:G] = _unpack(keys[st], pk)
     L = min(_CHUNK, n)
     lab = np.empty(L, dtype=np.int64)
     d = np.empty(L, dtype=np.int64)
     ar = np.arange(L, dtype=np.int64)
-    G, seen = 0, 0
-    for a in range(0, n, _CHUNK):
+    for a in range(lo, n, _CHUNK):
         e = min(a + _CHUNK, n)
         m = e - a
         kc, lc, dc = keys[a:e], lab[:m], d[:m]
@@ -1255,26 +1290,34 @@ def packed_curve_points(pk: Packed):
     return thr[:G], tp[:G], fp[:G]
 
 
-def packed_roc_vertices(pk: Packed):
-    """Untied scores: the ROC curve's vertices, ascending; None when any two scores tie.
+def packed_roc_curve(pk: Packed):
+    """Untied scores, both classes present: ``roc_curve``'s ``(fpr, tpr, thresholds)`` with
+    ``drop_intermediate``; None when any two scores tie.
 
     Without ties every row is its own threshold and each step of the curve is
     one row: right for a negative, up for a positive. A point is a vertex
     (kept by ``drop_intermediate``: the steps before and after it are not
     collinear) exactly where the label changes from the row below it, and the
-    lowest threshold is always kept. Returns float64 ``(score, positives at
-    or above, negatives at or above)`` of the vertices, built chunk by chunk.
+    lowest threshold is always kept. The sorted keys are read from the top
+    chunk down, so the vertices come in the returned (descending) order and
+    are written once, after the first point ``(0, 0, inf)``, into arrays
+    shrunk in place at the end. The rates are ``fps / N`` and ``tps / P``
+    with the counts exact in float64, as the general path divides them.
     """
     keys, P, n = pk.keys, pk.P, pk.n
+    fN, fP = float(n - P), float(P)
+    fpr = np.empty(n + 1, dtype=np.float64)
+    tpr = np.empty(n + 1, dtype=np.float64)
+    thr = np.empty(n + 1, dtype=np.float64)
+    fpr[0] = tpr[0] = 0.0
+    thr[0] = math.inf
     L = min(_CHUNK, n)
     lab = np.empty(L, dtype=np.int64)
     d = np.empty(L, dtype=np.int64)
     keep = np.empty(L, dtype=bool)
-    ar = np.arange(L, dtype=np.int64)
-    thr, tps, fps = [], [], []
-    seen, prev = 0, -1
-    for a in range(0, n, _CHUNK):
-        e = min(a + _CHUNK, n)
+    G, above = 1, 0                                     # points written; positives in [e, n)
+    for e in range(n, 0, -_CHUNK):
+        a = max(e - _CHUNK, 0)
         m = e - a
         kc, lc, dc, kp = keys[a:e], lab[:m], d[:m], keep[:m]
         np.bitwise_and(kc, 1, out=lc)
@@ -1282,16 +1325,20 @@ def packed_roc_vertices(pk: Packed):
         np.bitwise_xor(kc[1:], kc[:-1], out=dc[1:])
         if not bool((dc > 1).all()):
             return None
-        kp[0] = int(lc[0]) != prev
+        kp[0] = a == 0 or (int(keys[a - 1]) & 1) != int(lc[0])
         np.not_equal(lc[1:], lc[:-1], out=kp[1:])
         cum = np.cumsum(lc)
         c = int(cum[-1])
-        cum -= lc
-        st = np.flatnonzero(kp)
-        tp = (P - seen) - cum[st]
-        thr.append(_unpack(kc[st], pk))
-        tps.append(tp.astype(np.float64))
-        fps.append(((n - a) - st - tp).astype(np.float64))
-        seen += c
-        prev = int(lc[-1])
-    return np.concatenate(thr), np.concatenate(tps), np.concatenate(fps)
+        st = np.flatnonzero(kp)[::-1]                   # descending scores
+        g = st.shape[0]
+        tp = (above + c) - (cum[st] - lc[st])           # positives at or above
+        np.divide(tp, fP, out=tpr[G:G + g])
+        tp += st
+        np.subtract(n - a, tp, out=tp)                  # negatives at or above
+        np.divide(tp, fN, out=fpr[G:G + g])
+        _unpack(kc[st], pk, out=thr[G:G + g])
+        G += g
+        above += c
+    for x in (fpr, tpr, thr):
+        x.resize(G, refcheck=False)                     # in place: nothing else refers to them
+    return fpr, tpr, thr

@@ -541,17 +541,10 @@ def _roc_vertices_numpy(d: _Binary, pk):
     """
     if pk.P == 0 or pk.P == pk.n:
         return None
-    v = R.packed_roc_vertices(pk)
+    v = R.packed_roc_curve(pk)
     if v is None:
         return None
-    f = np.float64
-    thr, tps, fps = (np.concatenate([np.full(1, first, f), x[::-1]])
-                     for x, first in zip(v, (math.inf, 0.0, 0.0)))
-    fps /= f(pk.n - pk.P)
-    tps /= f(pk.P)
-    out = d.out
-    return (fps.astype(out, copy=False), tps.astype(out, copy=False),
-            thr.astype(out, copy=False))
+    return tuple(x.astype(d.out, copy=False) for x in v)
 
 
 def _warn_curve(d, st, kind):
