@@ -188,3 +188,80 @@ def test_bad_input_still_refused():
         calipers.roc_auc_score(np.array([0, 1, 2, 1]), np.array([0.1, 0.2, 0.3, 0.4]))
     assert R.numpy_01(np.array([0, 1, 1])) and not R.numpy_01(np.array([0, -1]))
     assert not R.numpy_01(np.array([0, 2])) and not R.numpy_01(np.array([0.0, 1.0]))
+
+
+def _run_walk_cases(rng):
+    """Data whose sorted keys the walk over runs of equal keys takes, fully or in part."""
+    n = 60_001
+    y = (rng.random(n) < 0.4).astype(np.int64)
+    heavy = np.round(rng.normal(size=n) + y, 1)                 # ~80 values: walked through
+    signed = np.round(rng.normal(size=n) + y)
+    signed[rng.random(n) < 0.3] = -0.0                          # -0.0 and 0.0 tie
+    signed[rng.random(n) < 0.1] = 0.0
+    hybrid = np.where(rng.random(n) < 0.92, np.round(heavy),    # long runs, then a random
+                      rng.normal(size=n) + 10.0)                # tail the passes take
+    one_pos = np.zeros(n, np.int64)
+    one_pos[n // 2] = 1
+    return [(y, heavy), (y, signed), (y, hybrid), (one_pos, np.round(heavy))]
+
+
+@pytest.mark.parametrize("budget,samples", [(None, None), (3, None), (50, 257)])
+def test_run_walk_equals_classes_apart_and_exact(budget, samples, monkeypatch):
+    # the tie-group passes walk long runs of equal keys by binary search and hand the
+    # rest to the chunked passes; with any budget the results are the per-row passes'
+    if budget is not None:
+        monkeypatch.setattr(R, "_RUN_BUDGET", budget)
+    if samples is not None:
+        monkeypatch.setattr(R, "_RUN_SAMPLES", samples)
+    rng = np.random.default_rng(21)
+    cases = _run_walk_cases(rng)
+    walked = 0
+    for y, s in cases:
+        pk = R.packed_sort(y, s)
+        starts, lo = R._long_runs(pk.keys)
+        walked += len(starts) > 0
+        if budget is None:
+            assert lo == pk.n or len(starts) > 0
+    assert walked >= 3
+    got = []
+    for y, s in cases:
+        P, N = int(y.sum()), y.shape[0] - int(y.sum())
+        auc = calipers.roc_auc_score(y, s)
+        assert auc == _exact_u2_by_groups(y, s) / (2.0 * P * N)
+        curves = [calipers.roc_curve(y, s, drop_intermediate=d) for d in (False, True)]
+        got.append((auc, calipers.average_precision_score(y, s), curves))
+    monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
+    for (y, s), (auc, ap, curves) in zip(cases, got):
+        assert calipers.roc_auc_score(y, s) == auc
+        assert calipers.average_precision_score(y, s) == ap
+        for d, curve in zip((False, True), curves):
+            for a, b in zip(curve, calipers.roc_curve(y, s, drop_intermediate=d)):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_run_walk_groups_match_unique():
+    # the walked group starts are the first sorted position of every distinct score
+    rng = np.random.default_rng(22)
+    for y, s in _run_walk_cases(rng):
+        pk = R.packed_sort(y, s)
+        runs = R._long_runs(pk.keys)
+        st, bf = R._group_starts(pk, runs)
+        sc = np.sort(s + 0.0)
+        _, first = np.unique(sc, return_index=True)
+        np.testing.assert_array_equal(st, first)
+        ys = y[np.argsort(s + 0.0, kind="stable")]
+        np.testing.assert_array_equal(bf, np.concatenate([[0], np.cumsum(ys)])[first])
+
+
+def test_roc_curve_untied_across_chunks_equals_weighted_path():
+    # the top-down curve kernel over several chunks against the general weighted path
+    rng = np.random.default_rng(23)
+    n = 3 * R._CHUNK + 17
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    s = rng.normal(size=n) + y
+    for d in (False, True):
+        got = calipers.roc_curve(y, s, drop_intermediate=d)
+        ref = calipers.roc_curve(y, s, sample_weight=np.ones(n), drop_intermediate=d)
+        for a, b in zip(got, ref):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
