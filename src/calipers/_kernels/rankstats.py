@@ -1158,21 +1158,31 @@ def packed_average_precision(pk: Packed):
         return _packed_ap_groups(pk, runs)
     L = min(_CHUNK, n)
     lab = np.empty(L, dtype=np.int8)
+    d = np.empty(L, dtype=np.int64)
+    ranks = np.arange(L, dtype=np.float64)
+    num, den = np.empty(L, dtype=np.float64), np.empty(L, dtype=np.float64)
     total, seen = 0.0, 0
     for a in range(0, n, _CHUNK):
         e = min(a + _CHUNK, n)
-        kc = keys[a:e]
-        lc = lab[:e - a]
-        np.bitwise_and(kc, 1, out=lc, casting="unsafe")
-        if e < n or e - a > 1:
-            d = np.bitwise_xor(keys[a + 1:min(e + 1, n)], keys[a:min(e + 1, n) - 1])
-            if bool((d <= 1).any()):
+        e1 = min(e + 1, n)
+        if e1 - a > 1:
+            # adjacent sorted keys (non-negative) share a score where their xor is 0 or 1
+            dc = d[:e1 - a - 1]
+            np.bitwise_xor(keys[a + 1:e1], keys[a:e1 - 1], out=dc)
+            if int(dc.min()) <= 1:
                 return _packed_ap_groups(pk)
+        lc = lab[:e - a]
+        np.bitwise_and(keys[a:e], 1, out=lc, casting="unsafe")
         i = np.flatnonzero(lc.view(bool))
         c = i.shape[0]
         if c:
-            j = np.arange(seen, seen + c, dtype=np.float64)
-            total += float(np.sum((P - j) / (n - (i + a)).astype(np.float64)))
+            # (P - j) / (n - position) for the positives of ranks j = seen .. seen + c - 1:
+            # exact integers in float64, one rounding in the division
+            nc, dn = num[:c], den[:c]
+            np.subtract(float(P - seen), ranks[:c], out=nc)
+            np.subtract(n - a, i, out=dn, casting="unsafe")
+            np.divide(nc, dn, out=nc)
+            total += float(np.sum(nc))
         seen += c
     return total / P
 
