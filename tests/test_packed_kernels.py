@@ -145,6 +145,39 @@ def test_across_chunks(kind):
     np.testing.assert_array_equal(tpr[1:], tps / P)
 
 
+def _ap_fsum(y, s):
+    """Step-sum AP over distinct thresholds (ties together): each group's term
+    ``n1 * tp / (tp + fp)`` correctly rounded, the terms summed exactly."""
+    import math
+
+    u, inv = np.unique(-s, return_inverse=True)          # descending scores
+    n1 = np.bincount(inv, weights=y, minlength=u.shape[0]).astype(np.int64)
+    rows = np.bincount(inv, minlength=u.shape[0])
+    tp, seen = np.cumsum(n1), np.cumsum(rows)
+    has = n1 > 0
+    return math.fsum((n1[has] * tp[has] / seen[has]).tolist()) / int(y.sum())
+
+
+@pytest.mark.parametrize("late_tie", [False, True])
+def test_untied_ap_across_chunks(late_tie, monkeypatch):
+    # the untied step sum runs chunk by chunk (R._CHUNK rows), offsets carried over; a
+    # tie met only in the last chunk restarts on the tie groups, which equal the
+    # classes-apart path bit for bit
+    rng = np.random.default_rng(23)
+    n = 2 * R._CHUNK + 777
+    y = _labels(rng, n)
+    s = rng.permutation(n).astype(np.float64) * 0.37 - 9_000.0   # distinct, both signs
+    if late_tie:
+        p = 2 * R._CHUNK + 500              # sorted positions p and p + 1 tie
+        s[np.flatnonzero(s == np.sort(s)[p + 1])] = np.sort(s)[p]
+        assert np.unique(s).shape[0] == n - 1
+    ap = calipers.average_precision_score(y, s)
+    assert ap == pytest.approx(_ap_fsum(y, s), rel=1e-12, abs=0)
+    if late_tie:
+        monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
+        assert calipers.average_precision_score(y, s) == ap
+
+
 @pytest.mark.parametrize("kind", ["tied", "zeros", "signed-zeros", "non-negative"])
 def test_tied_ap_bit_identical_to_classes_apart(kind, monkeypatch):
     # with ties both paths sum n1 * tp / (tp + fp) over the same groups in the same order
