@@ -145,6 +145,27 @@ def test_across_chunks(kind):
     np.testing.assert_array_equal(tpr[1:], tps / P)
 
 
+@pytest.mark.parametrize("at", ["chunk-end", "inside"])
+def test_lone_ties_in_the_position_pass(at):
+    # distinct scores but for two tied pairs: one of both classes (which the pass must find
+    # although every other chunk has no tie and is skipped), one of a single class; the
+    # mixed pair straddles a chunk boundary of the position pass or sits inside a chunk
+    rng = np.random.default_rng(29)
+    C = R._POS_CHUNK
+    n = 2 * C + 4321
+    s = np.sort(rng.permutation(n).astype(np.float64) * 0.25 - 1_000.0)
+    p = C - 1 if at == "chunk-end" else C + 777
+    s[p + 1] = s[p]                                  # sorted positions p and p + 1 tie
+    s[2 * C + 10] = s[2 * C + 9]
+    y = _labels(rng, n)
+    y[p], y[p + 1] = 1, 0                            # of both classes
+    y[2 * C + 9] = y[2 * C + 10] = 1
+    order = rng.permutation(n)
+    y, s = y[order], s[order]
+    P, N = int(y.sum()), n - int(y.sum())
+    assert calipers.roc_auc_score(y, s) == _exact_u2_by_groups(y, s) / (2.0 * P * N)
+
+
 def _ap_fsum(y, s):
     """Step-sum AP over distinct thresholds (ties together): each group's term
     ``n1 * tp / (tp + fp)`` correctly rounded, the terms summed exactly."""

@@ -1049,7 +1049,8 @@ def packed_roc_auc(pk: Packed):
     return 2 * (S - P * (P - 1) // 2) - _mixed_ties(pk, mixed)
 
 
-_AUC_CHUNK = 1 << 15    # sum of in-chunk positions below 2**31: int32 dot products
+_AUC_CHUNK = 1 << 15    # chunk of the tie-group passes: int32 running counts
+_POS_CHUNK = 1 << 16    # in-chunk position sums below 2**32: exact float64 sums
 
 
 def _positions_and_mixed(pk: Packed):
@@ -1057,8 +1058,13 @@ def _positions_and_mixed(pk: Packed):
     tie group turns from negatives to positives (``keys[i] ^ keys[i + 1] == 1``).
 
     Long runs of equal keys (:func:`_long_runs`) are counted per run; the rest
-    in one chunked pass, whose in-chunk positions are summed in int32 (at most
-    2**15 * 2**15 / 2 per chunk) and chunk offsets in Python integers.
+    in one chunked pass. Per chunk of ``_POS_CHUNK`` rows the labels, as
+    float64, times the columns (in-chunk position, 1) give the in-chunk
+    position sum and the positives in one matrix-vector product: every term
+    and partial sum is an integer below 2**32, so the float64 sums are exact
+    whatever the order of summation; chunk offsets are added in Python
+    integers. Turning positions are looked for only in chunks whose smallest
+    adjacent xor is at most 1 (a tie).
     """
     keys, n = pk.keys, pk.n
     starts, lo = _long_runs(keys)
@@ -1072,28 +1078,34 @@ def _positions_and_mixed(pk: Packed):
         inner = ends < n                                # runs with a key after them
         turn = (keys[starts[inner]] ^ keys[ends[inner]]) == 1
         mixed.append(ends[inner][turn] - 1)
-    C = _AUC_CHUNK
+    C = _POS_CHUNK
     L = min(C, n)
-    ar = np.arange(L, dtype=np.int32)
-    lab = np.empty(L, dtype=np.int32)
+    cols = np.ones((L, 2), dtype=np.float64)
+    cols[:, 0] = np.arange(L)
+    lab = np.empty(L, dtype=np.int64)
+    labf = np.empty(L, dtype=np.float64)
     d = np.empty(L, dtype=np.int64)
     hit = np.empty(L, dtype=bool)
     for a in range(lo, n, C):
         e = min(a + C, n)
         m = e - a
-        lc = lab[:m]
-        np.bitwise_and(keys[a:e], 1, out=lc, casting="unsafe")
-        c = int(np.count_nonzero(lc))
+        lc, lf = lab[:m], labf[:m]
+        np.bitwise_and(keys[a:e], 1, out=lc)
+        np.copyto(lf, lc)
+        r = lf @ cols[:m]                                # (position sum, positives)
+        c = int(r[1])
         if c:
-            S += int(np.dot(lc, ar[:m])) + a * c
+            S += int(r[0]) + a * c
         e1 = min(e + 1, n)
         if e1 - a > 1:
-            dc, hc = d[:e1 - a - 1], hit[:e1 - a - 1]
+            dc = d[:e1 - a - 1]
             np.bitwise_xor(keys[a + 1:e1], keys[a:e1 - 1], out=dc)
-            np.equal(dc, 1, out=hc)
-            mx = np.flatnonzero(hc)
-            if mx.size:
-                mixed.append(mx + a)
+            if int(dc.min()) <= 1:                       # a tie somewhere in the chunk
+                hc = hit[:e1 - a - 1]
+                np.equal(dc, 1, out=hc)
+                mx = np.flatnonzero(hc)
+                if mx.size:
+                    mixed.append(mx + a)
     return S, (np.concatenate(mixed) if mixed else np.zeros(0, np.int64))
 
 
