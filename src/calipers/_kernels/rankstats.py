@@ -873,7 +873,7 @@ def u2_split(Cneg, k_lo, k_hi, wpos, xp, *, ties=True):
 # data run in cache-sized chunks.
 
 _CHUNK = 1 << 16
-_PACK_CHUNK = 1 << 14    # packing: its four chunk-sized arrays stay in a core's L2 cache
+_PACK_CHUNK = 1 << 15    # packing: its four chunk-sized arrays (1 MiB) stay in a core's L2 cache
 _MAG = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SPAN = 0x3FF7_FFFF_FFFF_FFFF       # largest key span whose packed keys stay below +inf's bits
 _INF_BITS = 0x7FF0_0000_0000_0000   # magnitude bits of inf; NaN's are larger
