@@ -1049,7 +1049,7 @@ def packed_roc_auc(pk: Packed):
     return 2 * (S - P * (P - 1) // 2) - _mixed_ties(pk, mixed)
 
 
-_AUC_CHUNK = 1 << 15    # chunk of the tie-group passes: int32 running counts
+_GROUP_CHUNK = 1 << 15  # the tie-group pass (:func:`_group_starts`): int32 running counts
 _POS_CHUNK = 1 << 16    # in-chunk position sums below 2**32: exact float64 sums
 
 
@@ -1090,8 +1090,8 @@ def _positions_and_mixed(pk: Packed):
         e = min(a + C, n)
         m = e - a
         lc, lf = lab[:m], labf[:m]
-        np.bitwise_and(keys[a:e], 1, out=lc)
-        np.copyto(lf, lc)
+        np.bitwise_and(keys[a:e], 1, out=lc)            # int64, then one copy: faster than
+        np.copyto(lf, lc)                               # a casting and into float64
         r = lf @ cols[:m]                                # (position sum, positives)
         c = int(r[1])
         if c:
@@ -1216,7 +1216,7 @@ def _group_starts(pk: Packed, runs=None):
         st, bf, seen = _run_groups(keys, starts, lo)
         out_st.append(st)
         out_bf.append(bf)
-    C = _AUC_CHUNK
+    C = _GROUP_CHUNK
     L = min(C, n)
     lab = np.empty(L, dtype=np.int32)
     d = np.empty(L, dtype=np.int64)
