@@ -337,13 +337,15 @@ def bench_backends(quick):
     env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def fresh(code):
+        def once():
+            return subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                  capture_output=True, text=True).stdout
+
+        once()
         times = []
-        out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                             capture_output=True, text=True).stdout
         for _ in range(3 if quick else 9):
             t = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            out = once()
             times.append(time.perf_counter() - t)
         return float(np.median(times)), out.strip()
 
@@ -351,7 +353,8 @@ def bench_backends(quick):
     t_np, _ = fresh("import numpy")
     t_py, _ = fresh("pass")
     record("backends", "calipers import (fresh process)", 1, t_cal,
-           jax_imported=jax_loaded == "True", jax_installed=have("jax"), bytecode_cached=True)
+           jax_imported=jax_loaded == "True", jax_installed=have("jax"),
+           bytecode_cached=os.path.exists(importlib.util.cache_from_source(calipers.__file__)))
     record("backends", "numpy import (fresh process)", 1, t_np)
     record("backends", "python start-up (fresh process)", 1, t_py)
 

@@ -1082,16 +1082,14 @@ def _positions_and_mixed(pk: Packed):
     L = min(C, n)
     cols = np.ones((L, 2), dtype=np.float64)
     cols[:, 0] = np.arange(L)
-    lab = np.empty(L, dtype=np.int64)
     labf = np.empty(L, dtype=np.float64)
     d = np.empty(L, dtype=np.int64)
     hit = np.empty(L, dtype=bool)
     for a in range(lo, n, C):
         e = min(a + C, n)
         m = e - a
-        lc, lf = lab[:m], labf[:m]
-        np.bitwise_and(keys[a:e], 1, out=lc)            # int64, then one copy: faster than
-        np.copyto(lf, lc)                               # a casting and into float64
+        lf = labf[:m]
+        np.bitwise_and(keys[a:e], 1, out=lf, casting="unsafe")  # the labels, 0.0 / 1.0 exactly
         r = lf @ cols[:m]                                # (position sum, positives)
         c = int(r[1])
         if c:
