@@ -79,6 +79,7 @@ import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
+from . import native
 
 # Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
 # _comparison, _retrieval and the bootstrap kernels.
@@ -746,6 +747,12 @@ def roc_auc(y01, s, w, xp, bits=None):
     ``bits``: NumPy float64 scores' bit extremes (``Binary.bits``), when known.
     """
     if B.is_numpy(xp) and w is None:
+        tab = score_table(y01, s)
+        if tab is not None:
+            P, N = tab.P, tab.n - tab.P
+            if P == 0 or N == 0:
+                return np.float64(math.nan), True
+            return np.float64(table_roc_auc(tab) / (2.0 * P * N)), False
         pk = packed_sort(y01, s, bits)
         if pk is not None:
             P, N = pk.P, pk.n - pk.P
@@ -768,6 +775,11 @@ def average_precision(y01, s, w, xp, bits=None):
     """Average precision (step sum) of unsorted input: ``(ap, undefined)``; ``bits`` as
     :func:`roc_auc`."""
     if B.is_numpy(xp) and w is None:
+        tab = score_table(y01, s)
+        if tab is not None:
+            if tab.P == 0:
+                return np.float64(math.nan), True
+            return np.float64(table_average_precision(tab)), False
         pk = packed_sort(y01, s, bits)
         if pk is not None:
             if pk.P == 0:
@@ -891,7 +903,7 @@ class Packed(NamedTuple):
 
 def _max_magnitude(bits) -> int:
     """The largest magnitude bits of the scores, from their :func:`_bit_extremes`."""
-    smin, smax, umin, umax = bits
+    smin, smax, umin, umax = bits[:4]
     return max(umax - 2**63 if smin < 0 else 0, smax if smax >= 0 else 0)
 
 
@@ -907,7 +919,7 @@ def packed_sort(y01, s, bits=None):
         s, bits = s.astype(np.float64), None          # float16 / float32: exact
     if bits is None:
         bits = _bit_extremes(s)
-    smin, smax, umin, umax = bits
+    smin, smax, umin, umax, nz = bits
     b = s.view(np.int64)
     any_neg, any_pos = smin < 0, smax >= 0
     mmin_neg = smin + 2**63 if any_neg else None       # negatives: int64 bits -2**63 + m
@@ -918,8 +930,9 @@ def packed_sort(y01, s, bits=None):
     zero = mmin == 0
     sym = smin == -(2**63)                             # -0.0 present
     if zero:
-        nz = _min_nonzero_magnitude(b)
-        g = 0 if nz is None else nz - 1
+        if nz is None:
+            nz = _min_nonzero_magnitude(b)
+        g = 0 if not nz else nz - 1
     else:
         g = mmin
 
@@ -935,6 +948,12 @@ def packed_sort(y01, s, bits=None):
         return None
     n = s.shape[0]
     out = np.empty(n, dtype=np.int64)
+    if native.lib is not None:
+        P = native.lib.pack(np.ascontiguousarray(s), _labels_buffer(y01), out, g, kmin, zero,
+                         sym)
+        if P >= 0:              # (-1: a label other than 0 / 1, which callers rule out)
+            out.view(np.float64).sort()
+            return Packed(out, g, kmin, P, n, zero, sym)
     L = min(n, _PACK_CHUNK)
     sg = np.empty(L, dtype=np.int64) if any_neg else None
     y = np.asarray(y01)
@@ -967,8 +986,19 @@ def packed_sort(y01, s, bits=None):
     return Packed(out, g, kmin, P, n, zero, sym)
 
 
+def _labels_buffer(y01):
+    """0/1 labels as a contiguous NumPy array of 1, 2, 4 or 8-byte integers (or bools)."""
+    y = np.ascontiguousarray(y01)
+    return y if y.dtype.kind in "biu" else y.astype(np.int64)
+
+
 def _bit_extremes(s):
-    """Signed and unsigned min / max of the float64 bits of ``s``, in one chunked pass."""
+    """Signed and unsigned min / max of the float64 bits of ``s`` and the smallest nonzero
+    magnitude: ``(smin, smax, umin, umax, nz)``, ``nz`` 0 when every score is a zero and
+    None when not computed (the NumPy passes find it only where zeros need it)."""
+    if native.lib is not None:
+        smin, smax, umin, umax, nz = native.lib.extremes(np.ascontiguousarray(s))
+        return smin, smax, umin, umax, 0 if nz is None else nz
     b = s.view(np.int64)
     u = s.view(np.uint64)
     lo, hi, ulo, uhi = [], [], [], []
@@ -978,7 +1008,7 @@ def _bit_extremes(s):
         hi.append(bc.max())
         ulo.append(uc.min())
         uhi.append(uc.max())
-    return int(min(lo)), int(max(hi)), int(min(ulo)), int(max(uhi))
+    return int(min(lo)), int(max(hi)), int(min(ulo)), int(max(uhi)), None
 
 
 def _min_nonzero_magnitude(b):
@@ -1044,6 +1074,8 @@ def packed_roc_auc(pk: Packed):
     sum of positive positions - P(P-1)/2; ``T`` = sum over tie groups of
     negatives x positives, so ``2 S' - T`` counts each tied pair once.
     """
+    if native.lib is not None:
+        return native.lib.auc_packed(pk.keys)
     S, mixed = _positions_and_mixed(pk)
     P = pk.P
     return 2 * (S - P * (P - 1) // 2) - _mixed_ties(pk, mixed)
@@ -1163,6 +1195,8 @@ def packed_average_precision(pk: Packed):
     ``n1 * tp / (tp + fp)`` at the group's threshold.
     """
     keys, P, n = pk.keys, pk.P, pk.n
+    if native.lib is not None:         # the same terms, summed in blocks (compensated)
+        return native.lib.ap_packed(keys, P) / P
     runs = _long_runs(keys)
     if runs[1] and runs[0].shape[0] < runs[1]:          # a run longer than one row: ties
         return _packed_ap_groups(pk, runs)
@@ -1329,6 +1363,13 @@ def packed_roc_curve(pk: Packed):
     fpr = np.empty(n + 1, dtype=np.float64)
     tpr = np.empty(n + 1, dtype=np.float64)
     thr = np.empty(n + 1, dtype=np.float64)
+    if native.lib is not None:
+        G = native.lib.roc_packed(keys, P, fpr, tpr, thr, pk.kmin, pk.mmin, pk.zero, pk.sym)
+        if G < 0:
+            return None
+        for x in (fpr, tpr, thr):
+            x.resize(G, refcheck=False)
+        return fpr, tpr, thr
     fpr[0] = tpr[0] = 0.0
     thr[0] = math.inf
     L = min(_CHUNK, n)
@@ -1362,3 +1403,87 @@ def packed_roc_curve(pk: Packed):
     for x in (fpr, tpr, thr):
         x.resize(G, refcheck=False)                     # in place: nothing else refers to them
     return fpr, tpr, thr
+
+
+# --------------------------------------------------------------------------
+# NumPy, unweighted, heavily tied scores: class counts per distinct score
+# --------------------------------------------------------------------------
+#
+# Scores with few distinct values (rounded probabilities, ratings, bucketed
+# model outputs) need no sort of the rows: one pass through a hash table of
+# the distinct scores (:func:`calipers._kernels.native`'s ``score_table``, C)
+# gives each one's negatives and positives, and AUC, AP and the curve points
+# are sums over the sorted distinct scores. A strided sample decides whether
+# to try it; past ``_TABLE_CAP`` distinct scores the pass stops and the
+# packed sort takes over. Without the compiled module the packed sort runs.
+
+_TABLE_MIN_N = 1 << 15          # smaller inputs: the sort costs little
+_TABLE_SAMPLES = 4096           # evenly spaced scores that decide whether to try the table
+_TABLE_SAMPLE_DISTINCT = 2048   # try it when the sample holds at most this many distinct
+_TABLE_CAP = 1 << 14            # distinct scores the table takes at most
+
+
+class ScoreTable(NamedTuple):
+    u: Any      # float64 (G,): the distinct scores, ascending (-0.0 read as 0.0)
+    n0: Any     # int64 (G,): negatives with that score
+    n1: Any     # int64 (G,): positives with that score
+    P: int
+    n: int
+
+
+def score_table(y01, s):
+    """NumPy, unweighted: class counts per distinct score of heavily tied 1-D float scores.
+
+    None where it does not apply: no compiled module, fewer than
+    ``_TABLE_MIN_N`` rows, a sample with many distinct scores, or more than
+    ``_TABLE_CAP`` distinct scores. ``y01``: integer or bool labels 0/1;
+    ``s``: finite scores (float16 / float32 are read as float64, exactly).
+    """
+    if native.lib is None or s.dtype.kind != "f" or s.ndim != 1 or s.shape[0] < _TABLE_MIN_N:
+        return None
+    n = s.shape[0]
+    if np.unique(s[::max(1, n // _TABLE_SAMPLES)]).shape[0] > _TABLE_SAMPLE_DISTINCT:
+        return None
+    vals = np.empty(_TABLE_CAP, dtype=np.uint64)
+    cnt = np.empty(2 * _TABLE_CAP, dtype=np.int64)
+    G = native.lib.score_table(np.ascontiguousarray(s, dtype=np.float64), _labels_buffer(y01),
+                            vals, cnt)
+    if G < 0:                 # past the cap (-1), or a label other than 0 / 1 (-2)
+        return None
+    u = vals[:G].view(np.float64)
+    order = np.argsort(u)
+    c = cnt[:2 * G].reshape(G, 2)[order]
+    n1 = c[:, 1].copy()
+    return ScoreTable(u[order], c[:, 0].copy(), n1, int(n1.sum()), n)
+
+
+def table_roc_auc(tab: ScoreTable):
+    """``2U`` (exact int) of a score table: ``sum n1 (2 * negatives below + n0)``."""
+    acc = _exact_sum_dtype(tab.P, tab.n - tab.P)
+    n0 = tab.n0.astype(acc)
+    below = np.cumsum(n0) - n0
+    return int(np.sum(tab.n1.astype(acc) * (2 * below + n0)))
+
+
+def table_average_precision(tab: ScoreTable):
+    """Average precision (step sum, ties together) of a score table; float64.
+
+    Per distinct score with positives: ``n1 * tp / (tp + fp)``, the counts at
+    or above it (:func:`ap_steps`' terms), exact integers in float64.
+    """
+    tp, at = _table_at_or_above(tab)
+    return float(np.dot(tab.n1.astype(np.float64), tp / at)) / tab.P
+
+
+def _table_at_or_above(tab: ScoreTable):
+    """Positives and rows scored at or above each distinct score (float64, exact)."""
+    tp = tab.P - (np.cumsum(tab.n1) - tab.n1)
+    at = tab.n - (np.cumsum(tab.n0 + tab.n1) - (tab.n0 + tab.n1))
+    return tp.astype(np.float64), at.astype(np.float64)
+
+
+def table_curve_points(tab: ScoreTable):
+    """:func:`packed_curve_points` of a score table: ``(score, positives at or above,
+    negatives at or above)`` per distinct score, ascending; float64."""
+    tp, at = _table_at_or_above(tab)
+    return tab.u, tp, at - tp

@@ -394,6 +394,9 @@ def _curve_points_numpy_unweighted(y, s):
     (:func:`calipers._kernels.rankstats.packed_sort`), the points read at the
     tie-group starts in one chunked pass. Otherwise two keys-only sorts.
     """
+    tab = R.score_table(y, s)
+    if tab is not None:
+        return _table_points(tab, s.dtype)
     pk = R.packed_sort(y, s)
     if pk is not None:
         return _packed_points(pk, s.dtype)
@@ -424,6 +427,21 @@ def _packed_points(pk, dtype):
     f = np.float64
     return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
         f(pk.P), f(pk.n - pk.P)), True
+
+
+def _table_points(tab, dtype):
+    """:func:`_curve_points`' result from a score table (NumPy, unweighted, heavy ties)."""
+    u, tp, fp = R.table_curve_points(tab)
+    f = np.float64
+    return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
+        f(tab.P), f(tab.n - tab.P)), True
+
+
+def _table_numpy(d: _Binary):
+    """NumPy, unweighted, valid float scores: the score table (None where it does not apply)."""
+    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
+        return None
+    return R.score_table(d.y, d.s)
 
 
 def _packed_numpy(d: _Binary):
@@ -510,11 +528,14 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     """
     d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    pk = _packed_numpy(d)
+    tab = _table_numpy(d)
+    pk = None if tab is not None else _packed_numpy(d)
     vertices = _roc_vertices_numpy(d, pk) if drop_intermediate and pk is not None else None
     if vertices is not None:
         return vertices
-    if pk is not None:      # the same points as _curve_points, from the one packed sort
+    if tab is not None:     # heavy ties: the same points, from the class counts per score
+        fps, tps, thr, st, compact = _table_points(tab, d.s.dtype)
+    elif pk is not None:    # the same points as _curve_points, from the one packed sort
         fps, tps, thr, st, compact = _packed_points(pk, d.s.dtype)
     else:
         fps, tps, thr, st, compact = _curve_points(d)
