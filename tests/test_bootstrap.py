@@ -898,11 +898,14 @@ def _fallback_data():
 
 
 def _jax_replicates(monkeypatch, y, a, b, x64, sequential, **kw):
-    """JAX replicates on the sequential (CPU) or the vmapped (accelerator) program."""
+    """JAX replicates on the sequential (CPU) or the vmapped (accelerator) program.
+
+    (XLA's program, not the NumPy loop that concrete CPU arrays take for ROC AUC.)"""
     import jax
     import jax.numpy as jnp
     from calipers._core import compile as _compile
 
+    monkeypatch.setattr(BS, "_host_split", lambda s: False)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu" if sequential else "gpu")
     _compile.clear_cache()
     try:

@@ -20,6 +20,7 @@ from .._core import xp as B
 from .._core import validation as V
 from .. import _probability as _prob
 from .._ranking import binary as _rank
+from .._kernels import native
 from .._kernels import rankstats as R
 
 
@@ -202,6 +203,17 @@ class _AUCSplitKernel:
         return _AUCKernel().loo(_AUCKernel().prepare(y01, s, w, xp, False), xp)
 
 
+def split_state_numpy(kernel: _AUCSplitKernel, st: SplitState) -> SplitState:
+    """A :class:`SplitState` of the integer-count path (perm None) as NumPy arrays, with
+    NumPy's buffers and prefix-sum positions."""
+    n = kernel.N + kernel.P
+    k_lo, k_hi = (np.asarray(x).astype(np.intp) for x in (st.k_lo, st.k_hi))
+    start = 0 if kernel.side == 0 else kernel.N
+    general = tuple(None if x is None else np.asarray(x) for x in st.general)
+    return SplitState(None, k_lo, k_hi, {}, general,
+                      _layout_positions(start + k_lo, start + k_hi, n, False, np))
+
+
 def _integer_path(state, counts, xp) -> bool:
     """Do these counts take :func:`_split_parts` (integers, no weights; NumPy or JAX)?"""
     if state.integer is None:
@@ -244,6 +256,8 @@ def _split_parts(models, counts, xp):
     """
     k0, st0 = models[0]
     N, n = k0.N, k0.N + k0.P
+    if B.is_numpy(xp) and native.lib is not None:
+        return _split_parts_native(models, counts, N, n)
     if B.is_numpy(xp):
         acc, prod = k0._dtypes(counts.dtype)
         C = _layout_prefix_numpy(counts, acc, st0.scratch)
@@ -292,6 +306,43 @@ def _split_parts(models, counts, xp):
             out.append((2 * xp.astype(p_star, sdt) * xp.astype(n_star, sdt) - s,
                         p_star, n_star))
     return out
+
+
+def _split_parts_native(models, counts, N, n):
+    """:func:`_split_parts` on NumPy in one compiled call: the layout's prefix sums, then
+    per model its read rows' counts times the sums at their bounds, in exact integers.
+
+    The plan (each model's read rows in the order of their bounds, checked
+    once) is made on the first replicate and kept with the first model's buffers.
+    """
+    k0, st0 = models[0]
+    key = ("native-plan",) + tuple(id(st) for _, st in models)
+    plan = st0.scratch.get(key)
+    if plan is None:
+        plan = st0.scratch[key] = native.lib.split_plan(N, n, tuple(
+            _native_model(k, st, N) for k, st in models))
+    C = B.thread_buffers(st0.scratch, "prefix-native", lambda: np.empty(n + 1, np.int64))
+    n_star, total, sums = native.lib.split_parts(plan, counts, C)
+    p_star = total - n_star
+    out = []
+    for (k, _), s in zip(models, sums):
+        if k.side == 0:
+            out.append((s, p_star, n_star))
+        else:       # the read rows' sums included the N* negatives' counts, twice
+            out.append((2 * p_star * n_star - (s - 2 * n_star * n_star), p_star, n_star))
+    return out
+
+
+def _native_model(k, st, N):
+    """One model of a compiled plan: ``(r0, m, off, perm, lo, hi)``, its read rows in the
+    order of their bounds (sequential reads of the prefix sums)."""
+    # (by lo, then hi: both ascend, as the read rows' scores would)
+    order = (np.lexsort((st.k_hi, st.k_lo)) if k.ties else np.argsort(st.k_lo)).astype(np.intp)
+    lo = np.ascontiguousarray(st.k_lo[order], dtype=np.intp)
+    hi = np.ascontiguousarray(st.k_hi[order], dtype=np.intp) if k.ties else None
+    if k.side == 0:                 # reads the positives, sums the negatives
+        return N, k.P, 0, order, lo, hi
+    return 0, k.N, N, order, lo, hi
 
 
 _IBLOCK = 8    # ranks per block of the prefix sums (NumPy and JAX)

@@ -33,6 +33,7 @@ import numpy as np
 from .._core import xp as B
 from .._core import validation as V
 from .._core.types import Array, ArrayLike, SeedLike
+from .._kernels import native
 
 # Constants as NumPy uint32 scalars: a Python int above 2**31 overflows JAX's
 # weak int32 typing without x64.
@@ -1248,7 +1249,7 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
                         * _GOLDEN)
     if not T.shape[0]:
         kgx = kgx[n:]           # no Poisson part: only the extra draws
-    inv = None if layout is None else np.asarray(arrays[0], dtype=np.intp)
+    inv = None if layout is None else np.ascontiguousarray(arrays[0], dtype=np.intp)
     ones = np.ones(M, dtype=np.uint8)
     n64, s32 = np.uint64(n), np.uint64(32)
     # a uint8 count can wrap only where a row takes this many extra draws
@@ -1261,6 +1262,18 @@ def numpy_drawer(design: _Design, data, words, small: bool = False):
                 np.empty(n, bool), np.empty(M, np.uint64))
 
     def draw(r):
+        if native.lib is not None:
+            # the same integers in one compiled pass (hash, Poisson, top-up)
+            c = B.thread_buffers(scratch, "topup-native", lambda: np.empty(n, np.uint8))
+            k1, k2 = _replicate_keys_int(words, r)
+            status = native.lib.topup_draw(kgx, k1, k2, T, n, M, inv, c)
+            if status == 0:
+                # (uint8 holds every count to 255; a lower _SMALL_MAX is a tests' hook)
+                wide = not small or (_SMALL_MAX < 255 and int(c.max()) > _SMALL_MAX)
+                return c.astype(np.int64) if wide else c
+            if status == -1:        # the Poisson part missed the top-up's range
+                return draw_counts(design, data, words, r, np, np.int64)
+            # (-2: a count passed 255; the passes below count in int64)
         x, tmp, c, ge, u = B.thread_buffers(scratch, "topup", buffers)
         _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
         if T.shape[0]:
@@ -1301,6 +1314,10 @@ def _numpy_poisson_drawer(n, layout, words, small):
                 np.empty(n, bool))
 
     def draw(r):
+        if native.lib is not None:      # the same integers in one compiled pass
+            c = B.thread_buffers(scratch, "poisson-native", lambda: np.empty(n, np.uint8))
+            native.lib.poisson_draw(kgx, *_replicate_keys_int(words, r), T, c)
+            return c if small else c.astype(np.int64)
         x, tmp, c, ge = B.thread_buffers(scratch, "poisson", buffers)
         _hash_inplace(kgx, _replicate_keys_int(words, r), x, tmp)
         _poisson_inplace(x, T, c, ge)
