@@ -19,7 +19,9 @@ One test per (registry entry, check, backend). Checks and the backends they run 
 - ``none_label``: a 1-D object label array holding ``None`` raises ``ValueError`` naming the
   label argument (NumPy's bare ``TypeError`` from sorting, or a silent label, before);
 - ``bounds``: for an entry with ``bounds``, perfect and reversed predictions (``extremes``) give
-  values inside the bounds (float rounding of weighted sums included).
+  values inside the bounds (float rounding of weighted sums included);
+- ``compiled``: the compiled passes (:mod:`calipers._kernels.native`), the same with the
+  per-score table tried on every input, and the NumPy passes alone give the same values.
 
 A check that fails on today's code is listed in ``KNOWN_FAILURES`` with the reason and runs as a
 strict xfail: when a fix lands it XPASSes, which fails, and the line must be deleted.
@@ -41,6 +43,7 @@ import pytest
 
 import calipers
 from calipers import UndefinedMetricWarning
+from calipers._kernels import native, rankstats
 from conftest import load_case
 from registry import ALIASES, ENTRIES, EXEMPT, N, REGISTRY, public_callables
 
@@ -67,6 +70,7 @@ CHECKS = {
     "bounds": ["numpy", "jax_eager", "jax_jit_x32"],
     "none_label": ["numpy"],
     "explicit_mesh": ["jax_jit"],
+    "compiled": ["numpy"],
 }
 
 # (entry, "check/backend") -> why it fails today. Delete a line when its test XPASSes.
@@ -512,6 +516,32 @@ def check_explicit_mesh(entry, backend):
     assert_same(got, want, *tol(backend))
 
 
+@contextlib.contextmanager
+def _passes(compiled, table_everywhere=False):
+    """Run with the compiled passes or without them; ``table_everywhere``: the per-score
+    table is tried on inputs of any size."""
+    lib, min_n = native.lib, rankstats._TABLE_MIN_N
+    native.lib = lib if compiled else None
+    rankstats._TABLE_MIN_N = 1 if table_everywhere else min_n
+    try:
+        yield
+    finally:
+        native.lib, rankstats._TABLE_MIN_N = lib, min_n
+
+
+def check_compiled(entry, backend):
+    if native.lib is None:
+        pytest.skip("calipers._kernels._native is not built")
+    args, kw = data(entry)
+    with _passes(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = run(entry, backend, args, kw)
+    for table in (False, True):
+        with _passes(True, table), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_same(run(entry, backend, args, kw), want, 1e-12, 1e-14)
+
+
 CHECK_FUNCTIONS = {
     "agreement": check_agreement, "jit": check_jit, "row_order": check_row_order,
     "tie_order": check_tie_order, "weights": check_weights, "bad_weights": check_bad_weights,
@@ -519,7 +549,7 @@ CHECK_FUNCTIONS = {
     "undefined": check_undefined, "mixed_namespaces": check_mixed_namespaces,
     "pytree": check_pytree, "float16": check_float16, "bfloat16": check_bfloat16,
     "symmetric": check_symmetric, "bounds": check_bounds, "none_label": check_none_label,
-    "explicit_mesh": check_explicit_mesh,
+    "explicit_mesh": check_explicit_mesh, "compiled": check_compiled,
 }
 assert set(CHECK_FUNCTIONS) == set(CHECKS)
 
