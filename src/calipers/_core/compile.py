@@ -160,7 +160,8 @@ def compiled(fn: None = None, *, rows: tuple[str, ...] = (), weight: str | None 
              prepare: Callable[..., Any] | None = None) -> Callable[[_F], _F]: ...
 
 
-def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None):
+def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None,
+             host=False):
     """Decorator: the compile policy for a public function (see the module docstring).
 
     Parameters
@@ -188,10 +189,15 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
         ``num_segments``), and ``finish(out)`` maps the compiled result back
         (the original ids, eager warnings). The same hook serves every
         per-segment function, so none needs a wrapper of its own.
+    host : bool
+        Concrete JAX arrays on the CPU run the NumPy kernels on the same memory
+        (:func:`host_kernels`): for functions whose NumPy path (one sort, compiled
+        passes) is far faster than XLA's on the CPU. The function must return an
+        array or a tuple of arrays.
     """
     if fn is None:
         return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok,
-                                 rerun=rerun, prepare=prepare)
+                                 rerun=rerun, prepare=prepare, host=host)
     sig = inspect.signature(fn)
     rows = tuple(rows)
     for r in rows + ((weight,) if weight else ()):
@@ -215,6 +221,10 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
                 return out
         if "jax" not in sys.modules:  # no JAX array can exist
             return fn(*args, **kwargs)
+        if host:
+            done, out = _jax_cpu_call(fn, args, kwargs)
+            if done:
+                return out
         args, kwargs = _replicated(args, kwargs)
         if prepare is not None:
             if not _concrete_jax_call(args, kwargs):
@@ -362,6 +372,71 @@ def _to_torch(out, torch):
             return _NOT_ARRAYS
         return type(out)(items)
     return _NOT_ARRAYS
+
+
+# --------------------------------------------------------------------------
+# concrete JAX arrays on the CPU: the NumPy kernels on the same memory
+# --------------------------------------------------------------------------
+
+def host_kernels(fn: _F) -> _F:
+    """Decorator for a function outside :func:`compiled`: concrete JAX CPU arrays run the
+    NumPy kernels on the same memory (:func:`_jax_cpu_call`)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "jax" in sys.modules:
+            done, out = _jax_cpu_call(fn, args, kwargs)
+            if done:
+                return out
+        return fn(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+def _jax_cpu_call(fn, args, kwargs):
+    """``(True, result)`` when the call ran on the NumPy kernels, else ``(False, None)``.
+
+    A call whose JAX array arguments are all concrete and on one CPU device
+    (the rest NumPy arrays or Python data) runs on their NumPy views
+    (``np.asarray``: no copy on the CPU), where calipers' own kernels (one
+    keys-only sort, compiled passes) are several times faster than XLA's CPU
+    sort; the NumPy results (arrays, scalars, tuples of them) come back as JAX
+    arrays (``jnp.asarray``: float32 / int32 without x64, as the JAX path
+    returns them). Traced arrays, other devices, sharded or bfloat16 arrays and
+    other libraries' arrays take the JAX path unchanged.
+    """
+    import jax
+
+    found = False
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, jax.Array):
+            if isinstance(v, jax.core.Tracer) or v.dtype == jax.numpy.bfloat16:
+                return False, None
+            try:
+                devices = v.devices()
+            except AttributeError:
+                return False, None
+            if len(devices) != 1 or next(iter(devices)).platform != "cpu":
+                return False, None
+            found = True
+        elif v is not None and B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
+            return False, None
+    if not found:
+        return False, None
+
+    def view(v):
+        return np.asarray(v) if isinstance(v, jax.Array) else v
+
+    out = fn(*[view(a) for a in args], **{k: view(v) for k, v in kwargs.items()})
+    return True, _to_jax(out)
+
+
+def _to_jax(out):
+    import jax.numpy as jnp
+
+    if isinstance(out, (np.ndarray, np.generic)):
+        return jnp.asarray(out)
+    if isinstance(out, tuple) and not hasattr(out, "_fields"):
+        return tuple(_to_jax(x) for x in out)
+    raise TypeError(f"host kernels return arrays or tuples of arrays, got {type(out)}")
 
 
 def _concrete_jax_call(args, kwargs) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 from .._core import xp as B
 from .._kernels import rankstats as R
 from .._core import validation as V
-from .._core.compile import compiled
+from .._core.compile import compiled, host_kernels
 from .._core.types import Array, ArrayLike
 
 __all__ = [
@@ -97,7 +97,7 @@ def _result(value, d: _Binary, undefined, what: str):
 # ROC AUC
 # --------------------------------------------------------------------------
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight")
+@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
 def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
                   max_fpr: float | None = None, pos_label: Any = None,
                   multi_class: str = "raise", average: str | None = "macro",
@@ -230,7 +230,7 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # average precision and the trapezoidal PR area
 # --------------------------------------------------------------------------
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight")
+@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
 def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                             sample_weight: ArrayLike = None, pos_label: Any = None,
                             average: str | None = "macro") -> float | Array:
@@ -293,7 +293,7 @@ def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                    "returning NaN")
 
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight")
+@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
 def precision_recall_auc(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
                          pos_label: Any = None) -> float | Array:
     """Trapezoidal area under the precision-recall curve (not average precision).
@@ -484,6 +484,7 @@ def _curve_input(y_true, y_score, sample_weight, pos_label, **kw):
     return d._replace(y=d.y[keep], s=d.s[keep], w=d.w[keep])
 
 
+@host_kernels
 def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
               sample_weight: ArrayLike = None,
               drop_intermediate: bool = True) -> tuple[Array, Array, Array]:
@@ -583,6 +584,7 @@ def _warn_curve(d, st, kind):
                          "(scikit-learn sets it to one)")
 
 
+@host_kernels
 def precision_recall_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
                            sample_weight: ArrayLike = None,
                            drop_intermediate: bool = False) -> tuple[Array, Array, Array]:
