@@ -351,3 +351,48 @@ def test_roc_curve_untied_across_chunks_equals_weighted_path():
         for a, b in zip(got, ref):
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
+
+
+def test_keys_survive_threads_that_flush_subnormals():
+    # XLA's CPU threads (here: a JAX host callback) treat subnormal floats as zero; the
+    # packed keys are sorted as float64 bits, so none may be a subnormal (the smallest
+    # packed key is the smallest normal float64's bits), else they sort as zeros
+    import jax
+
+    rng = np.random.default_rng(31)
+    cases = [(_labels(rng, n), _scores(rng, n, kind)) for n in (3, 50, 5000)
+             for kind in ("random", "tied", "zeros", "signed-zeros", "non-positive")]
+    want = [(calipers.roc_auc_score(y, s), calipers.average_precision_score(y, s),
+             calipers.roc_curve(y, s)) for y, s in cases]
+    got = []
+
+    def host(_):
+        got.extend((calipers.roc_auc_score(y, s), calipers.average_precision_score(y, s),
+                    calipers.roc_curve(y, s)) for y, s in cases)
+        return np.zeros((), np.float32)
+
+    jax.block_until_ready(jax.jit(lambda x: jax.pure_callback(
+        host, jax.ShapeDtypeStruct((), np.float32), x))(np.float32(0)))
+    assert len(got) == len(want)
+    for (auc, ap, curve), (auc2, ap2, curve2) in zip(got, want):
+        assert auc == auc2 and ap == ap2
+        for a, b in zip(curve, curve2):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_jit_on_cpu_runs_the_numpy_kernel_and_vmaps():
+    # under jit on the CPU the unweighted AUC and AP hand the scores to the NumPy kernel
+    # (a host callback); vmap runs it once per batch member, jit equals eager
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(32)
+    Y = (rng.random((3, 400)) < 0.4).astype(np.int32)
+    S = np.round(rng.normal(size=(3, 400)), 1).astype(np.float32)
+    for fn in (calipers.roc_auc_score, calipers.average_precision_score):
+        got = np.asarray(jax.jit(jax.vmap(fn))(jnp.asarray(Y), jnp.asarray(S)))
+        want = np.array([fn(Y[i], S[i]) for i in range(3)])
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+    text = jax.jit(calipers.roc_auc_score).lower(jnp.asarray(Y[0]), jnp.asarray(S[0])).as_text()
+    assert "callback" in text
