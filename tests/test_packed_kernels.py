@@ -396,3 +396,29 @@ def test_jit_on_cpu_runs_the_numpy_kernel_and_vmaps():
         np.testing.assert_array_equal(got, want)
     text = jax.jit(calipers.roc_auc_score).lower(jnp.asarray(Y[0]), jnp.asarray(S[0])).as_text()
     assert "callback" in text
+
+
+def test_eager_jax_cpu_arrays_run_the_numpy_kernels():
+    # unweighted calls on concrete JAX CPU arrays: the NumPy kernels on the same memory (no
+    # XLA program compiled), JAX arrays back with the NumPy values; weighted calls keep
+    # the JAX path
+    import jax.numpy as jnp
+    from calipers._core import compile as C
+
+    rng = np.random.default_rng(33)
+    y = _labels(rng, 3000)
+    s = np.round(rng.normal(size=3000), 2)
+    jy, js = jnp.asarray(y), jnp.asarray(s)
+    C.clear_cache()
+    before = C.cache_info()["misses"]
+    for fn in (calipers.roc_auc_score, calipers.average_precision_score,
+               calipers.precision_recall_auc, calipers.roc_curve,
+               calipers.precision_recall_curve):
+        got, want = fn(jy, js), fn(y, s)
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            assert type(g) is type(js) and g.dtype == w.dtype
+            np.testing.assert_array_equal(np.asarray(g), w)
+    assert C.cache_info()["misses"] == before
+    calipers.roc_auc_score(jy, js, sample_weight=jnp.ones(3000))
+    assert C.cache_info()["misses"] > before

@@ -336,20 +336,12 @@ def torch_cpu_views(*arrays):
         return False, arrays
     import torch
 
-    found = False
-    for v in arrays:
-        if isinstance(v, torch.Tensor):
-            if v.device.type != "cpu" or v.dtype in (torch.bfloat16, torch.complex32) or \
-                    v.layout != torch.strided:
-                return False, arrays
-            found = True
-        elif v is not None and B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
-            return False, arrays
-    if not found:
-        return False, arrays
+    def usable(v):
+        return v.device.type == "cpu" and v.dtype not in (torch.bfloat16, torch.complex32) \
+            and v.layout == torch.strided
+
     try:
-        return True, tuple(v.detach().numpy() if isinstance(v, torch.Tensor) else v
-                           for v in arrays)
+        return _numpy_views(arrays, torch.Tensor, usable, lambda v: v.detach().numpy())
     except (RuntimeError, TypeError):  # a tensor without NumPy memory (functorch, meta)
         return False, arrays
 
@@ -393,6 +385,23 @@ def host_kernels(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _numpy_views(values, kind, usable, view):
+    """``(True, values)`` with each array of type ``kind`` replaced by ``view(array)``, when
+    there is one and each is ``usable`` and no other library's arrays are among ``values``
+    (NumPy arrays, Python data and None stay as they are); else ``(False, values)``."""
+    found = False
+    for v in values:
+        if isinstance(v, kind):
+            if not usable(v):
+                return False, values
+            found = True
+        elif v is not None and B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
+            return False, values
+    if not found:
+        return False, values
+    return True, tuple(view(v) if isinstance(v, kind) else v for v in values)
+
+
 def _jax_cpu_call(fn, args, kwargs):
     """``(True, result)`` when the call ran on the NumPy kernels, else ``(False, None)``.
 
@@ -407,27 +416,16 @@ def _jax_cpu_call(fn, args, kwargs):
     """
     import jax
 
-    found = False
-    for v in (*args, *kwargs.values()):
-        if isinstance(v, jax.Array):
-            if isinstance(v, jax.core.Tracer) or v.dtype == jax.numpy.bfloat16:
-                return False, None
-            try:
-                devices = v.devices()
-            except AttributeError:
-                return False, None
-            if len(devices) != 1 or next(iter(devices)).platform != "cpu":
-                return False, None
-            found = True
-        elif v is not None and B.is_array(v) and not isinstance(v, (np.ndarray, np.generic)):
-            return False, None
-    if not found:
+    def usable(v):
+        if isinstance(v, jax.core.Tracer) or v.dtype == jax.numpy.bfloat16:
+            return False
+        devices = v.devices()
+        return len(devices) == 1 and next(iter(devices)).platform == "cpu"
+
+    ok, views = _numpy_views((*args, *kwargs.values()), jax.Array, usable, np.asarray)
+    if not ok:
         return False, None
-
-    def view(v):
-        return np.asarray(v) if isinstance(v, jax.Array) else v
-
-    out = fn(*[view(a) for a in args], **{k: view(v) for k, v in kwargs.items()})
+    out = fn(*views[:len(args)], **dict(zip(kwargs, views[len(args):])))
     return True, _to_jax(out)
 
 
