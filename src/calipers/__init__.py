@@ -108,10 +108,12 @@ from ._bootstrap.resample import multinomial_counts, multinomial_totals
 from ._streaming.bootstrap import PairedBootstrapState
 from ._streaming.base import MergeableState
 from ._streaming.collection import StateCollection
+from ._core.compile import eager_checks
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "eager_checks",
     "OffPolicyInterval",
     "direct_method_estimate",
     "doubly_robust_estimate",

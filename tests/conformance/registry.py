@@ -728,6 +728,8 @@ assert len(REGISTRY) == len(ENTRIES), "duplicate registry names"
 
 # Public callables that are not metric functions, with the reason.
 EXEMPT = {
+    "eager_checks": "a context manager (no metric): skips the eager checks' host reads; tested "
+                    "in test_eager_checks.py",
     "ThresholdSelection": "result type (checked through select_threshold)",
     "AccuracyWithError": "result type",
     "BrierDecomposition": "result type",

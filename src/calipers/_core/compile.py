@@ -34,11 +34,12 @@ concrete JAX arrays runs it under ``jax.jit`` instead:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
 import threading
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, Callable, Iterator, TypeVar, overload
 from collections import OrderedDict
 
 import numpy as np
@@ -54,6 +55,60 @@ _max_entries = 128
 _stats = {"hits": 0, "misses": 0, "evictions": 0, "eager": 0}
 _EAGER = object()  # cache value: this key cannot be traced, run the plain function
 _MIN_BUCKET = 8
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def eager_checks(enabled: bool) -> Iterator[None]:
+    """Turn the value checks of eager calls on JAX arrays off (``False``) or on, in this thread.
+
+    An eager call of a public function on concrete JAX arrays runs as one
+    compiled program whose value checks (NaN or out-of-range inputs, count
+    limits, undefined results) come back as flags, and reading them back to
+    raise or warn blocks until the device is done: a few host reads per call
+    (a streaming state's ``update`` or ``compute`` included). Inside
+    ``with calipers.eager_checks(False):`` nothing is read back, as under
+    ``jax.jit``: invalid values give NaN instead of a ``ValueError``, and no
+    ``UndefinedMetricWarning`` is issued. Shape and option errors (found
+    before anything runs) still raise. NumPy inputs, and JAX calls that run
+    the NumPy kernels, keep their checks. The setting is per thread and
+    restored on exit.
+
+    Parameters
+    ----------
+    enabled : bool
+        False skips the checks inside the block; True turns them on again
+        (inside an outer ``eager_checks(False)``).
+
+    Raises
+    ------
+    ValueError
+        ``enabled`` not a bool.
+
+    Examples
+    --------
+    >>> import calipers, jax.numpy as jnp
+    >>> state = calipers.ConfusionState.init(2)
+    >>> with calipers.eager_checks(False):
+    ...     state = state.update(jnp.asarray([0, 1, 1]), jnp.asarray([0, 1, 0]))
+    >>> round(float(state.compute().accuracy), 4)
+    0.6667
+    """
+    if not isinstance(enabled, bool):
+        raise ValueError(f"enabled must be True or False, got {enabled!r}")
+    before = getattr(_local, "checks", True)
+    _local.checks = enabled
+    try:
+        yield
+    finally:
+        _local.checks = before
+
+
+def checks_enabled() -> bool:
+    """Are eager checks on in this thread (:func:`eager_checks`)?"""
+    return getattr(_local, "checks", True)
 
 
 def set_cache_size(n: int) -> None:
@@ -272,6 +327,8 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
                 _cache[key] = _EAGER
                 _stats["eager"] += 1
             return fn(*args, **kwargs)
+        if not checks_enabled():
+            return out      # nothing read back (eager_checks(False)): NaN as under jit
         V.replay(entry.entries, flags)
         if bool(again) or (not nan_ok and bool(has_nan) and not any(bool(f[0]) for f in flags)):
             # a NaN no recorded check explains: let the plain call raise/warn as documented
