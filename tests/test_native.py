@@ -24,6 +24,7 @@ import calipers
 from calipers._bootstrap import kernels as K
 from calipers._bootstrap import resample as RS
 from calipers._kernels import native
+from calipers._kernels import ranges as Rg
 from calipers._kernels import rankstats as R
 
 lib = native.lib
@@ -190,16 +191,18 @@ def test_score_table_equals_unique_counts(distinct, ydt, monkeypatch):
     vals[0] = -0.0
     s = vals[rng.integers(0, distinct, n)]
     y = (rng.random(n) < 0.3).astype(ydt)
-    monkeypatch.setattr(R, "_TABLE_MIN_N", 1)
-    monkeypatch.setattr(R, "_TABLE_SAMPLE_DISTINCT", n)
-    tab = R.score_table(y, s)
+    monkeypatch.setattr(Rg, "_TABLE_SAMPLE_DISTINCT", n)
+    tab = Rg.counted_table(s, y)
     assert tab is not None
     u, n0, n1 = _table_ref(y, s)
-    np.testing.assert_array_equal(tab.u, u)
-    assert not np.signbit(tab.u).any() or tab.u.min() < 0
-    np.testing.assert_array_equal(tab.n0, n0)
-    np.testing.assert_array_equal(tab.n1, n1)
-    assert (tab.P, tab.n) == (int(n1.sum()), n)
+    np.testing.assert_array_equal(tab[0], u)
+    assert not np.signbit(tab[0][tab[0] == 0]).any()          # -0.0 reported as 0.0
+    np.testing.assert_array_equal(tab[2], n0)
+    np.testing.assert_array_equal(tab[1], n1)
+    assert Rg.table_totals(tab) == (int(n1.sum()), n - int(n1.sum()))
+    # the sorting table of the same rows (weights given: no counting pass)
+    for a, b in zip(tab, Rg.score_table(s, y, np.ones(n, np.int64))):
+        np.testing.assert_array_equal(a, b)
 
 
 @needs_lib
@@ -217,14 +220,16 @@ def test_score_table_stops_past_its_cap_and_on_bad_labels(monkeypatch):
         lib.score_table(s, y[:10], vals, cnt)
     # through rankstats: past the cap the packed sort takes over, with the same AUC
     monkeypatch.setattr(R, "_TABLE_MIN_N", 1)
-    monkeypatch.setattr(R, "_TABLE_CAP", 50)
+    monkeypatch.setattr(Rg, "_TABLE_CAP", 50)
     yy = (rng.random(1000) < 0.5).astype(np.int64)
     ss = np.round(rng.normal(size=1000), 2)
-    assert R.score_table(yy, ss) is None
-    monkeypatch.setattr(R, "_TABLE_CAP", 1 << 14)
-    assert R.score_table(yy, ss) is not None
+    assert Rg.counted_table(ss, yy) is None
+    assert isinstance(R.one_pass(yy, ss), R.Packed)
+    monkeypatch.setattr(Rg, "_TABLE_CAP", 1 << 14)
+    assert Rg.counted_table(ss, yy) is not None
+    assert not isinstance(R.one_pass(yy, ss), R.Packed)
     a = calipers.roc_auc_score(yy, ss)
-    monkeypatch.setattr(R, "_TABLE_CAP", 50)
+    monkeypatch.setattr(Rg, "_TABLE_CAP", 50)
     assert calipers.roc_auc_score(yy, ss) == a
 
 
@@ -242,20 +247,20 @@ def test_score_table_auc_ap_equal_exact_references(s, seed):
     u, n0, n1 = _table_ref(y, s)
     assert G == u.shape[0]
     order = np.argsort(vals[:G].view(np.float64))
-    tab = R.ScoreTable(vals[:G].view(np.float64)[order], cnt[:2 * G:2][order],
-                       cnt[1:2 * G:2][order], int(y.sum()), s.shape[0])
-    P, N = tab.P, tab.n - tab.P
+    tab = (vals[:G].view(np.float64)[order], cnt[1:2 * G:2][order], cnt[:2 * G:2][order])
+    P, N = R.one_pass_totals(tab)
+    assert (P, N) == (int(y.sum()), s.shape[0] - int(y.sum()))
     if P and N:
         pos, neg = s[y == 1].tolist(), s[y == 0].tolist()
         u2 = sum(2 * (p > q) + (p == q) for p in pos for q in neg)
-        assert R.table_roc_auc(tab) == u2
+        assert R.one_pass_u2(tab) == u2
     if P:
         exact, tp, fp = Fraction(0), 0, 0
         for v, a, b in zip(u[::-1], n0[::-1], n1[::-1]):
             tp, fp = tp + int(b), fp + int(a)
             if b:
                 exact += Fraction(int(b) * tp, tp + fp)
-        assert R.table_average_precision(tab) == pytest.approx(float(exact / P), rel=1e-14)
+        assert R.one_pass_ap(tab, P) == pytest.approx(float(exact / P), rel=1e-14)
 
 
 @needs_lib
@@ -265,7 +270,7 @@ def test_heavily_tied_public_results_equal_numpy_passes(monkeypatch):
     n = 2 * R._TABLE_MIN_N + 5
     y = (rng.random(n) < 0.3).astype(np.int64)
     s = np.round(rng.normal(size=n) + y, 1).astype(np.float32)
-    assert R.score_table(y, s) is not None
+    assert not isinstance(R.one_pass(y, s), R.Packed)
     got = (calipers.roc_auc_score(y, s), calipers.average_precision_score(y, s),
            calipers.roc_curve(y, s), calipers.precision_recall_curve(y, s))
     _numpy(monkeypatch)
@@ -325,6 +330,10 @@ def test_draw_refusals():
         lib.topup_draw(np.zeros(10, np.uint32), 1, 2, T, 8, 3, None, np.empty(8, np.uint8))
     with pytest.raises(ValueError, match="too short"):
         lib.poisson_draw(np.zeros(10, np.uint32), 1, 2, T, np.empty(5, np.uint8))
+    # a layout inverse holding a position past n is refused, not written through
+    with pytest.raises(ValueError, match="inv"):
+        lib.topup_draw(np.zeros(7, np.uint32), 0, 3, np.zeros(0, np.uint32), 5, 7,
+                       np.full(5, 9, np.intp), np.zeros(5, np.uint8))
     # five rows of one word draw one count v each: the top-up takes them only when
     # 5 v <= 5 and 5 - 5 v <= M (here M = 2); else the caller draws directly (-1)
     for k1 in range(40):

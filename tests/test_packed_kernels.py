@@ -25,6 +25,7 @@ import pytest
 
 import calipers
 from calipers._kernels import native
+from calipers._kernels import ranges as Rg
 from calipers._kernels import rankstats as R
 
 
@@ -224,7 +225,7 @@ def test_untied_ap_across_chunks(late_tie, monkeypatch):
     assert ap == pytest.approx(_ap_fsum(y, s), rel=1e-12, abs=0)
     if late_tie:
         monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
-        monkeypatch.setattr(R, "score_table", lambda *a, **k: None)
+        monkeypatch.setattr(Rg, "counted_table", lambda *a, **k: None)
         _same_ap(calipers.average_precision_score(y, s), ap)
 
 
@@ -242,7 +243,7 @@ def test_tied_ap_bit_identical_to_classes_apart(kind, monkeypatch):
         got.append((y, s, calipers.average_precision_score(y, s), calipers.roc_auc_score(y, s)))
     assert len(got) > 5
     monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
-    monkeypatch.setattr(R, "score_table", lambda *a, **k: None)
+    monkeypatch.setattr(Rg, "counted_table", lambda *a, **k: None)
     for y, s, ap, auc in got:
         _same_ap(calipers.average_precision_score(y, s), ap)
         assert calipers.roc_auc_score(y, s) == auc
@@ -316,7 +317,7 @@ def test_run_walk_equals_classes_apart_and_exact(budget, samples, monkeypatch):
         curves = [calipers.roc_curve(y, s, drop_intermediate=d) for d in (False, True)]
         got.append((auc, calipers.average_precision_score(y, s), curves))
     monkeypatch.setattr(R, "packed_sort", lambda *a, **k: None)
-    monkeypatch.setattr(R, "score_table", lambda *a, **k: None)
+    monkeypatch.setattr(Rg, "counted_table", lambda *a, **k: None)
     for (y, s), (auc, ap, curves) in zip(cases, got):
         assert calipers.roc_auc_score(y, s) == auc
         _same_ap(calipers.average_precision_score(y, s), ap)

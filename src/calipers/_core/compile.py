@@ -212,12 +212,10 @@ def compiled(fn: _F) -> _F: ...
 @overload
 def compiled(fn: None = None, *, rows: tuple[str, ...] = (), weight: str | None = None,
              nan_ok: bool = False, rerun: Callable[..., Any] | None = None,
-             prepare: Callable[..., Any] | None = None,
-             host: bool = False) -> Callable[[_F], _F]: ...
+             prepare: Callable[..., Any] | None = None) -> Callable[[_F], _F]: ...
 
 
-def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None,
-             host=False):
+def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare=None):
     """Decorator: the compile policy for a public function (see the module docstring).
 
     Parameters
@@ -245,16 +243,10 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
         ``num_segments``), and ``finish(out)`` maps the compiled result back
         (the original ids, eager warnings). The same hook serves every
         per-segment function, so none needs a wrapper of its own.
-    host : bool
-        Unweighted calls on concrete JAX arrays on the CPU run the NumPy kernels
-        on the same memory (:func:`host_kernels`): for functions whose NumPy path
-        (one sort, compiled passes) is far faster than XLA's on the CPU. The
-        function must return an array or a tuple of arrays. (Weighted calls keep
-        the JAX path and its integer limits.)
     """
     if fn is None:
         return functools.partial(compiled, rows=tuple(rows), weight=weight, nan_ok=nan_ok,
-                                 rerun=rerun, prepare=prepare, host=host)
+                                 rerun=rerun, prepare=prepare)
     sig = inspect.signature(fn)
     rows = tuple(rows)
     for r in rows + ((weight,) if weight else ()):
@@ -278,10 +270,6 @@ def compiled(fn=None, *, rows=(), weight=None, nan_ok=False, rerun=None, prepare
                 return out
         if "jax" not in sys.modules:  # no JAX array can exist
             return fn(*args, **kwargs)
-        if host and kwargs.get(weight or "sample_weight") is None:
-            done, out = _jax_cpu_call(fn, args, kwargs)
-            if done:
-                return out
         args, kwargs = _replicated(args, kwargs)
         if prepare is not None:
             if not _concrete_jax_call(args, kwargs):
@@ -430,8 +418,11 @@ def _to_torch(out, torch):
 # --------------------------------------------------------------------------
 
 def host_kernels(fn: _F) -> _F:
-    """Decorator for a function outside :func:`compiled`: unweighted calls on concrete JAX
-    CPU arrays run the NumPy kernels on the same memory (:func:`_jax_cpu_call`)."""
+    """Decorator: unweighted calls on concrete JAX CPU arrays run ``fn``'s NumPy kernels on
+    the same memory (:func:`_jax_cpu_call`); for functions whose NumPy path (one sort,
+    compiled passes) is far faster than XLA's on the CPU, returning an array or a tuple
+    of arrays. Placed above :func:`compiled`, it runs first. Weighted calls keep the JAX
+    path and its integer limits."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if "jax" in sys.modules and kwargs.get("sample_weight") is None:

@@ -2,9 +2,9 @@
  * calipers._kernels._native: the compiled passes behind the NumPy fast paths.
  *
  * Every function here is the single-pass form of a pure NumPy pass of the same
- * name in calipers._kernels.rankstats or calipers._bootstrap.resample /
- * kernels, and gives the same integers (and, for floats, the same formula
- * with a stated summation order). The Python callers check dtypes, shapes
+ * name in calipers._kernels.rankstats, calipers._kernels.ranges (score_table)
+ * or calipers._bootstrap.resample / kernels, and gives the same integers (and,
+ * for floats, the same formula with a stated summation order). The Python callers check dtypes, shapes
  * and contiguity; these functions check what they need to stay in bounds and
  * raise ValueError otherwise. The long loops run without the GIL, so NumPy
  * and other Python threads (the bootstrap's workers) run beside them.
@@ -75,16 +75,47 @@ pylong_u128(u128 x)
     return r;
 }
 
-/* a label of 1, 2, 4 or 8 bytes, read as an unsigned integer (bool is 1 byte) */
-static inline uint64_t
-label_at(const char *y, Py_ssize_t size, Py_ssize_t i)
+/* the buffers of one call, acquired together and released together; an ``obj`` of None
+   (an optional argument not given) holds no buffer */
+typedef struct {
+    PyObject *obj;
+    Py_ssize_t itemsize;    /* 0: any */
+    int writable;
+    const char *name;
+    Py_buffer view;
+} arg_buf;
+
+static void
+release_bufs(arg_buf *b, int k)
 {
-    switch (size) {
-    case 1: return ((const uint8_t *)y)[i];
-    case 2: return ((const uint16_t *)y)[i];
-    case 4: return ((const uint32_t *)y)[i];
-    default: return ((const uint64_t *)y)[i];
+    for (int i = 0; i < k; i++)
+        if (b[i].obj != Py_None)
+            PyBuffer_Release(&b[i].view);
+}
+
+static int
+get_bufs(arg_buf *b, int k)
+{
+    for (int i = 0; i < k; i++) {
+        if (b[i].obj == Py_None) {
+            memset(&b[i].view, 0, sizeof(Py_buffer));
+            continue;
+        }
+        if (get_buf(b[i].obj, &b[i].view, b[i].itemsize, b[i].writable, b[i].name) < 0) {
+            release_bufs(b, i);
+            return -1;
+        }
     }
+    return 0;
+}
+
+/* a ValueError after releasing the call's buffers */
+static PyObject *
+refuse(arg_buf *b, int k, const char *message)
+{
+    release_bufs(b, k);
+    PyErr_SetString(PyExc_ValueError, message);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -185,39 +216,35 @@ py_pack(PyObject *self, PyObject *args)
     PyObject *so, *yo, *oo;
     long long g, kmin;
     int zero, sym;
-    Py_buffer s, y, out;
     if (!PyArg_ParseTuple(args, "OOOLLpp", &so, &yo, &oo, &g, &kmin, &zero, &sym))
         return NULL;
-    if (get_buf(so, &s, 8, 0, "s") < 0)
+    arg_buf b[3] = {{so, 8, 0, "s"}, {yo, 0, 0, "y"}, {oo, 8, 1, "out"}};
+    if (get_bufs(b, 3) < 0)
         return NULL;
-    if (get_buf(yo, &y, 0, 0, "y") < 0) {
-        PyBuffer_Release(&s);
-        return NULL;
-    }
-    if (get_buf(oo, &out, 8, 1, "out") < 0) {
-        PyBuffer_Release(&s);
-        PyBuffer_Release(&y);
-        return NULL;
-    }
-    Py_ssize_t n = nitems(&s), ys = y.itemsize;
-    int64_t P = 0;
-    int ok = (nitems(&y) == n && nitems(&out) == n &&
-              (ys == 1 || ys == 2 || ys == 4 || ys == 8));
-    if (ok) {
-        Py_BEGIN_ALLOW_THREADS
-        P = pack_loop((const int64_t *)s.buf, (const char *)y.buf, ys, (int64_t *)out.buf, n,
-                      (int64_t)g, (int64_t)kmin, zero, sym);
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&s);
-    PyBuffer_Release(&y);
-    PyBuffer_Release(&out);
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "pack: s, y and out must have one length, y "
-                        "1, 2, 4 or 8-byte integers");
-        return NULL;
-    }
+    Py_ssize_t n = nitems(&b[0].view), ys = b[1].view.itemsize;
+    if (nitems(&b[1].view) != n || nitems(&b[2].view) != n ||
+        !(ys == 1 || ys == 2 || ys == 4 || ys == 8))
+        return refuse(b, 3, "pack: s, y and out must have one length, y 1, 2, 4 or 8-byte "
+                            "integers");
+    int64_t P;
+    Py_BEGIN_ALLOW_THREADS
+    P = pack_loop((const int64_t *)b[0].view.buf, (const char *)b[1].view.buf, ys,
+                  (int64_t *)b[2].view.buf, n, (int64_t)g, (int64_t)kmin, zero, sym);
+    Py_END_ALLOW_THREADS
+    release_bufs(b, 3);
     return PyLong_FromLongLong(P);
+}
+
+/* the smallest xor of adjacent keys: at most 1 where two scores tie */
+CLONES static uint64_t
+min_adjacent_xor(const int64_t *k, Py_ssize_t n)
+{
+    uint64_t mn = UINT64_MAX;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        uint64_t d = (uint64_t)(k[i] ^ k[i - 1]);
+        mn = d < mn ? d : mn;
+    }
+    return mn;
 }
 
 /* the sum of the positives' positions, the positives, and the smallest adjacent xor */
@@ -230,16 +257,13 @@ positions_loop(const int64_t *k, Py_ssize_t n, u128 *S, int64_t *P, uint64_t *mn
     uint64_t m = UINT64_MAX;
     for (Py_ssize_t a = 0; a < n; a += BLOCK) {
         Py_ssize_t e = a + BLOCK < n ? a + BLOCK : n;
-        uint64_t ls = 0, lp = 0, lm = UINT64_MAX;   /* in-block sums below 2**32 each */
+        uint64_t ls = 0, lp = 0, lm;   /* in-block sums below 2**32 each */
         for (Py_ssize_t i = a; i < e; i++) {
             uint64_t lab = (uint64_t)k[i] & 1;
             ls += (0 - lab) & (uint64_t)(i - a);
             lp += lab;
         }
-        for (Py_ssize_t i = (a ? a : 1); i < e; i++) {
-            uint64_t d = (uint64_t)(k[i] ^ k[i - 1]);
-            lm = d < lm ? d : lm;
-        }
+        lm = min_adjacent_xor(k + (a ? a - 1 : 0), e - (a ? a - 1 : 0));   /* (in cache) */
         s += (u128)ls + (u128)lp * (u128)a;
         p += (int64_t)lp;
         m = lm < m ? lm : m;
@@ -308,18 +332,6 @@ neumaier(double *s, double *c, double x)
     double t = *s + x;
     *c += fabs(*s) >= fabs(x) ? (*s - t) + x : (x - t) + *s;
     *s = t;
-}
-
-/* the smallest xor of adjacent keys: at most 1 where two scores tie */
-CLONES static uint64_t
-min_adjacent_xor(const int64_t *k, Py_ssize_t n)
-{
-    uint64_t mn = UINT64_MAX;
-    for (Py_ssize_t i = 1; i < n; i++) {
-        uint64_t d = (uint64_t)(k[i] ^ k[i - 1]);
-        mn = d < mn ? d : mn;
-    }
-    return mn;
 }
 
 /* (P - j) / (n - i) for the positives of ranks j0 .. j0 + c - 1 at positions idx, summed
@@ -438,26 +450,19 @@ py_roc_packed(PyObject *self, PyObject *args)
     PyObject *ko, *fo, *to, *ho;
     long long P, kmin, mmin;
     int zero, sym;
-    Py_buffer kb, fb, tb, hb;
     if (!PyArg_ParseTuple(args, "OLOOOLLpp", &ko, &P, &fo, &to, &ho, &kmin, &mmin, &zero,
                           &sym))
         return NULL;
-    if (get_buf(ko, &kb, 8, 0, "keys") < 0)
+    arg_buf b[4] = {{ko, 8, 0, "keys"}, {fo, 8, 1, "fpr"}, {to, 8, 1, "tpr"},
+                    {ho, 8, 1, "thr"}};
+    if (get_bufs(b, 4) < 0)
         return NULL;
-    if (get_buf(fo, &fb, 8, 1, "fpr") < 0)
-        goto e1;
-    if (get_buf(to, &tb, 8, 1, "tpr") < 0)
-        goto e2;
-    if (get_buf(ho, &hb, 8, 1, "thr") < 0)
-        goto e3;
-    Py_ssize_t n = nitems(&kb);
-    if (nitems(&fb) < n + 1 || nitems(&tb) < n + 1 || nitems(&hb) < n + 1) {
-        PyErr_SetString(PyExc_ValueError, "roc_packed: fpr, tpr and thr need n + 1 items");
-        goto e4;
-    }
-    const int64_t *k = (const int64_t *)kb.buf;
-    double *fpr = (double *)fb.buf, *tpr = (double *)tb.buf;
-    int64_t *thr = (int64_t *)hb.buf;
+    Py_ssize_t n = nitems(&b[0].view);
+    if (nitems(&b[1].view) < n + 1 || nitems(&b[2].view) < n + 1 || nitems(&b[3].view) < n + 1)
+        return refuse(b, 4, "roc_packed: fpr, tpr and thr need n + 1 items");
+    const int64_t *k = (const int64_t *)b[0].view.buf;
+    double *fpr = (double *)b[1].view.buf, *tpr = (double *)b[2].view.buf;
+    int64_t *thr = (int64_t *)b[3].view.buf;
     Py_ssize_t G = 1;
     Py_BEGIN_ALLOW_THREADS
     double fP = (double)P, fN = (double)(n - P);
@@ -486,20 +491,8 @@ py_roc_packed(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&hb);
-    PyBuffer_Release(&tb);
-    PyBuffer_Release(&fb);
-    PyBuffer_Release(&kb);
+    release_bufs(b, 4);
     return PyLong_FromSsize_t(G);
-e4:
-    PyBuffer_Release(&hb);
-e3:
-    PyBuffer_Release(&tb);
-e2:
-    PyBuffer_Release(&fb);
-e1:
-    PyBuffer_Release(&kb);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -647,51 +640,32 @@ static PyObject *
 py_score_table(PyObject *self, PyObject *args)
 {
     PyObject *so, *yo, *vo, *co;
-    Py_buffer s, y, v, c;
     if (!PyArg_ParseTuple(args, "OOOO", &so, &yo, &vo, &co))
         return NULL;
-    if (get_buf(so, &s, 8, 0, "s") < 0)
+    arg_buf b[4] = {{so, 8, 0, "s"}, {yo, 0, 0, "y"}, {vo, 8, 1, "vals"}, {co, 8, 1, "cnt"}};
+    if (get_bufs(b, 4) < 0)
         return NULL;
-    if (get_buf(yo, &y, 0, 0, "y") < 0)
-        goto e1;
-    if (get_buf(vo, &v, 8, 1, "vals") < 0)
-        goto e2;
-    if (get_buf(co, &c, 8, 1, "cnt") < 0)
-        goto e3;
-    Py_ssize_t n = nitems(&s), cap = nitems(&v), ys = y.itemsize;
-    if (nitems(&y) != n || nitems(&c) < 2 * cap || cap >= (1 << 28) ||
-        !(ys == 1 || ys == 2 || ys == 4 || ys == 8)) {
-        PyErr_SetString(PyExc_ValueError, "score_table: bad buffer sizes");
-        goto e4;
-    }
+    Py_ssize_t n = nitems(&b[0].view), cap = nitems(&b[2].view), ys = b[1].view.itemsize;
+    if (nitems(&b[1].view) != n || nitems(&b[3].view) < 2 * cap || cap >= (1 << 28) ||
+        !(ys == 1 || ys == 2 || ys == 4 || ys == 8))
+        return refuse(b, 4, "score_table: bad buffer sizes");
     Py_ssize_t G = 0;
     Py_BEGIN_ALLOW_THREADS
-    const int64_t *b = (const int64_t *)s.buf;
-    uint64_t *vals = (uint64_t *)v.buf;
-    int64_t *cnt = (int64_t *)c.buf;
+    const int64_t *s = (const int64_t *)b[0].view.buf;
+    const void *y = b[1].view.buf;
+    uint64_t *vals = (uint64_t *)b[2].view.buf;
+    int64_t *cnt = (int64_t *)b[3].view.buf;
     switch (ys) {
-    case 1: G = table_u8(b, (const uint8_t *)y.buf, n, vals, cnt, cap); break;
-    case 2: G = table_u16(b, (const uint16_t *)y.buf, n, vals, cnt, cap); break;
-    case 4: G = table_u32(b, (const uint32_t *)y.buf, n, vals, cnt, cap); break;
-    default: G = table_u64(b, (const uint64_t *)y.buf, n, vals, cnt, cap); break;
+    case 1: G = table_u8(s, (const uint8_t *)y, n, vals, cnt, cap); break;
+    case 2: G = table_u16(s, (const uint16_t *)y, n, vals, cnt, cap); break;
+    case 4: G = table_u32(s, (const uint32_t *)y, n, vals, cnt, cap); break;
+    default: G = table_u64(s, (const uint64_t *)y, n, vals, cnt, cap); break;
     }
     Py_END_ALLOW_THREADS
+    release_bufs(b, 4);
     if (G == -3)
-        PyErr_NoMemory();
-    PyBuffer_Release(&c);
-    PyBuffer_Release(&v);
-    PyBuffer_Release(&y);
-    PyBuffer_Release(&s);
-    return G == -3 ? NULL : PyLong_FromSsize_t(G);
-e4:
-    PyBuffer_Release(&c);
-e3:
-    PyBuffer_Release(&v);
-e2:
-    PyBuffer_Release(&y);
-e1:
-    PyBuffer_Release(&s);
-    return NULL;
+        return PyErr_NoMemory();
+    return PyLong_FromSsize_t(G);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -759,36 +733,22 @@ py_poisson_draw(PyObject *self, PyObject *args)
 {
     PyObject *ko, *to, *co;
     unsigned long k1, k2;
-    Py_buffer kb, tb, cb;
     if (!PyArg_ParseTuple(args, "OkkOO", &ko, &k1, &k2, &to, &co))
         return NULL;
-    if (get_buf(ko, &kb, 4, 0, "kgx") < 0)
+    arg_buf b[3] = {{ko, 4, 0, "kgx"}, {to, 4, 0, "T"}, {co, 1, 1, "c"}};
+    if (get_bufs(b, 3) < 0)
         return NULL;
-    if (get_buf(to, &tb, 4, 0, "T") < 0)
-        goto e1;
-    if (get_buf(co, &cb, 1, 1, "c") < 0)
-        goto e2;
-    Py_ssize_t n = nitems(&kb), nt = nitems(&tb);
-    if (nitems(&cb) < n || nt > 255) {
-        PyErr_SetString(PyExc_ValueError, "poisson_draw: c too short or too many thresholds");
-        PyBuffer_Release(&cb);
-        goto e2;
-    }
+    Py_ssize_t n = nitems(&b[0].view), nt = nitems(&b[1].view);
+    if (nitems(&b[2].view) < n || nt > 255)
+        return refuse(b, 3, "poisson_draw: c too short or too many thresholds");
     int64_t total;
     Py_BEGIN_ALLOW_THREADS
     uint32_t a1 = (uint32_t)k1;
-    total = poisson_loop((const uint32_t *)kb.buf, n, a1 ^ (a1 >> 16), (uint32_t)k2,
-                         (const uint32_t *)tb.buf, nt, (uint8_t *)cb.buf);
+    total = poisson_loop((const uint32_t *)b[0].view.buf, n, a1 ^ (a1 >> 16), (uint32_t)k2,
+                         (const uint32_t *)b[1].view.buf, nt, (uint8_t *)b[2].view.buf);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&cb);
-    PyBuffer_Release(&tb);
-    PyBuffer_Release(&kb);
+    release_bufs(b, 3);
     return PyLong_FromLongLong(total);
-e2:
-    PyBuffer_Release(&tb);
-e1:
-    PyBuffer_Release(&kb);
-    return NULL;
 }
 
 PyDoc_STRVAR(topup_draw_doc,
@@ -807,35 +767,24 @@ py_topup_draw(PyObject *self, PyObject *args)
     PyObject *ko, *to, *io, *co;
     unsigned long k1, k2;
     Py_ssize_t n, M;
-    Py_buffer kb, tb, ib, cb;
-    int has_inv;
     if (!PyArg_ParseTuple(args, "OkkOnnOO", &ko, &k1, &k2, &to, &n, &M, &io, &co))
         return NULL;
-    has_inv = io != Py_None;
-    if (get_buf(ko, &kb, 4, 0, "kgx") < 0)
+    arg_buf b[4] = {{ko, 4, 0, "kgx"}, {to, 4, 0, "T"}, {io, 8, 0, "inv"}, {co, 1, 1, "c"}};
+    if (get_bufs(b, 4) < 0)
         return NULL;
-    if (get_buf(to, &tb, 4, 0, "T") < 0)
-        goto e1;
-    if (has_inv && get_buf(io, &ib, 8, 0, "inv") < 0)
-        goto e2;
-    if (get_buf(co, &cb, 1, 1, "c") < 0)
-        goto e3;
-    Py_ssize_t nt = nitems(&tb), nk = nitems(&kb);
-    if (n < 0 || M < 0 || nt > 255 || nitems(&cb) < n || (has_inv && nitems(&ib) < n) ||
-        nk != (nt ? n + M : M)) {
-        PyErr_SetString(PyExc_ValueError, "topup_draw: bad buffer sizes");
-        PyBuffer_Release(&cb);
-        goto e3;
-    }
+    Py_ssize_t nt = nitems(&b[1].view), nk = nitems(&b[0].view);
+    if (n < 0 || M < 0 || nt > 255 || nitems(&b[3].view) < n ||
+        (io != Py_None && nitems(&b[2].view) < n) || nk != (nt ? n + M : M))
+        return refuse(b, 4, "topup_draw: bad buffer sizes");
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
-    const uint32_t *kg = (const uint32_t *)kb.buf;
-    uint8_t *c = (uint8_t *)cb.buf;
-    const int64_t *inv = has_inv ? (const int64_t *)ib.buf : NULL;
+    const uint32_t *kg = (const uint32_t *)b[0].view.buf;
+    const int64_t *inv = (const int64_t *)b[2].view.buf;     /* NULL: the identity */
+    uint8_t *c = (uint8_t *)b[3].view.buf;
     uint32_t a1 = (uint32_t)k1, k1s = a1 ^ (a1 >> 16), b2 = (uint32_t)k2;
     int64_t total = 0;
     if (nt)
-        total = poisson_loop(kg, n, k1s, b2, (const uint32_t *)tb.buf, nt, c);
+        total = poisson_loop(kg, n, k1s, b2, (const uint32_t *)b[1].view.buf, nt, c);
     else
         memset(c, 0, (size_t)n);
     const uint32_t *extra = nt ? kg + n : kg;
@@ -846,8 +795,13 @@ py_topup_draw(PyObject *self, PyObject *args)
         for (int64_t t = 0; t < missing; t++) {
             uint32_t u = hash_word(extra[t], k1s, b2);
             int64_t pos = (int64_t)(((uint64_t)u * (uint64_t)n) >> 32);
-            if (inv)
+            if (inv) {
                 pos = inv[pos];
+                if ((uint64_t)pos >= (uint64_t)n) {
+                    status = -3;
+                    break;
+                }
+            }
             if (c[pos] == 255) {
                 status = -2;
                 break;
@@ -856,20 +810,12 @@ py_topup_draw(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&cb);
-    if (has_inv)
-        PyBuffer_Release(&ib);
-    PyBuffer_Release(&tb);
-    PyBuffer_Release(&kb);
+    release_bufs(b, 4);
+    if (status == -3) {
+        PyErr_SetString(PyExc_ValueError, "topup_draw: inv holds a position outside [0, n)");
+        return NULL;
+    }
     return PyLong_FromLong(status);
-e3:
-    if (has_inv)
-        PyBuffer_Release(&ib);
-e2:
-    PyBuffer_Release(&tb);
-e1:
-    PyBuffer_Release(&kb);
-    return NULL;
 }
 
 /* The AUC parts of a replicate over the [negatives | positives] layout: a plan holds, per
@@ -1028,7 +974,7 @@ fail:
 
 /* sum over read rows (in bound order) of count * (C[lo] + C[hi]); uint8 counts sum in
    int64 per block of 2**16 rows (each term below 2**9 n: exact for n below 2**38) */
-#define READ_TERM(T, I) ((int64_t)cr[perm ? perm[I] : (I)])
+#define READ_TERM(I) ((int64_t)cr[perm ? perm[I] : (I)])
 #define READ_FN(NAME, T, PART, WIDE)                                               \
 static u128                                                                        \
 NAME(const T *cr, const int64_t *Co, const int64_t *perm, const int64_t *lo,       \
@@ -1040,10 +986,10 @@ NAME(const T *cr, const int64_t *Co, const int64_t *perm, const int64_t *lo,    
         PART part = 0;                                                             \
         if (hi)                                                                    \
             for (Py_ssize_t i = a; i < e; i++)                                     \
-                part += (WIDE)READ_TERM(T, i) * (WIDE)(Co[lo[i]] + Co[hi[i]]);     \
+                part += (WIDE)READ_TERM(i) * (WIDE)(Co[lo[i]] + Co[hi[i]]);     \
         else                                                                       \
             for (Py_ssize_t i = a; i < e; i++)                                     \
-                part += (WIDE)READ_TERM(T, i) * (WIDE)(2 * Co[lo[i]]);             \
+                part += (WIDE)READ_TERM(i) * (WIDE)(2 * Co[lo[i]]);             \
         acc += (u128)part;                                                         \
     }                                                                              \
     return acc;                                                                    \
@@ -1065,31 +1011,23 @@ static PyObject *
 py_split_parts(PyObject *self, PyObject *args)
 {
     PyObject *po, *co, *Co;
-    Py_buffer cb, Cb;
     if (!PyArg_ParseTuple(args, "OOO", &po, &co, &Co))
         return NULL;
     plan_t *pl = (plan_t *)PyCapsule_GetPointer(po, "calipers.split_plan");
     if (!pl)
         return NULL;
-    if (get_buf(co, &cb, 0, 0, "counts") < 0)
+    arg_buf b[2] = {{co, 0, 0, "counts"}, {Co, 8, 1, "C"}};
+    if (get_bufs(b, 2) < 0)
         return NULL;
-    if (get_buf(Co, &Cb, 8, 1, "C") < 0) {
-        PyBuffer_Release(&cb);
-        return NULL;
-    }
-    Py_ssize_t n = pl->n, cs = cb.itemsize;
-    if (!(cs == 1 || cs == 8) || nitems(&cb) != n || nitems(&Cb) < n + 1) {
-        PyBuffer_Release(&Cb);
-        PyBuffer_Release(&cb);
-        PyErr_SetString(PyExc_ValueError, "split_parts: counts must be uint8 or int64 of the "
-                        "plan's length, C one longer");
-        return NULL;
-    }
+    Py_ssize_t n = pl->n, cs = b[0].view.itemsize;
+    if (!(cs == 1 || cs == 8) || nitems(&b[0].view) != n || nitems(&b[1].view) < n + 1)
+        return refuse(b, 2, "split_parts: counts must be uint8 or int64 of the plan's length, "
+                            "C one longer");
     u128 sums[MAX_MODELS];
     int64_t cN, cn;
     Py_BEGIN_ALLOW_THREADS
-    int64_t *C = (int64_t *)Cb.buf;
-    const char *c = (const char *)cb.buf;
+    int64_t *C = (int64_t *)b[1].view.buf;
+    const char *c = (const char *)b[0].view.buf;
     if (cs == 1)
         PREFIX_LOOP(uint8_t)
     else
@@ -1109,8 +1047,7 @@ py_split_parts(PyObject *self, PyObject *args)
             sums[t] = read_i64((const int64_t *)c + pl->r0[t], Co, perm, lo, hi, pl->m[t]);
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&Cb);
-    PyBuffer_Release(&cb);
+    release_bufs(b, 2);
     PyObject *res = PyTuple_New(pl->nm);
     if (!res)
         return NULL;

@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from . import native
+
 # every finite double is an integer multiple of 2**-1074; a frexp mantissa
 # scaled to 53 bits sits at 2**(e - 53) with e >= -1073, so 2**-1126 divides all
 SHIFT = 1126
@@ -64,11 +66,16 @@ def score_table(scores, labels, weights=None) -> tuple:
     """``(scores, pos, neg)``: the distinct scores ascending, the positive / negative weight at each.
 
     ``labels`` in {0, 1}; ``weights`` non-negative integers (``None``: 1 each).
-    -0.0 and 0.0 are one score. Counts are int64.
+    -0.0 and 0.0 are one score. Counts are int64. Unweighted heavily tied scores
+    are counted in one pass (:func:`counted_table`), the rest by one sort.
     """
     s = np.asarray(scores, np.float64)
     if s.size == 0:
         return empty_table()
+    if weights is None and s.ndim == 1:
+        table = counted_table(s, labels)
+        if table is not None:
+            return table
     y = np.asarray(labels).astype(np.int64)
     w = np.ones_like(y) if weights is None else np.asarray(weights).astype(np.int64)
     order = np.argsort(s, kind="stable")
@@ -79,6 +86,41 @@ def score_table(scores, labels, weights=None) -> tuple:
     start = np.flatnonzero(new)
     wy = w * y
     return (s[start] + 0.0, np.add.reduceat(wy, start), np.add.reduceat(w - wy, start))
+
+
+_TABLE_SAMPLES = 4096           # evenly spaced scores that decide whether to count
+_TABLE_SAMPLE_DISTINCT = 2048   # count when the sample holds at most this many distinct
+_TABLE_CAP = 1 << 14            # distinct scores the counting pass takes at most
+
+
+def counted_table(scores, labels):
+    """:func:`score_table` of unweighted 1-D scores in one pass, without a sort of the rows.
+
+    The compiled pass (:mod:`calipers._kernels.native`) counts each distinct
+    score's negatives and positives in a hash table; only the distinct scores
+    are sorted. None where it does not apply: no compiled passes, a strided
+    sample of ``_TABLE_SAMPLES`` scores with more than
+    ``_TABLE_SAMPLE_DISTINCT`` distinct (the pass would not pay), more than
+    ``_TABLE_CAP`` distinct scores (the pass stops there), labels other than 0/1.
+    """
+    s = np.asarray(scores)
+    if native.lib is None or s.dtype.kind != "f" or s.ndim != 1 or s.size == 0:
+        return None
+    n = s.shape[0]
+    if np.unique(s[::max(1, n // _TABLE_SAMPLES)]).shape[0] > _TABLE_SAMPLE_DISTINCT:
+        return None
+    y = np.ascontiguousarray(labels)
+    if y.dtype.kind not in "biu":
+        return None
+    vals = np.empty(_TABLE_CAP, dtype=np.uint64)
+    cnt = np.empty((_TABLE_CAP, 2), dtype=np.int64)
+    G = native.lib.score_table(np.ascontiguousarray(s, dtype=np.float64), y, vals, cnt)
+    if G < 0:                 # past the cap (-1), or a label other than 0 / 1 (-2)
+        return None
+    u = vals[:G].view(np.float64)
+    order = np.argsort(u)
+    c = cnt[:G][order]
+    return u[order], c[:, 1].copy(), c[:, 0].copy()
 
 
 def merge_tables(*tables) -> tuple:

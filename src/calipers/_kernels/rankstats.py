@@ -79,7 +79,7 @@ import numpy as np
 
 from .._core import xp as B
 from .._core import validation as V
-from . import native
+from . import native, ranges
 
 # Internal kernels, no public names (hence no __all__): used by _ranking, _multiclass,
 # _comparison, _retrieval and the bootstrap kernels.
@@ -747,18 +747,12 @@ def roc_auc(y01, s, w, xp, bits=None):
     ``bits``: NumPy float64 scores' bit extremes (``Binary.bits``), when known.
     """
     if B.is_numpy(xp) and w is None:
-        tab = score_table(y01, s)
-        if tab is not None:
-            P, N = tab.P, tab.n - tab.P
+        fast = one_pass(y01, s, bits)
+        if fast is not None:
+            P, N = one_pass_totals(fast)
             if P == 0 or N == 0:
                 return np.float64(math.nan), True
-            return np.float64(table_roc_auc(tab) / (2.0 * P * N)), False
-        pk = packed_sort(y01, s, bits)
-        if pk is not None:
-            P, N = pk.P, pk.n - pk.P
-            if P == 0 or N == 0:
-                return np.float64(math.nan), True
-            return np.float64(packed_roc_auc(pk) / (2.0 * P * N)), False
+            return np.float64(one_pass_u2(fast) / (2.0 * P * N)), False
         pos, neg = _split_numpy(y01, s)
         P, N = pos.shape[0], neg.shape[0]
         if P == 0 or N == 0:
@@ -775,16 +769,12 @@ def average_precision(y01, s, w, xp, bits=None):
     """Average precision (step sum) of unsorted input: ``(ap, undefined)``; ``bits`` as
     :func:`roc_auc`."""
     if B.is_numpy(xp) and w is None:
-        tab = score_table(y01, s)
-        if tab is not None:
-            if tab.P == 0:
+        fast = one_pass(y01, s, bits)
+        if fast is not None:
+            P = one_pass_totals(fast)[0]
+            if P == 0:
                 return np.float64(math.nan), True
-            return np.float64(table_average_precision(tab)), False
-        pk = packed_sort(y01, s, bits)
-        if pk is not None:
-            if pk.P == 0:
-                return np.float64(math.nan), True
-            return np.float64(packed_average_precision(pk)), False
+            return np.float64(one_pass_ap(fast, P)), False
         pos, neg = _split_numpy(y01, s)
         P = pos.shape[0]
         if P == 0:
@@ -1437,84 +1427,58 @@ def packed_roc_curve(pk: Packed):
 
 
 # --------------------------------------------------------------------------
-# NumPy, unweighted, heavily tied scores: class counts per distinct score
+# NumPy, unweighted: the one pass of the scores (a score table or a packed sort)
 # --------------------------------------------------------------------------
 #
 # Scores with few distinct values (rounded probabilities, ratings, bucketed
-# model outputs) need no sort of the rows: one pass through a hash table of
-# the distinct scores (:func:`calipers._kernels.native`'s ``score_table``, C)
-# gives each one's negatives and positives, and AUC, AP and the curve points
-# are sums over the sorted distinct scores. A strided sample decides whether
-# to try it; past ``_TABLE_CAP`` distinct scores the pass stops and the
-# packed sort takes over. Without the compiled module the packed sort runs.
+# model outputs) need no sort of the rows: their score table
+# (:func:`calipers._kernels.ranges.counted_table`, one compiled pass) gives the
+# negatives and positives at each distinct score, and AUC, AP and the curve
+# points are sums over the sorted distinct scores (the table functions of
+# :mod:`calipers._kernels.ranges`). Other scores take the packed sort.
 
-_TABLE_MIN_N = 1 << 15          # smaller inputs: the sort costs little
-_TABLE_SAMPLES = 4096           # evenly spaced scores that decide whether to try the table
-_TABLE_SAMPLE_DISTINCT = 2048   # try it when the sample holds at most this many distinct
-_TABLE_CAP = 1 << 14            # distinct scores the table takes at most
+_TABLE_MIN_N = 1 << 15          # smaller inputs: the sort costs little, no table is tried
 
 
-class ScoreTable(NamedTuple):
-    u: Any      # float64 (G,): the distinct scores, ascending (-0.0 read as 0.0)
-    n0: Any     # int64 (G,): negatives with that score
-    n1: Any     # int64 (G,): positives with that score
-    P: int
-    n: int
+def one_pass(y01, s, bits=None):
+    """NumPy, unweighted: the score table ``(scores, pos, neg)`` of heavily tied scores
+    (:func:`calipers._kernels.ranges.counted_table`), else the sorted packed keys
+    (:func:`packed_sort`, a :class:`Packed`); None where neither applies. ``bits`` as
+    :func:`packed_sort`."""
+    if s.shape[0] >= _TABLE_MIN_N:
+        table = ranges.counted_table(s, y01)
+        if table is not None:
+            return table
+    return packed_sort(y01, s, bits)
 
 
-def score_table(y01, s):
-    """NumPy, unweighted: class counts per distinct score of heavily tied 1-D float scores.
+def one_pass_totals(fast):
+    """``(P, N)`` of :func:`one_pass`'s result, Python integers."""
+    return (fast.P, fast.n - fast.P) if isinstance(fast, Packed) else ranges.table_totals(fast)
 
-    None where it does not apply: no compiled module, fewer than
-    ``_TABLE_MIN_N`` rows, a sample with many distinct scores, or more than
-    ``_TABLE_CAP`` distinct scores. ``y01``: integer or bool labels 0/1;
-    ``s``: finite scores (float16 / float32 are read as float64, exactly).
+
+def one_pass_u2(fast):
+    """``2U`` (exact int) of :func:`one_pass`'s result."""
+    return packed_roc_auc(fast) if isinstance(fast, Packed) else ranges.table_u2(fast)[0]
+
+
+def one_pass_ap(fast, P):
+    """Average precision of :func:`one_pass`'s result with ``P > 0`` positives; float64.
+
+    A score table's terms ``n1 * tp / (tp + fp)`` are summed exactly and divided
+    once (:func:`calipers._kernels.ranges.table_precision_sum`).
     """
-    if native.lib is None or s.dtype.kind != "f" or s.ndim != 1 or s.shape[0] < _TABLE_MIN_N:
-        return None
-    n = s.shape[0]
-    if np.unique(s[::max(1, n // _TABLE_SAMPLES)]).shape[0] > _TABLE_SAMPLE_DISTINCT:
-        return None
-    vals = np.empty(_TABLE_CAP, dtype=np.uint64)
-    cnt = np.empty(2 * _TABLE_CAP, dtype=np.int64)
-    G = native.lib.score_table(np.ascontiguousarray(s, dtype=np.float64), _labels_buffer(y01),
-                            vals, cnt)
-    if G < 0:                 # past the cap (-1), or a label other than 0 / 1 (-2)
-        return None
-    u = vals[:G].view(np.float64)
-    order = np.argsort(u)
-    c = cnt[:2 * G].reshape(G, 2)[order]
-    n1 = c[:, 1].copy()
-    return ScoreTable(u[order], c[:, 0].copy(), n1, int(n1.sum()), n)
+    if isinstance(fast, Packed):
+        return packed_average_precision(fast)
+    return ranges.ratio_of_sum(ranges.table_precision_sum(fast, 0, 0), P)
 
 
-def table_roc_auc(tab: ScoreTable):
-    """``2U`` (exact int) of a score table: ``sum n1 (2 * negatives below + n0)``."""
-    acc = _exact_sum_dtype(tab.P, tab.n - tab.P)
-    n0 = tab.n0.astype(acc)
-    below = np.cumsum(n0) - n0
-    return int(np.sum(tab.n1.astype(acc) * (2 * below + n0)))
-
-
-def table_average_precision(tab: ScoreTable):
-    """Average precision (step sum, ties together) of a score table; float64.
-
-    Per distinct score with positives: ``n1 * tp / (tp + fp)``, the counts at
-    or above it (:func:`ap_steps`' terms), exact integers in float64.
-    """
-    tp, at = _table_at_or_above(tab)
-    return float(np.dot(tab.n1.astype(np.float64), tp / at)) / tab.P
-
-
-def _table_at_or_above(tab: ScoreTable):
-    """Positives and rows scored at or above each distinct score (float64, exact)."""
-    tp = tab.P - (np.cumsum(tab.n1) - tab.n1)
-    at = tab.n - (np.cumsum(tab.n0 + tab.n1) - (tab.n0 + tab.n1))
-    return tp.astype(np.float64), at.astype(np.float64)
-
-
-def table_curve_points(tab: ScoreTable):
-    """:func:`packed_curve_points` of a score table: ``(score, positives at or above,
-    negatives at or above)`` per distinct score, ascending; float64."""
-    tp, at = _table_at_or_above(tab)
-    return tab.u, tp, at - tp
+def curve_points(fast):
+    """Per distinct score, ascending: ``(score, positives at or above, negatives at or
+    above)`` of :func:`one_pass`'s result (:func:`packed_curve_points`); float64."""
+    if isinstance(fast, Packed):
+        return packed_curve_points(fast)
+    s, pos, neg = fast
+    tp = np.cumsum(pos[::-1])[::-1]               # at or above each score
+    fp = np.cumsum(neg[::-1])[::-1]
+    return s, tp.astype(np.float64), fp.astype(np.float64)

@@ -97,7 +97,8 @@ def _result(value, d: _Binary, undefined, what: str):
 # ROC AUC
 # --------------------------------------------------------------------------
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
+@host_kernels
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
                   max_fpr: float | None = None, pos_label: Any = None,
                   multi_class: str = "raise", average: str | None = "macro",
@@ -230,7 +231,8 @@ def _partial_area(st: _Stats, max_fpr, xp):
 # average precision and the trapezoidal PR area
 # --------------------------------------------------------------------------
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
+@host_kernels
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                             sample_weight: ArrayLike = None, pos_label: Any = None,
                             average: str | None = "macro") -> float | Array:
@@ -293,7 +295,8 @@ def average_precision_score(y_true: ArrayLike, y_score: ArrayLike, *,
                    "returning NaN")
 
 
-@compiled(rows=("y_true", "y_score"), weight="sample_weight", host=True)
+@host_kernels
+@compiled(rows=("y_true", "y_score"), weight="sample_weight")
 def precision_recall_auc(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike = None,
                          pos_label: Any = None) -> float | Array:
     """Trapezoidal area under the precision-recall curve (not average precision).
@@ -387,19 +390,22 @@ def _curve_points_numpy(d: _Binary):
     return fps, tps, s[ends], _Totals(tps[-1], fps[-1]), True
 
 
-def _curve_points_numpy_unweighted(y, s):
+def _curve_points_numpy_unweighted(y, s, fast=None, taken=False):
     """Exact integer counts per distinct threshold (decreasing).
 
-    Float scores: one sort of the packed keys
-    (:func:`calipers._kernels.rankstats.packed_sort`), the points read at the
-    tie-group starts in one chunked pass. Otherwise two keys-only sorts.
+    Float scores: one pass (:func:`calipers._kernels.rankstats.one_pass`): the
+    score table of heavily tied scores, else one sort of the packed keys, the
+    points read at the tie-group starts. Otherwise two keys-only sorts.
+    ``taken``: the caller has taken that pass already, its result ``fast``.
     """
-    tab = R.score_table(y, s)
-    if tab is not None:
-        return _table_points(tab, s.dtype)
-    pk = R.packed_sort(y, s)
-    if pk is not None:
-        return _packed_points(pk, s.dtype)
+    if not taken:
+        fast = R.one_pass(y, s)
+    if fast is not None:
+        u, tp, fp = R.curve_points(fast)
+        P, N = R.one_pass_totals(fast)
+        f = np.float64
+        return fp[::-1], tp[::-1], u[::-1].astype(s.dtype, copy=False), _Totals(
+            f(P), f(N)), True
     ss = np.sort(s)
     n = ss.shape[0]
     new = np.empty(n, dtype=bool)
@@ -421,34 +427,12 @@ def _curve_points_numpy_unweighted(y, s):
     return fps_f, tps_f, u[::-1], _Totals(f(P), f(n - P)), True
 
 
-def _packed_points(pk, dtype):
-    """:func:`_curve_points`' result from sorted packed keys (NumPy, unweighted)."""
-    u, tp, fp = R.packed_curve_points(pk)
-    f = np.float64
-    return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
-        f(pk.P), f(pk.n - pk.P)), True
-
-
-def _table_points(tab, dtype):
-    """:func:`_curve_points`' result from a score table (NumPy, unweighted, heavy ties)."""
-    u, tp, fp = R.table_curve_points(tab)
-    f = np.float64
-    return fp[::-1], tp[::-1], u[::-1].astype(dtype, copy=False), _Totals(
-        f(tab.P), f(tab.n - tab.P)), True
-
-
-def _table_numpy(d: _Binary):
-    """NumPy, unweighted, valid float scores: the score table (None where it does not apply)."""
+def _one_pass_numpy(d: _Binary):
+    """NumPy, unweighted, valid input: :func:`calipers._kernels.rankstats.one_pass` (None
+    where neither of its ways applies); False for any other input."""
     if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
-        return None
-    return R.score_table(d.y, d.s)
-
-
-def _packed_numpy(d: _Binary):
-    """NumPy, unweighted, valid float scores: the packed sort (None where it does not apply)."""
-    if not B.is_numpy(d.xp) or d.w is not None or bool(d.invalid):
-        return None
-    return R.packed_sort(d.y, d.s, d.bits)
+        return False
+    return R.one_pass(d.y, d.s, d.bits)
 
 
 def _collinear_keep(x, y, xp):
@@ -529,17 +513,15 @@ def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, pos_label: Any = None,
     """
     d = _curve_input(y_true, y_score, sample_weight, pos_label)
     xp = d.xp
-    tab = _table_numpy(d)
-    pk = None if tab is not None else _packed_numpy(d)
-    vertices = _roc_vertices_numpy(d, pk) if drop_intermediate and pk is not None else None
-    if vertices is not None:
-        return vertices
-    if tab is not None:     # heavy ties: the same points, from the class counts per score
-        fps, tps, thr, st, compact = _table_points(tab, d.s.dtype)
-    elif pk is not None:    # the same points as _curve_points, from the one packed sort
-        fps, tps, thr, st, compact = _packed_points(pk, d.s.dtype)
-    else:
+    fast = _one_pass_numpy(d)
+    if drop_intermediate and isinstance(fast, R.Packed):
+        vertices = _roc_vertices_numpy(d, fast)
+        if vertices is not None:
+            return vertices
+    if fast is False:
         fps, tps, thr, st, compact = _curve_points(d)
+    else:       # the same points as _curve_points, from the pass already taken
+        fps, tps, thr, st, compact = _curve_points_numpy_unweighted(d.y, d.s, fast, taken=True)
     zero = xp.zeros(1, dtype=fps.dtype, device=B.device(fps))
     fps = xp.concat([zero, fps])
     tps = xp.concat([zero, tps])
